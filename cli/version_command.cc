@@ -1,0 +1,27 @@
+// slapo-tune --version: the build and the machine facts that decide whether numbers mean anything.
+
+#include <ostream>
+
+#include "cli/command.h"
+#include "core/version.h"
+#include "runners/system_info.h"
+
+namespace slapo::cli {
+
+int run_version(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const runners::SystemInfo info = runners::collect_system_info();
+  out << "slapo-tune " << kVersion << " (git " << kGitRevision << ")\n"
+      << "libtorch " << info.torch_version << ", " << info.torch_threads << " threads"
+      << (info.cuda_available ? ", CUDA" : ", CPU only") << "\n"
+      << "blas " << info.blas_name << (info.blas_path.empty() ? "" : " (" + info.blas_path + ")") << "\n"
+      << "cpu " << info.cpu_model << ", " << info.logical_cores << " logical cores, "
+      << info.memory_bytes / (1024 * 1024) << " MiB\n"
+      << "OMP_WAIT_POLICY " << info.omp_wait_policy << "\n";
+  if (!runners::blas_is_optimized(info)) {
+    err << "warning: LibTorch is not using an optimized BLAS; timings will be ~25x slower. "
+           "Run scripts/setup.sh.\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace slapo::cli

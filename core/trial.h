@@ -1,0 +1,34 @@
+#pragma once
+// The outcome of measuring one configuration. A failing candidate is a value, not an exception:
+// the runner reports it with a closed status and keeps the reason.
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace slapo {
+
+enum class TrialStatus {
+  kOk,             // measured
+  kOom,            // ran out of (device or budgeted CPU) memory
+  kInvalid,        // the configuration violates the space or the workload's requirements
+  kScheduleError,  // the schedule could not be applied or built
+  kRuntimeError,   // training failed (exception, NaN loss, non-zero exit)
+  kTimeout,        // killed after its time limit
+  kCrashed,        // the process died by a signal or produced garbled output
+  kPruned,         // never run: another trial proves its outcome (OOM dominance)
+};
+
+const char* to_string(TrialStatus status);
+// Parses the names printed by to_string ("ok", "oom", "schedule_error", ...).
+std::optional<TrialStatus> trial_status_from_string(const std::string& name);
+
+struct TrialResult {
+  TrialStatus status = TrialStatus::kOk;
+  // Named measurements: "samples_per_s", "step_ms_median", "peak_bytes", ...
+  std::map<std::string, double> metrics;
+  std::string error;     // why it failed; empty when ok
+  std::string log_tail;  // the last lines of the candidate's output, when there is one
+};
+
+}  // namespace slapo

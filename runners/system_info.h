@@ -1,0 +1,29 @@
+#pragma once
+// Facts about this machine and software that make two measurements comparable: printed by
+// `slapo-tune --version` and, later, stored as each tuning task's fingerprint.
+
+#include <string>
+
+namespace slapo::runners {
+
+struct SystemInfo {
+  std::string cpu_model;
+  int logical_cores = 0;
+  long long memory_bytes = 0;
+  std::string torch_version;
+  int torch_threads = 0;
+  // The BLAS library actually mapped into this process (resolved path), and a short name:
+  // "OpenBLAS (openmp)", "OpenBLAS (pthread)", "reference BLAS", ...
+  std::string blas_path;
+  std::string blas_name;
+  std::string omp_wait_policy;  // OMP_WAIT_POLICY as seen by this process, or "default"
+  bool cuda_available = false;
+};
+
+// Reads /proc and asks LibTorch. Never throws: unknown fields stay empty.
+SystemInfo collect_system_info();
+
+// True when the BLAS in use is an optimized one (OpenBLAS, MKL, BLIS).
+bool blas_is_optimized(const SystemInfo& info);
+
+}  // namespace slapo::runners

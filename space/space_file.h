@@ -1,0 +1,24 @@
+#pragma once
+// Reading space files (TOML). The syntax is documented in docs/space-files.md:
+//
+//   [workload]     opaque; handed to the runner as JSON
+//   [parameters]   name = number | string | bool
+//   [knobs]        name = { range = [lo, hi], step = s } | { pow2 = [lo, hi] } | { values = [...] }
+//                        | { choice = ["a", "b"] } | { values = [false, true] }
+//                        | { layers = "L", stages = "pp", min = 4, max = 8 }     (cut points)
+//                  optional on every knob: mem = "up" | "down"
+//   [constraints]  name = "expression" | ["expression", ...]
+//   [space]        order = ["knob", ...]   (loop order; default: file order)
+
+#include <string>
+
+#include "space/space.h"
+
+namespace slapo::space {
+
+// Throws Error(kNotFound) when the file cannot be read, Error(kParse) with file:line:column for
+// TOML syntax errors, unknown tables or keys, and values of the wrong kind.
+Space load_space_file(const std::string& path);
+Space parse_space(const std::string& text, const std::string& origin);
+
+}  // namespace slapo::space
