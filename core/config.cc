@@ -114,7 +114,7 @@ Config Config::from_json(const std::string& text, const std::string& origin) {
 }
 
 std::string stable_hash(const std::string& bytes) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (unsigned char c : bytes) {
     h ^= c;
     h *= 1099511628211ULL;

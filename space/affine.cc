@@ -50,6 +50,7 @@ std::optional<std::vector<LinearInequality>> less_equal(const Expr& left, const 
 }
 
 std::optional<std::vector<LinearInequality>> comparison_inequalities(const Expr& e) {
+  if (e.args.size() != 2) return std::nullopt;  // constants, not, calls
   const Expr& a = *e.args[0];
   const Expr& b = *e.args[1];
   switch (e.op) {

@@ -295,12 +295,12 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
-ExprPtr bind(const Expr& parsed, const SymbolTable& symbols) { return Binder(symbols).bind(parsed); }
+ExprPtr bind_expression(const Expr& parsed, const SymbolTable& symbols) { return Binder(symbols).bind(parsed); }
 
 ExprPtr bind_condition(const Expr& parsed, const SymbolTable& symbols) {
-  ExprPtr bound = bind(parsed, symbols);
+  ExprPtr bound = bind_expression(parsed, symbols);
   if (bound->type != Type::kBool) {
-    throw ExpressionError(bound->offset, std::string("expected a condition (a comparison, 'and', "
+    throw ExpressionError(0, std::string("expected a condition (a comparison, 'and', "
                                                      "'or', 'not' or 'if ... then ...'), found a ") +
                                              type_name(bound->type));
   }
@@ -308,7 +308,7 @@ ExprPtr bind_condition(const Expr& parsed, const SymbolTable& symbols) {
 }
 
 double bind_constant_number(const Expr& parsed, const SymbolTable& symbols) {
-  ExprPtr bound = bind(parsed, symbols);
+  ExprPtr bound = bind_expression(parsed, symbols);
   if (bound->op == Op::kSlot || !bound->args.empty()) {
     throw ExpressionError(parsed.offset, "expected an expression of parameters only, not of knobs");
   }

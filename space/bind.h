@@ -26,7 +26,7 @@ using SymbolTable = std::map<std::string, Symbol>;
 
 // Returns the bound expression. Throws ExpressionError (with the offending offset) for unknown
 // names (with the nearest known one), type errors, unknown choices and constant division by zero.
-ExprPtr bind(const Expr& parsed, const SymbolTable& symbols);
+ExprPtr bind_expression(const Expr& parsed, const SymbolTable& symbols);
 
 // Binds `text` and requires a condition (type bool). `what` names it in errors ("constraint").
 ExprPtr bind_condition(const Expr& parsed, const SymbolTable& symbols);

@@ -132,7 +132,7 @@ struct Part {
 
 struct KeyHash {
   size_t operator()(const std::vector<double>& key) const {
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = 14695981039346656037ULL;
     for (double d : key) {
       uint64_t bits;
       std::memcpy(&bits, &d, sizeof bits);
@@ -630,7 +630,7 @@ class Compiler {
         std::sort(d.values.begin(), d.values.end());
         for (size_t i = 1; i < d.values.size(); ++i) {
           SLAPO_CHECK(d.values[i] != d.values[i - 1], ErrorCode::kInvalidArgument, where,
-                      ": value ", to_string(Value(d.values[i])), " is listed twice");
+                      ": value ", d.values[i], " is listed twice");
         }
         d.n = static_cast<int64_t>(d.values.size());
         d.integer = true;
@@ -670,7 +670,7 @@ class Compiler {
     const std::string context = "knob '" + level.info.name + "': " + what;
     ExprPtr parsed = parse_at(text, level.decl.where, context);
     try {
-      ExprPtr bound = space::bind(*parsed, symbols_);
+      ExprPtr bound = bind_expression(*parsed, symbols_);
       if (bound->type != Type::kNumber && bound->type != Type::kBool) {
         throw ExpressionError(0, std::string("expected a number, found a ") + type_name(bound->type));
       }

@@ -208,6 +208,7 @@ class Parser {
 
   ExprPtr negation() {
     if (at_ident("not")) {
+      if (++prefix_run_ > kMaxDepth) throw ExpressionError(cur_.offset, "expression nests too deeply");
       auto e = node(Op::kNot, cur_.offset);
       advance();
       e->args.push_back(negation());
@@ -315,6 +316,12 @@ class Parser {
   }
 
   ExprPtr unary() {
+    if (at_op("-") || at_op("+") || at_ident("not")) {
+      // Chains of prefix operators recurse without reaching primary(): count them too.
+      if (++prefix_run_ > kMaxDepth) throw ExpressionError(cur_.offset, "expression nests too deeply");
+    } else {
+      prefix_run_ = 0;
+    }
     if (at_op("-") || at_op("+")) {
       const bool negate = at_op("-");
       const int offset = cur_.offset;
@@ -340,6 +347,14 @@ class Parser {
   }
 
   ExprPtr primary() {
+    // Every nested construct passes through here: bound the recursion on hostile input.
+    struct DepthGuard {
+      int* depth;
+      explicit DepthGuard(int* d, int offset) : depth(d) {
+        if (++*depth > kMaxDepth) throw ExpressionError(offset, "expression nests too deeply");
+      }
+      ~DepthGuard() { --*depth; }
+    } guard(&depth_, cur_.offset);
     const Token t = cur_;
     switch (t.kind) {
       case Tok::kNumber: {
@@ -409,8 +424,11 @@ class Parser {
     return e;
   }
 
+  static constexpr int kMaxDepth = 200;
   Lexer lexer_;
   Token cur_;
+  int depth_ = 0;
+  int prefix_run_ = 0;
 };
 
 int precedence(Op op) {
@@ -431,7 +449,14 @@ int precedence(Op op) {
 
 }  // namespace
 
-ExprPtr parse_expression(std::string_view text) { return Parser(text).parse(); }
+ExprPtr parse_expression(std::string_view text) {
+  // Left-associative chains parse in a loop but are walked recursively later: bound the size.
+  constexpr size_t kMaxLength = 10000;
+  if (text.size() > kMaxLength) {
+    throw ExpressionError(static_cast<int>(kMaxLength), "expression longer than 10000 characters");
+  }
+  return Parser(text).parse();
+}
 
 ExprPtr make_number(double value, bool is_integer, Type type, int offset) {
   auto e = std::make_unique<Expr>();

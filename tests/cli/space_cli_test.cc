@@ -1,0 +1,150 @@
+// Smoke tests of the slapo-tune binary: output, formats and exit codes.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs slapo-tune with `args` (already shell-quoted where needed).
+Outcome run(const std::string& args) {
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "/cli_out.txt", err = dir + "/cli_err.txt";
+  const std::string command = std::string(SLAPO_TUNE) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int status = std::system(command.c_str());
+  Outcome r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::string last_line(const std::string& text) {
+  std::string s = text;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const std::string kExample = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-training.toml";
+
+TEST(CliTest, HelpAndVersion) {
+  Outcome help = run("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("commands:"), std::string::npos);
+  EXPECT_NE(help.out.find("space"), std::string::npos);
+  EXPECT_EQ(run("").exit_code, 2);
+  Outcome unknown = run("frobnicate");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown command 'frobnicate'"), std::string::npos);
+  Outcome version = run("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("libtorch 1.13"), std::string::npos);
+  EXPECT_NE(version.out.find("blas "), std::string::npos);
+  Outcome space_help = run("space --help");
+  EXPECT_EQ(space_help.exit_code, 0);
+  EXPECT_NE(space_help.out.find("usage: slapo-tune space ACTION FILE"), std::string::npos);
+}
+
+TEST(CliTest, CountPrintsTheNumberAloneOnTheLastLine) {
+  Outcome r = run("space count " + kExample);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(last_line(r.out), "15120");
+  Outcome smaller = run("space count " + kExample + " --param world_size=4 --param num_layers=12");
+  EXPECT_EQ(smaller.exit_code, 0) << smaller.err;
+  EXPECT_NE(last_line(smaller.out), "15120");
+  EXPECT_GT(std::stoll(last_line(smaller.out)), 0);
+}
+
+TEST(CliTest, ShowDescribesTheAnalysis) {
+  Outcome r = run("space show " + kExample);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("loop order (6 knobs"), std::string::npos);
+  EXPECT_NE(r.out.find("guard  tp * pp <= 8   (fits)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("size: 15120"), std::string::npos);
+}
+
+TEST(CliTest, ListFormats) {
+  Outcome json = run("space list " + kExample + " --limit 3 --format json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto parsed = nlohmann::json::parse(json.out);
+  ASSERT_EQ(parsed.size(), 3u);
+  EXPECT_EQ(parsed[0]["attn"], "naive");
+  EXPECT_TRUE(parsed[0]["batch_size"].is_number_integer());
+  Outcome csv = run("space list " + kExample + " --limit 2 --offset 5 --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  std::istringstream lines(csv.out);
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  EXPECT_EQ(header, "index,batch_size,ckpt_ratio,tp,pp,attn,cut1");
+  EXPECT_EQ(first.substr(0, 2), "5,");
+  EXPECT_EQ(second.substr(0, 2), "6,");
+  Outcome table = run("space list " + kExample + " --limit 2");
+  EXPECT_NE(table.out.find("... 15118 more"), std::string::npos);
+}
+
+TEST(CliTest, SampleIsReproducibleBySeed) {
+  Outcome a = run("space sample " + kExample + " --n 5 --seed 3 --format csv");
+  Outcome b = run("space sample " + kExample + " --n 5 --seed 3 --format csv");
+  Outcome c = run("space sample " + kExample + " --n 5 --seed 4 --format csv");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+  EXPECT_EQ(std::count(a.out.begin(), a.out.end(), '\n'), 6);
+}
+
+TEST(CliTest, BadInputExitsWithTwoAndOneLine) {
+  Outcome missing = run("space count /nonexistent.toml");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "slapo-tune: error: /nonexistent.toml: cannot open the space file\n");
+  const std::string bad = write_temp("bad.toml", "[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x <= (2\"\n");
+  Outcome parse = run("space count " + bad);
+  EXPECT_EQ(parse.exit_code, 2);
+  EXPECT_NE(parse.err.find("bad.toml:4:13: constraint 'c': expected ')'"), std::string::npos) << parse.err;
+  EXPECT_EQ(std::count(parse.err.begin(), parse.err.end(), '\n'), 1);
+  EXPECT_EQ(run("space frobnicate " + kExample).exit_code, 2);
+  EXPECT_EQ(run("space count").exit_code, 2);
+  Outcome flag = run("space count " + kExample + " --bogus");
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_NE(flag.err.find("bogus"), std::string::npos);
+  Outcome param = run("space count " + kExample + " --param nope=1");
+  EXPECT_EQ(param.exit_code, 2);
+  EXPECT_NE(param.err.find("--param nope"), std::string::npos);
+  EXPECT_EQ(run("space list " + kExample + " --format xml").exit_code, 2);
+}
+
+TEST(CliTest, SampleOfAnEmptySpaceFails) {
+  const std::string empty = write_temp("empty.toml", "[knobs]\nx = { range = [1, 4] }\n[constraints]\nc = \"x > 9\"\n");
+  EXPECT_EQ(last_line(run("space count " + empty).out), "0");
+  Outcome r = run("space sample " + empty);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("the space is empty"), std::string::npos);
+}
+
+}  // namespace
