@@ -139,6 +139,20 @@ TEST(CliTest, BadInputExitsWithTwoAndOneLine) {
   EXPECT_EQ(run("space list " + kExample + " --format xml").exit_code, 2);
 }
 
+TEST(CliTest, EveryExampleSpaceLoads) {
+  const std::string dir = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/";
+  int seen = 0;
+  for (const char* name : {"gpt-training.toml", "pipeline-cuts.toml", "training-64.toml"}) {
+    Outcome r = run("space count " + dir + name);
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_GT(std::stoll(last_line(r.out)), 0) << name;
+    ++seen;
+  }
+  EXPECT_EQ(last_line(run("space count " + dir + "training-64.toml").out), "1557");
+  EXPECT_EQ(last_line(run("space count " + dir + "pipeline-cuts.toml").out), "114500");
+  EXPECT_EQ(seen, 3);
+}
+
 TEST(CliTest, SampleOfAnEmptySpaceFails) {
   const std::string empty = write_temp("empty.toml", "[knobs]\nx = { range = [1, 4] }\n[constraints]\nc = \"x > 9\"\n");
   EXPECT_EQ(last_line(run("space count " + empty).out), "0");
