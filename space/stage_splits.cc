@@ -10,8 +10,12 @@ namespace slapo::space {
 StageSplits::StageSplits(int64_t layers, int64_t stages, int64_t min_len, int64_t max_len)
     : layers_(layers), stages_(stages), min_len_(std::max<int64_t>(min_len, 1)), max_len_(max_len) {
   max_len_ = std::min(max_len_, layers_);
-  SLAPO_CHECK(layers_ <= 1000000, ErrorCode::kInvalidArgument, "cut points over ", layers_,
-              " layers: at most 1,000,000 layers are supported");
+  // The table has (stages + 1) × (layers + 1) cells and visiting a split recurses once per stage.
+  SLAPO_CHECK(layers_ <= 1000000 && stages_ <= 10000 &&
+                  (std::max<int64_t>(stages_, 0) + 1) * (layers_ + 1) <= 20'000'000,
+              ErrorCode::kInvalidArgument, "cut points: ", stages_, " stages over ", layers_,
+              " layers is too large (at most 10,000 stages, 1,000,000 layers and 2e7 "
+              "stages × layers)");
   empty_ = stages_ < 1 || layers_ < 1 || stages_ > layers_ || min_len_ > max_len_ ||
            stages_ * min_len_ > layers_ || stages_ * max_len_ < layers_;
   if (empty_) return;

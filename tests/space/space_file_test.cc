@@ -116,6 +116,21 @@ TEST(SpaceFileTest, ParameterOverrides) {
   EXPECT_EQ(error("name=bert"), "");
 }
 
+TEST(SpaceFileTest, FingerprintFollowsWhatDefinesTheConfigurations) {
+  const std::string text = "[workload]\nmodel = 'a'\n[parameters]\nn = 4\n[knobs]\nx = { range = [1, 'n'] }\n";
+  Space a = parse_space(text, "a.toml");
+  const Space b = parse_space(text, "b.toml");
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  EXPECT_EQ(a.fingerprint().size(), 16u);
+  // The workload is not part of the space.
+  const Space c = parse_space("[workload]\nmodel = 'b'\n" + text.substr(text.find("[parameters]")), "c.toml");
+  EXPECT_EQ(a.fingerprint(), c.fingerprint());
+  a.set_parameter("n=5");
+  EXPECT_NE(a.fingerprint(), b.fingerprint());
+  const Space d = parse_space(text + "[constraints]\nc = 'x > 1'\n", "d.toml");
+  EXPECT_NE(d.fingerprint(), b.fingerprint());
+}
+
 TEST(SpaceFileTest, MissingFileIsNotFound) {
   try {
     load_space_file("/nonexistent/space.toml");

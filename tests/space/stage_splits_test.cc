@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "space/stage_splits.h"
 
 namespace slapo::space {
@@ -57,6 +58,13 @@ TEST(StageSplitsTest, BalancedIsValidAndEven) {
     EXPECT_TRUE(len == 6 || len == 7) << len;
     previous = i < b.size() ? b[i] : 50;
   }
+}
+
+TEST(StageSplitsTest, HugeTablesAreRefused) {
+  EXPECT_THROW(StageSplits(1000000, 1000, 1, 10), Error);
+  EXPECT_THROW(StageSplits(2000000, 2, 1, 2000000), Error);
+  EXPECT_EQ(StageSplits(96, 16, 4, 8).count(), 10651488789u);
+  EXPECT_THROW(StageSplits(1000, 100, 5, 15).count(), Error);  // more than 2^64 - 1 splits
 }
 
 TEST(StageSplitsTest, ContainsRejectsWrongShapes) {
