@@ -111,8 +111,8 @@ void BM_Training_GenericFilter(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
 }
 
-void BM_Training_Engine_Enumerate(benchmark::State& state) {
-  const CompiledSpace space = CompiledSpace::compile(parse_space(kTrainingSpace, "training.toml"));
+void enumerate(benchmark::State& state, const std::string& text) {
+  const CompiledSpace space = CompiledSpace::compile(parse_space(text, "cuts.toml"));
   uint64_t n = 0;
   for (auto _ : state) {
     n = 0;
@@ -122,6 +122,8 @@ void BM_Training_Engine_Enumerate(benchmark::State& state) {
   state.counters["configs"] = static_cast<double>(n);
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
 }
+
+void BM_Training_Engine_Enumerate(benchmark::State& state) { enumerate(state, kTrainingSpace); }
 
 void BM_Training_Engine_CompileAndCount(benchmark::State& state) {
   const auto declared = parse_space(kTrainingSpace, "training.toml");
@@ -196,17 +198,6 @@ void BM_Cuts48_Naive_Slice(benchmark::State& state) {
       seconds / static_cast<double>(state.iterations()) * product / static_cast<double>(visited);
 }
 
-void enumerate(benchmark::State& state, const std::string& text) {
-  const CompiledSpace space = CompiledSpace::compile(parse_space(text, "cuts.toml"));
-  uint64_t n = 0;
-  for (auto _ : state) {
-    n = 0;
-    space.for_each([&](const PointView&) { ++n; });
-    benchmark::DoNotOptimize(n);
-  }
-  state.counters["configs"] = static_cast<double>(n);
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
-}
 
 void BM_Cuts48_Engine_Enumerate_CutsKnob(benchmark::State& state) { enumerate(state, array_cuts(48, 8, 4, 8)); }
 void BM_Cuts48_Engine_Enumerate_ScalarKnobs(benchmark::State& state) { enumerate(state, scalar_cuts(48, 8, 4, 8)); }

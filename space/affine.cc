@@ -78,7 +78,101 @@ void flatten_and(ExprPtr e, std::vector<ExprPtr>* out) {
   }
 }
 
+int occurrences(const Expr& e, int slot) {
+  int n = e.op == Op::kSlot && e.slot == slot ? 1 : 0;
+  for (const auto& arg : e.args) n += occurrences(*arg, slot);
+  return n;
+}
+
+ExprPtr arithmetic(Op op, ExprPtr a, ExprPtr b) {
+  auto e = std::make_unique<Expr>();
+  e->op = op;
+  e->type = Type::kNumber;
+  e->offset = a ? a->offset : 0;
+  e->args.push_back(std::move(a));
+  if (b) e->args.push_back(std::move(b));
+  return e;
+}
+
+// e = coef·x + rest, with nullptr standing for zero.
+struct LinearIn {
+  ExprPtr coef, rest;
+};
+
+ExprPtr add_or_sub(Op op, ExprPtr a, ExprPtr b) {
+  if (!b) return a;
+  if (!a) return op == Op::kAdd ? std::move(b) : arithmetic(Op::kNeg, std::move(b), nullptr);
+  return arithmetic(op, std::move(a), std::move(b));
+}
+
+ExprPtr scale(ExprPtr a, const Expr& factor, Op op, bool factor_on_left) {
+  if (!a) return nullptr;
+  return factor_on_left ? arithmetic(op, clone(factor), std::move(a))
+                        : arithmetic(op, std::move(a), clone(factor));
+}
+
+std::optional<LinearIn> split_linear(const Expr& e, int slot) {
+  if (occurrences(e, slot) == 0) return LinearIn{nullptr, clone(e)};
+  switch (e.op) {
+    case Op::kSlot: return LinearIn{make_number(1, true, Type::kNumber, e.offset), nullptr};
+    case Op::kNeg: {
+      auto a = split_linear(*e.args[0], slot);
+      if (!a) return std::nullopt;
+      return LinearIn{add_or_sub(Op::kSub, nullptr, std::move(a->coef)),
+                      add_or_sub(Op::kSub, nullptr, std::move(a->rest))};
+    }
+    case Op::kAdd:
+    case Op::kSub: {
+      auto a = split_linear(*e.args[0], slot);
+      auto b = split_linear(*e.args[1], slot);
+      if (!a || !b) return std::nullopt;
+      return LinearIn{add_or_sub(e.op, std::move(a->coef), std::move(b->coef)),
+                      add_or_sub(e.op, std::move(a->rest), std::move(b->rest))};
+    }
+    case Op::kMul: {
+      const bool left_free = occurrences(*e.args[0], slot) == 0;
+      const Expr& factor = left_free ? *e.args[0] : *e.args[1];
+      auto inner = split_linear(left_free ? *e.args[1] : *e.args[0], slot);
+      if (!inner) return std::nullopt;
+      return LinearIn{scale(std::move(inner->coef), factor, Op::kMul, left_free),
+                      scale(std::move(inner->rest), factor, Op::kMul, left_free)};
+    }
+    case Op::kDiv: {
+      if (occurrences(*e.args[1], slot) != 0) return std::nullopt;
+      auto inner = split_linear(*e.args[0], slot);
+      if (!inner) return std::nullopt;
+      return LinearIn{scale(std::move(inner->coef), *e.args[1], Op::kDiv, false),
+                      scale(std::move(inner->rest), *e.args[1], Op::kDiv, false)};
+    }
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace
+
+std::optional<ParametricInequality> parametric_in(const Expr& e, int slot) {
+  if (e.args.size() != 2 || occurrences(e, slot) != 1) return std::nullopt;
+  bool strict = false, equality = false, left_minus_right = false;
+  switch (e.op) {
+    case Op::kLe: break;
+    case Op::kLt: strict = true; break;
+    case Op::kGe: left_minus_right = true; break;
+    case Op::kGt: left_minus_right = strict = true; break;
+    case Op::kEq: left_minus_right = equality = true; break;
+    default: return std::nullopt;
+  }
+  auto left = split_linear(*e.args[0], slot);
+  auto right = split_linear(*e.args[1], slot);
+  if (!left || !right) return std::nullopt;
+  LinearIn& plus = left_minus_right ? *left : *right;
+  LinearIn& minus = left_minus_right ? *right : *left;
+  ParametricInequality out;
+  out.coef = add_or_sub(Op::kSub, std::move(plus.coef), std::move(minus.coef));
+  out.rest = add_or_sub(Op::kSub, std::move(plus.rest), std::move(minus.rest));
+  out.strict = strict;
+  out.equality = equality;
+  return out;
+}
 
 std::optional<AffineForm> linearize(const Expr& e) {
   switch (e.op) {

@@ -39,4 +39,19 @@ struct ConstraintPart {
 // Splits a bound condition into conjuncts and classifies each.
 std::vector<ConstraintPart> split_constraint(ExprPtr bound);
 
+// A guard that becomes a bound once the other knobs are fixed: `coef·x + rest ≥ 0` (> 0 when
+// strict, == 0 for an equality) where x is one knob and `coef`, `rest` are expressions of other
+// knobs. `micro_batch * grad_accum * dp == 512` is one in grad_accum: coef = micro_batch * dp.
+struct ParametricInequality {
+  ExprPtr coef;
+  ExprPtr rest;  // nullptr: zero
+  bool strict = false;
+  bool equality = false;
+};
+
+// The parametric form of a comparison in knob `slot`, or nullopt unless the comparison reads the
+// knob exactly once, through + - * / by expressions of other knobs only. (One occurrence makes
+// the floating-point evaluation monotone in the knob, so its true set is an interval.)
+std::optional<ParametricInequality> parametric_in(const Expr& comparison, int slot);
+
 }  // namespace slapo::space

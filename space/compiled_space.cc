@@ -130,6 +130,15 @@ struct Part {
   std::string text;  // the bound conjunct, printed
 };
 
+// A guard affine in its level's knob once the knobs before are fixed: coef·x + rest ≥ 0
+// (> 0, == 0), with coef and rest evaluated per prefix. See parametric_in() in affine.h.
+struct ParametricBound {
+  Program coef;
+  Program rest;  // empty: zero
+  bool equality = false;
+  int part = 0;
+};
+
 struct KeyHash {
   size_t operator()(const std::vector<double>& key) const {
     uint64_t h = 14695981039346656037ULL;
@@ -150,7 +159,10 @@ struct Level {
   Domain domain;
   std::vector<Bound> bounds;
   std::vector<int> guards;   // non-affine parts checked here
-  std::vector<int> tighten;  // affine parts with inexact rows, re-checked at the range's ends
+  std::vector<ParametricBound> parametric;
+  // Parts whose bounds are not exact (floating rows, parametric bounds): re-checked at the ends
+  // of the range.
+  std::vector<int> tighten;
   Program layers, stages, min_len, max_len;  // cuts
   size_t cut_dims = 0;                       // cuts: max number of cut points (for encode)
   std::vector<int> deps;      // slots < this level read by this level or any later one
@@ -160,6 +172,14 @@ struct Level {
 };
 
 }  // namespace
+
+// A configuration unpacked for the nest: slot values, domain indices, cut points.
+struct Point {
+  explicit Point(size_t n) : slots(n + 1, 0), index(n + 1, 0), cuts(n + 1) {}
+  std::vector<double> slots;
+  std::vector<int64_t> index;
+  std::vector<IntList> cuts;
+};
 
 struct CompiledSpace::Impl {
   Space space;
@@ -232,6 +252,27 @@ struct CompiledSpace::Impl {
         if (bound.lower) lo = std::max(lo, d.first_at_least(v - slack));
         else hi = std::min(hi, d.last_at_most(v + slack));
       }
+      if (lo > hi) return false;
+    }
+    for (const ParametricBound& pb : level.parametric) {
+      bool fault = false;
+      const double a = pb.coef.eval(slots, &fault);
+      const double b = pb.rest.empty() ? 0.0 : pb.rest.eval(slots, &fault);
+      if (fault) return false;  // the guard faults whatever this knob's value
+      if (a == 0) {
+        // Constant in this knob: one evaluation decides the whole range.
+        const double saved = slots[k];
+        slots[k] = d.value(lo);
+        const bool holds = parts[pb.part].program.holds(slots);
+        slots[k] = saved;
+        if (!holds) return false;
+        continue;
+      }
+      if (!std::isfinite(a) || !std::isfinite(b)) continue;  // no bound; the end check decides
+      const double v = -b / a;
+      const double slack = 1e-9 * std::max(1.0, std::fabs(v));
+      if (a > 0 || pb.equality) lo = std::max(lo, d.first_at_least(v - slack));
+      if (a < 0 || pb.equality) hi = std::min(hi, d.last_at_most(v + slack));
       if (lo > hi) return false;
     }
     if (!level.tighten.empty()) {
@@ -333,6 +374,11 @@ struct CompiledSpace::Impl {
         if (level.output_int) return static_cast<int64_t>(slots[k]);
         return slots[k];
     }
+  }
+
+  // Unpacks `config`; returns "" or why it is not in the domains.
+  std::string read(const Config& config, Point* p) const {
+    return read_config(config, p->slots.data(), p->index.data(), p->cuts.data());
   }
 
   Config make_config(const double* slots, const IntList* cuts) const {
@@ -767,8 +813,24 @@ class Compiler {
           rows_.push_back(std::move(row));
         }
         const int level = part.program.slots_read().back();
-        if (!part.affine) impl_->levels[level].guards.push_back(part_id);
-        else if (!all_exact) impl_->levels[level].tighten.push_back(part_id);
+        Level& at = impl_->levels[level];
+        if (part.affine) {
+          if (!all_exact) at.tighten.push_back(part_id);
+        } else if (auto parametric = parametric_in(*split.expr, level)) {
+          ParametricBound pb;
+          try {
+            pb.coef = Program::compile(*parametric->coef);
+            if (parametric->rest) pb.rest = Program::compile(*parametric->rest);
+          } catch (const ExpressionError& e) {
+            impl_->fail_expression(e, decl.where, what);
+          }
+          pb.equality = parametric->equality;
+          pb.part = part_id;
+          at.parametric.push_back(std::move(pb));
+          at.tighten.push_back(part_id);
+        } else {
+          at.guards.push_back(part_id);
+        }
         impl_->parts.push_back(std::move(part));
       }
     }
@@ -968,13 +1030,14 @@ Config CompiledSpace::at(uint64_t index) const {
 uint64_t CompiledSpace::index_of(const Config& config) const {
   const Impl& m = *impl_;
   const size_t n = m.n();
-  std::vector<double> target(n + 1, 0), slots(n + 1, 0);
-  std::vector<int64_t> index(n + 1, 0);
-  std::vector<IntList> cuts(n + 1);
-  std::string problem = m.read_config(config, target.data(), index.data(), cuts.data());
+  Point target(n);
+  std::vector<double> slots(n + 1, 0);
+  std::string problem = m.read(config, &target);
   SLAPO_CHECK(problem.empty(), ErrorCode::kInvalidArgument, "configuration ", config.to_string(),
               " is not in the space: ", problem);
-  Validity v = m.check(target.data(), cuts.data());
+  const std::vector<int64_t>& index = target.index;
+  const std::vector<IntList>& cuts = target.cuts;
+  Validity v = m.check(target.slots.data(), cuts.data());
   SLAPO_CHECK(v.ok, ErrorCode::kInvalidArgument, "configuration ", config.to_string(),
               " is not in the space: ", v.reason);
   uint64_t rank = 0;
@@ -1004,7 +1067,7 @@ uint64_t CompiledSpace::index_of(const Config& config) const {
         if (m.guards_hold(level, slots.data())) rank = checked_add(rank, m.count_from(k + 1, slots.data()));
       }
     }
-    slots[k] = target[k];
+    slots[k] = target.slots[k];
   }
   return rank;
 }
@@ -1018,30 +1081,23 @@ Config CompiledSpace::sample(Rng& rng) const {
 }
 
 Validity CompiledSpace::contains(const Config& config) const {
-  const size_t n = impl_->n();
-  std::vector<double> slots(n + 1, 0);
-  std::vector<int64_t> index(n + 1, 0);
-  std::vector<IntList> cuts(n + 1);
-  std::string problem = impl_->read_config(config, slots.data(), index.data(), cuts.data());
-  if (!problem.empty()) {
-    Validity v;
-    v.ok = false;
-    v.reason = problem;
-    return v;
-  }
-  return impl_->check(slots.data(), cuts.data());
+  Point p(impl_->n());
+  std::string problem = impl_->read(config, &p);
+  if (!problem.empty()) return Validity{false, problem, ""};
+  return impl_->check(p.slots.data(), p.cuts.data());
 }
 
 std::vector<Config> CompiledSpace::neighbours(const Config& config) const {
   const Impl& m = *impl_;
   const size_t n = m.n();
-  std::vector<double> slots(n + 1, 0);
-  std::vector<int64_t> index(n + 1, 0);
-  std::vector<IntList> cuts(n + 1);
-  std::string problem = m.read_config(config, slots.data(), index.data(), cuts.data());
-  Validity v = problem.empty() ? m.check(slots.data(), cuts.data()) : Validity{false, problem, ""};
+  const Validity v = contains(config);
   SLAPO_CHECK(v.ok, ErrorCode::kInvalidArgument, "neighbours of ", config.to_string(),
               ": not in the space: ", v.reason);
+  Point p(n);
+  m.read(config, &p);
+  std::vector<double>& slots = p.slots;
+  const std::vector<int64_t>& index = p.index;
+  const std::vector<IntList>& cuts = p.cuts;
   std::vector<Config> out;
   // Re-balances the cut points that depend on slot `changed` when they no longer fit.
   auto rebalance = [&](size_t changed, std::vector<IntList>* c) {
@@ -1105,17 +1161,18 @@ size_t CompiledSpace::encoded_size() const {
 std::vector<double> CompiledSpace::encode(const Config& config) const {
   const Impl& m = *impl_;
   const size_t n = m.n();
-  std::vector<double> slots(n + 1, 0);
-  std::vector<int64_t> index(n + 1, 0);
-  std::vector<IntList> cuts(n + 1);
-  std::string problem = m.read_config(config, slots.data(), index.data(), cuts.data());
+  Point p(n);
+  std::string problem = m.read(config, &p);
   SLAPO_CHECK(problem.empty(), ErrorCode::kInvalidArgument, "encode ", config.to_string(), ": ", problem);
+  const double* slots = p.slots.data();
+  const std::vector<int64_t>& index = p.index;
+  const std::vector<IntList>& cuts = p.cuts;
   std::vector<double> out;
   out.reserve(encoded_size());
   for (size_t k = 0; k < n; ++k) {
     const Level& level = m.levels[k];
     if (level.is_cuts) {
-      const double layers = static_cast<double>(m.splits(k, slots.data()).layers());
+      const double layers = static_cast<double>(m.splits(k, slots).layers());
       for (size_t j = 0; j < level.cut_dims; ++j) {
         out.push_back(j < cuts[k].size() && layers > 0 ? static_cast<double>(cuts[k][j]) / layers : 1.0);
       }
@@ -1181,7 +1238,12 @@ std::string CompiledSpace::describe() const {
     if (level.info.mem != MemTrend::kNone) out << "  mem " << to_string(level.info.mem);
     out << "\n";
     for (const Bound& b : level.bounds) out << "       bound  " << format_bound(level, b) << "\n";
+    for (const ParametricBound& pb : level.parametric) {
+      out << "       bound  " << m.parts[pb.part].text << "   (" << m.constraints[m.parts[pb.part].constraint].name
+          << "; solved for " << level.info.name << " once the knobs before are fixed)\n";
+    }
     for (int t : level.tighten) {
+      if (!m.parts[t].affine) continue;
       out << "       exact  " << m.parts[t].text << "   (" << m.constraints[m.parts[t].constraint].name
           << ", floating: re-checked at the range ends)\n";
     }
@@ -1202,8 +1264,10 @@ std::string CompiledSpace::describe() const {
       if (part.constraint != static_cast<int>(c)) continue;
       any = true;
       const int level = part.program.slots_read().back();
-      out << "       " << (part.affine ? "affine" : "guard ") << "  " << part.text << "   at "
-          << m.levels[level].info.name << "\n";
+      bool parametric = false;
+      for (const ParametricBound& pb : m.levels[level].parametric) parametric = parametric || &m.parts[pb.part] == &part;
+      out << "       " << (part.affine ? "affine" : parametric ? "bound " : "guard ") << "  " << part.text
+          << "   at " << m.levels[level].info.name << "\n";
     }
     if (!any) out << "       constant for these parameters\n";
   }

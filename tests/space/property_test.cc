@@ -89,7 +89,10 @@ class RandomSpace {
       if (!choices_.empty()) return choices_[0] + " != 'b'";
       return bools_[0] + " or not " + bools_[0];
     }
-    switch (pick(12)) {
+    switch (pick(15)) {
+      case 12: return var() + " * " + var() + " == " + std::to_string(pick(9));
+      case 13: return var() + " / (" + var() + " + 5) >= 0.3";
+      case 14: return "(" + var() + " - 1) * " + var() + " + " + var() + " // 2 < " + num();
       case 0: return coef() + " * " + var() + " + " + coef() + " * " + var() + " <= " + num();
       case 1: return var() + " - " + var() + " >= " + num();
       case 2: return var() + " + " + var() + " < " + num();
@@ -114,7 +117,7 @@ class RandomSpace {
 };
 
 TEST(PropertyTest, RandomSpacesMatchBruteForce) {
-  int nonempty = 0, with_guards = 0;
+  int nonempty = 0, with_guards = 0, with_parametric = 0;
   for (uint64_t seed = 1; seed <= 400; ++seed) {
     const std::string text = RandomSpace(seed).generate();
     SCOPED_TRACE("seed " + std::to_string(seed) + "\n" + text);
@@ -149,11 +152,13 @@ TEST(PropertyTest, RandomSpacesMatchBruteForce) {
       for (double x : e) ASSERT_TRUE(x >= 0 && x <= 1);
     }
     nonempty += expected.empty() ? 0 : 1;
+    with_parametric += space.describe().find("once the knobs before are fixed") != std::string::npos;
     with_guards += text.find('%') != std::string::npos || text.find(" or ") != std::string::npos;
   }
   // The generator must exercise what it claims to.
-  EXPECT_GT(nonempty, 200);
+  EXPECT_GT(nonempty, 150);
   EXPECT_GT(with_guards, 50);
+  EXPECT_GT(with_parametric, 25);
 }
 
 // Wilson–Hilferty approximation of the chi-square quantile at p = 0.999.
