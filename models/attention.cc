@@ -1,0 +1,108 @@
+#include "models/attention.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+
+namespace slapo::models {
+
+namespace {
+// [batch, seq, hidden] → [batch, heads, seq, head_dim]
+torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {
+  const auto b = x.size(0), s = x.size(1), h = x.size(2);
+  return x.view({b, s, heads, h / heads}).transpose(1, 2);
+}
+// [batch, heads, seq, head_dim] → [batch, seq, hidden]
+torch::Tensor merge_heads(const torch::Tensor& x) {
+  const auto b = x.size(0), n = x.size(1), s = x.size(2), d = x.size(3);
+  return x.transpose(1, 2).contiguous().view({b, s, n * d});
+}
+torch::Tensor causal_mask(int64_t seq, const torch::Tensor& like) {
+  return torch::ones({seq, seq}, like.options().dtype(torch::kBool)).triu(1);
+}
+}  // namespace
+
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     bool causal, schedule::SlotModule& owner, const char* dropout_slot) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
+  if (causal) scores = scores.masked_fill(causal_mask(q.size(2), q), -INFINITY);
+  torch::Tensor probs = torch::softmax(scores, -1);
+  probs = owner.call(dropout_slot, probs);
+  return torch::matmul(probs, v);
+}
+
+AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
+  SLAPO_CHECK(options.hidden % options.heads == 0, ErrorCode::kInvalidArgument, "attention: hidden ",
+              options.hidden, " is not divisible by heads ", options.heads);
+  for (const char* name : {"q_proj", "k_proj", "v_proj"}) add_slot(name, torch::nn::Linear(options.hidden, options.hidden));
+  add_slot("attn_drop", torch::nn::Dropout(options.dropout));
+  add_slot("out_proj", torch::nn::Linear(options.hidden, options.hidden));
+  add_slot("resid_drop", torch::nn::Dropout(options.dropout));
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t heads = options_.heads;
+  torch::Tensor q = split_heads(call("q_proj", x), heads);
+  torch::Tensor k = split_heads(call("k_proj", x), heads);
+  torch::Tensor v = split_heads(call("v_proj", x), heads);
+  torch::Tensor y = merge_heads(attend(q, k, v, options_.causal, *this, "attn_drop"));
+  return call("resid_drop", call("out_proj", y));
+}
+
+FusedQkvAttentionImpl::FusedQkvAttentionImpl(AttentionImpl& original) : options_(original.options()) {
+  const int64_t h = options_.hidden;
+  torch::nn::Linear qkv(h, 3 * h);
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> weights, biases;
+    for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
+      auto* linear = original.slot(name).module.get<torch::nn::Linear>().get();
+      weights.push_back(linear->weight);
+      biases.push_back(linear->bias);
+    }
+    qkv->weight.copy_(torch::cat(weights, 0));
+    qkv->bias.copy_(torch::cat(biases, 0));
+  }
+  add_slot("qkv", qkv);
+  add_slot("attn_drop", original.slot("attn_drop").module.get<torch::nn::Dropout>());
+  add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
+  add_slot("resid_drop", original.slot("resid_drop").module.get<torch::nn::Dropout>());
+}
+
+torch::Tensor FusedQkvAttentionImpl::forward(const torch::Tensor& x) {
+  const std::vector<torch::Tensor> qkv = call("qkv", x).chunk(3, -1);
+  torch::Tensor q = split_heads(qkv[0], options_.heads);
+  torch::Tensor k = split_heads(qkv[1], options_.heads);
+  torch::Tensor v = split_heads(qkv[2], options_.heads);
+  torch::Tensor y = merge_heads(attend(q, k, v, options_.causal, *this, "attn_drop"));
+  return call("resid_drop", call("out_proj", y));
+}
+
+OnePassAttentionImpl::OnePassAttentionImpl(AttentionImpl& original) : options_(original.options()) {
+  for (const char* name : {"q_proj", "k_proj", "v_proj"}) add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
+  add_slot("attn_drop", original.slot("attn_drop").module.get<torch::nn::Dropout>());
+  add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
+  add_slot("resid_drop", original.slot("resid_drop").module.get<torch::nn::Dropout>());
+}
+
+torch::Tensor OnePassAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t heads = options_.heads;
+  const int64_t b = x.size(0), s = x.size(1), d = options_.hidden / heads;
+  // Fold batch and heads: [b * heads, s, d]; one baddbmm adds the mask and scales the scores.
+  auto fold = [&](const torch::Tensor& t) { return split_heads(t, heads).reshape({b * heads, s, d}); };
+  torch::Tensor q = fold(call("q_proj", x));
+  torch::Tensor k = fold(call("k_proj", x));
+  torch::Tensor v = fold(call("v_proj", x));
+  torch::Tensor bias = torch::zeros({s, s}, x.options());
+  if (options_.causal) bias.masked_fill_(causal_mask(s, x), -INFINITY);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  torch::Tensor scores = torch::baddbmm(bias.expand({b * heads, s, s}), q, k.transpose(1, 2), 1.0, scale);
+  torch::Tensor probs = call("attn_drop", torch::softmax(scores.view({b, heads, s, s}), -1));
+  torch::Tensor y = torch::bmm(probs.view({b * heads, s, s}), v).view({b, heads, s, d});
+  return call("resid_drop", call("out_proj", merge_heads(y)));
+}
+
+}  // namespace slapo::models

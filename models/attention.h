@@ -1,0 +1,66 @@
+#pragma once
+// Multi-head self-attention, written to be schedulable, and the implementations a schedule can
+// swap in with `replace` (the `attn` knob of the templates):
+//
+//   naive      AttentionImpl: q, k, v, out projections; scores, mask, softmax, dropout, values
+//   fused_qkv  FusedQkvAttentionImpl: one projection for q, k and v (one GEMM instead of three)
+//   baddbmm    OnePassAttentionImpl: scale, mask and score in one baddbmm, softmax in place
+//
+// All three compute the same function with the same dropout draws, so a model scheduled with any
+// of them matches the original (tests/models).
+
+#include <cstdint>
+
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+
+#include "schedule/slot_module.h"
+
+namespace slapo::models {
+
+struct AttentionOptions {
+  int64_t hidden = 0;
+  int64_t heads = 1;
+  double dropout = 0.1;
+  bool causal = true;
+};
+
+class AttentionImpl : public schedule::SlotModule {
+ public:
+  explicit AttentionImpl(const AttentionOptions& options);
+  // x: [batch, seq, hidden] → [batch, seq, hidden].
+  torch::Tensor forward(const torch::Tensor& x);
+  const AttentionOptions& options() const { return options_; }
+
+ private:
+  AttentionOptions options_;
+};
+TORCH_MODULE(Attention);
+
+class FusedQkvAttentionImpl : public schedule::SlotModule {
+ public:
+  // Takes over `original`'s weights: qkv = [q; k; v], and its out projection and dropouts.
+  explicit FusedQkvAttentionImpl(AttentionImpl& original);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  AttentionOptions options_;
+};
+TORCH_MODULE(FusedQkvAttention);
+
+class OnePassAttentionImpl : public schedule::SlotModule {
+ public:
+  // Shares `original`'s projections and dropouts (same parameters, same names).
+  explicit OnePassAttentionImpl(AttentionImpl& original);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  AttentionOptions options_;
+};
+TORCH_MODULE(OnePassAttention);
+
+// Scaled dot-product attention on [batch, heads, seq, head_dim] tensors, shared by the variants.
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                     bool causal, schedule::SlotModule& owner, const char* dropout_slot);
+
+}  // namespace slapo::models

@@ -1,0 +1,62 @@
+#include "models/blocks.h"
+
+namespace slapo::models {
+
+torch::nn::LayerNorm layer_norm(const ModelSpec& spec) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({spec.hidden}).eps(spec.layer_norm_eps));
+}
+
+namespace {
+AttentionOptions attention_options(const ModelSpec& spec) {
+  AttentionOptions o;
+  o.hidden = spec.hidden;
+  o.heads = spec.heads;
+  o.dropout = spec.dropout;
+  o.causal = spec.family == "gpt";
+  return o;
+}
+}  // namespace
+
+MlpImpl::MlpImpl(int64_t hidden, int64_t ffn, double dropout) {
+  add_slot("fc_in", torch::nn::Linear(hidden, ffn));
+  add_slot("act", torch::nn::GELU());
+  add_slot("fc_out", torch::nn::Linear(ffn, hidden));
+  add_slot("drop", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return call("drop", call("fc_out", call("act", call("fc_in", x))));
+}
+
+GptBlockImpl::GptBlockImpl(const ModelSpec& spec) {
+  add_slot("ln_1", layer_norm(spec));
+  add_slot("attn", Attention(attention_options(spec)));
+  add_slot("ln_2", layer_norm(spec));
+  add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout));
+}
+
+torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = x + call("attn", call("ln_1", x));
+  return h + call("mlp", call("ln_2", h));
+}
+
+BertLayerImpl::BertLayerImpl(const ModelSpec& spec) {
+  add_slot("attn", Attention(attention_options(spec)));
+  add_slot("attn_norm", layer_norm(spec));
+  add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout));
+  add_slot("mlp_norm", layer_norm(spec));
+}
+
+torch::Tensor BertLayerImpl::forward(const torch::Tensor& x) {
+  torch::Tensor h = call("attn_norm", x + call("attn", x));
+  return call("mlp_norm", h + call("mlp", h));
+}
+
+MlpBlockImpl::MlpBlockImpl(const ModelSpec& spec) {
+  add_slot("norm", layer_norm(spec));
+  add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout));
+}
+
+torch::Tensor MlpBlockImpl::forward(const torch::Tensor& x) { return x + call("mlp", call("norm", x)); }
+
+}  // namespace slapo::models

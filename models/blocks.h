@@ -1,0 +1,47 @@
+#pragma once
+// The blocks of the zoo's models. Every child is a slot (see schedule/slot_module.h).
+//
+//   MlpImpl        fc_in → act (GELU) → fc_out → drop
+//   GptBlockImpl   x + attn(ln_1(x)); then x + mlp(ln_2(x))          (pre-LN, causal)
+//   BertLayerImpl  attn_norm(x + attn(x)); then mlp_norm(x + mlp(x))  (post-LN)
+//   MlpBlockImpl   x + mlp(norm(x))
+
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "models/attention.h"
+#include "models/model_spec.h"
+
+namespace slapo::models {
+
+class MlpImpl : public schedule::SlotModule {
+ public:
+  MlpImpl(int64_t hidden, int64_t ffn, double dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+};
+TORCH_MODULE(Mlp);
+
+class GptBlockImpl : public schedule::SlotModule {
+ public:
+  explicit GptBlockImpl(const ModelSpec& spec);
+  torch::Tensor forward(const torch::Tensor& x);
+};
+TORCH_MODULE(GptBlock);
+
+class BertLayerImpl : public schedule::SlotModule {
+ public:
+  explicit BertLayerImpl(const ModelSpec& spec);
+  torch::Tensor forward(const torch::Tensor& x);
+};
+TORCH_MODULE(BertLayer);
+
+class MlpBlockImpl : public schedule::SlotModule {
+ public:
+  explicit MlpBlockImpl(const ModelSpec& spec);
+  torch::Tensor forward(const torch::Tensor& x);
+};
+TORCH_MODULE(MlpBlock);
+
+torch::nn::LayerNorm layer_norm(const ModelSpec& spec);
+
+}  // namespace slapo::models

@@ -1,0 +1,78 @@
+#include "models/model_spec.h"
+
+#include "core/error.h"
+
+namespace slapo::models {
+
+namespace {
+ModelSpec spec(const char* preset, const char* family, int64_t vocab, int64_t seq, int64_t hidden,
+               int64_t heads, int64_t layers, int64_t ffn) {
+  ModelSpec s;
+  s.preset = preset;
+  s.family = family;
+  s.vocab = vocab;
+  s.max_seq = seq;
+  s.hidden = hidden;
+  s.heads = heads;
+  s.layers = layers;
+  s.ffn = ffn;
+  s.layer_norm_eps = s.family == "bert" ? 1e-12 : 1e-5;
+  return s;
+}
+
+const std::vector<ModelSpec>& all() {
+  static const std::vector<ModelSpec> presets = {
+      spec("gpt2", "gpt", 50257, 1024, 768, 12, 12, 3072),
+      spec("gpt2-medium", "gpt", 50257, 1024, 1024, 16, 24, 4096),
+      spec("gpt-mini", "gpt", 8192, 256, 256, 8, 6, 1024),
+      spec("gpt-tiny", "gpt", 128, 16, 32, 4, 2, 64),
+      spec("bert-base", "bert", 30522, 512, 768, 12, 12, 3072),
+      spec("bert-large", "bert", 30522, 512, 1024, 16, 24, 4096),
+      spec("bert-mini", "bert", 8192, 256, 256, 4, 4, 1024),
+      spec("bert-tiny", "bert", 128, 16, 32, 4, 2, 64),
+      spec("mlp-mini", "mlp", 8192, 256, 512, 1, 8, 2048),
+      spec("mlp-tiny", "mlp", 128, 16, 32, 1, 2, 64),
+  };
+  return presets;
+}
+}  // namespace
+
+ModelSpec model_preset(const std::string& name) {
+  for (const ModelSpec& s : all()) {
+    if (s.preset == name) return s;
+  }
+  std::string names;
+  for (const ModelSpec& s : all()) names += (names.empty() ? "" : ", ") + s.preset;
+  SLAPO_FAIL(ErrorCode::kNotFound, "unknown model '", name, "' (models: ", names, ")");
+}
+
+std::vector<std::string> model_presets() {
+  std::vector<std::string> names;
+  for (const ModelSpec& s : all()) names.push_back(s.preset);
+  return names;
+}
+
+int64_t ModelSpec::parameter_count() const {
+  const int64_t h = hidden;
+  int64_t per_layer = 0;
+  if (family == "mlp") {
+    per_layer = 2 * h + (h * ffn + ffn) + (ffn * h + h);
+  } else {
+    per_layer = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 2 * 2 * h;
+  }
+  int64_t embeddings = vocab * h + (family == "mlp" ? 0 : max_seq * h);
+  if (family == "bert") embeddings += 2 * h + 2 * h /* embedding LN */ + h * h + h + 2 * h + vocab;
+  const int64_t final_norm = family == "bert" ? 0 : 2 * h;
+  return embeddings + layers * per_layer + final_norm;
+}
+
+double ModelSpec::forward_flops(int64_t seq) const {
+  const double h = static_cast<double>(hidden), s = static_cast<double>(seq);
+  const double f = static_cast<double>(ffn), v = static_cast<double>(vocab);
+  double per_layer = 2 * s * h * f * 2;               // MLP: two matmuls
+  if (family != "mlp") per_layer += 2 * s * h * h * 4  // q, k, v, out projections
+                                    + 2 * s * s * h * 2;  // scores and weighted values
+  return static_cast<double>(layers) * per_layer + 2 * s * h * v;  // LM head
+}
+
+}  // namespace slapo::models

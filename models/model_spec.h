@@ -1,0 +1,34 @@
+#pragma once
+// The model zoo's sizes: public configurations (gpt2, gpt2-medium, bert-base, bert-large),
+// CPU-sized ones (gpt-mini, bert-mini, mlp-mini) and tiny ones for tests (gpt-tiny, bert-tiny,
+// mlp-tiny). Every zoo model maps token ids [batch, seq] to logits [batch, seq, vocab].
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slapo::models {
+
+struct ModelSpec {
+  std::string preset;  // the name it was made from
+  std::string family;  // "gpt" (pre-LN causal decoder), "bert" (post-LN encoder), "mlp"
+  int64_t vocab = 0;
+  int64_t max_seq = 0;
+  int64_t hidden = 0;
+  int64_t heads = 1;
+  int64_t layers = 0;
+  int64_t ffn = 0;
+  double dropout = 0.1;
+  double layer_norm_eps = 1e-5;
+
+  // Parameters, counted (embeddings included once: the LM head is tied).
+  int64_t parameter_count() const;
+  // Forward FLOPs of one sequence of `seq` tokens (matmuls only; 2 per multiply-add).
+  double forward_flops(int64_t seq) const;
+};
+
+// The spec of a preset. Throws Error(kNotFound) listing the presets when unknown.
+ModelSpec model_preset(const std::string& name);
+std::vector<std::string> model_presets();
+
+}  // namespace slapo::models

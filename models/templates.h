@@ -1,0 +1,40 @@
+#pragma once
+// Schedule templates: how the knobs of a configuration become primitives on a zoo model.
+//
+// Template "gpt", "bert" (transformers) and "mlp" understand:
+//   ckpt_ratio   0 ≤ r ≤ 1: checkpoint the first round(r · layers) blocks (halves round up)
+//   ckpt_layers  0 ≤ n ≤ layers: checkpoint the first n blocks
+//   attn         "naive" | "fused_qkv" | "baddbmm": the attention implementation (transformers)
+//   batch_size, seq_len, micro_batches: workload knobs, read by the runner
+// A knob the template does not understand is an error before anything is built.
+
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "models/model_spec.h"
+#include "schedule/schedule.h"
+
+namespace slapo::models {
+
+struct TemplateInfo {
+  std::string name;
+  std::string family;  // the model family it schedules
+  std::vector<std::string> knobs;
+};
+
+const std::vector<TemplateInfo>& schedule_templates();
+// The template used when a workload names none: the model's family.
+std::string default_template(const ModelSpec& spec);
+
+// Checks that template `name` exists, fits `spec`, understands every knob of `config`, and that
+// the values are in range. Throws Error(kInvalidArgument) naming the knob otherwise.
+void check_template(const std::string& name, const ModelSpec& spec, const Config& config);
+
+// Applies the template's primitives to `sch` (a schedule of a model built from `spec`).
+void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config);
+
+// The number of blocks checkpointed for `config` (from ckpt_ratio or ckpt_layers; 0 if neither).
+int64_t checkpointed_blocks(const ModelSpec& spec, const Config& config);
+
+}  // namespace slapo::models

@@ -1,0 +1,30 @@
+#pragma once
+// The model zoo: language models written to be schedulable. Each maps token ids [batch, seq]
+// (int64) to logits [batch, seq, vocab]; the LM head is tied to the token embedding.
+//
+//   gpt   wte, wpe, drop, h.<i> (GptBlock), ln_f
+//   bert  embeddings.{word, position, token_type, norm, drop}, encoder.<i> (BertLayer),
+//         head.{dense, act, norm}, and a decoder bias
+//   mlp   wte, h.<i> (MlpBlock), ln_f
+
+#include <memory>
+#include <string>
+
+#include "models/model_spec.h"
+#include "schedule/slot_module.h"
+
+namespace slapo::models {
+
+// Builds a model with weights drawn from `seed` (the same seed gives the same weights).
+std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_t seed = 0);
+
+// Forward of a zoo model: token ids → logits.
+torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens);
+
+// Mean token cross-entropy of `logits` [b, s, v] against `targets` [b, s].
+torch::Tensor language_model_loss(const torch::Tensor& logits, const torch::Tensor& targets);
+
+// The path of the repeated blocks: "h" (gpt, mlp) or "encoder" (bert).
+std::string blocks_path(const ModelSpec& spec);
+
+}  // namespace slapo::models

@@ -1,0 +1,55 @@
+#include "schedule/primitives.h"
+
+#include "core/error.h"
+
+namespace slapo::schedule {
+
+const std::vector<PrimitiveDoc>& list_primitives() {
+  static const std::vector<PrimitiveDoc> docs = {
+      {"replace", "swap a module for another with the same forward signature",
+       "sch[path].replace(module)\n"
+       "  Replaces the module at `path` by `module` in its parent's slot (the parent must be a\n"
+       "  SlotModule). The new module's forward must have the same signature. Annotations of\n"
+       "  parameters and buffers move to those of the same name. The sub-schedule now mirrors the\n"
+       "  new module. Errors: the root, a non-schedulable parent, a different signature.\n"
+       "sch[path].replace_all<Impl>(factory)\n"
+       "  Replaces every module of type Impl at or below `path` by factory(impl)."},
+      {"checkpoint", "recompute the module's activations in backward instead of keeping them",
+       "sch[path].checkpoint()\n"
+       "  Runs the module under activation checkpointing: forward keeps only its inputs; backward\n"
+       "  re-runs forward with the random state of the first run restored (the default generator and\n"
+       "  every forked stream inside), so dropout masks and gradients are bit-identical. Skipped in\n"
+       "  eval mode and when grad mode is off. The forward must take 1 to 4 tensors and return one."},
+      {"fork_rng", "give the module its own seeded random stream",
+       "sch[path].fork_rng([seed])\n"
+       "  The module draws dropout masks from its own generator, seeded by `seed` or by the schedule's\n"
+       "  seed and the path; the default generator does not advance for its draws. Tensor-parallel\n"
+       "  regions use it so ranks draw different masks where data is sharded."},
+      {"annotate", "attach a key and value to a parameter or buffer",
+       "sch[path].annotate(name, key, value)\n"
+       "  Records key = value on the parameter or buffer `name` of the module. Annotations survive\n"
+       "  replace (by name) and shard (same tensor). Read them with sch[path].annotations(name)."},
+      {"shard", "split a parameter or buffer along an axis across the tensor-parallel group",
+       "sch[path].shard(name, axis)\n"
+       "  Records that `name` is split along `axis` into tp_size parts (ScheduleOptions). The size\n"
+       "  along the axis must divide; a tensor cannot be sharded twice; tied parameters (one tensor\n"
+       "  under several names) are listed with the shard. Executed across processes by the\n"
+       "  distributed runtime."},
+      {"cut_pipeline_stage", "begin a new pipeline stage after this module",
+       "sch[path].cut_pipeline_stage()\n"
+       "  The module must be a child of a Sequence and not its last child; the root cannot be cut.\n"
+       "  build() reports the cuts; the pipeline runtime gives each rank its stage."},
+  };
+  return docs;
+}
+
+const PrimitiveDoc& find_primitive(const std::string& name) {
+  std::string names;
+  for (const PrimitiveDoc& d : list_primitives()) {
+    if (d.name == name) return d;
+    names += (names.empty() ? "" : ", ") + d.name;
+  }
+  SLAPO_FAIL(ErrorCode::kNotFound, "unknown primitive '", name, "' (primitives: ", names, ")");
+}
+
+}  // namespace slapo::schedule

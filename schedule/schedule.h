@@ -1,0 +1,150 @@
+#pragma once
+// Schedule: primitives applied to a model by module path, without editing the model's code.
+//
+//   auto sch = slapo::schedule::create_schedule(model);
+//   (*sch)["h.0"].checkpoint();
+//   (*sch)["h.1.attn"].replace(FusedQkvAttention(...));
+//   (*sch)["h.0.mlp.fc_in"].shard("weight", 0);
+//   auto built = slapo::schedule::build(*sch);
+//
+// The schedule tree mirrors the module tree; children of a SlotModule are its slots, children of
+// containers are addressed by index ("h.3"). Every primitive applied is recorded in order, so the
+// schedule prints as readable text (to_string()).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+
+#include "schedule/slot_module.h"
+
+namespace slapo::schedule {
+
+struct ScheduleOptions {
+  int64_t tp_size = 1;  // size of the tensor-parallel group: shard() requires divisibility by it
+  uint64_t seed = 0;    // fork_rng streams without an explicit seed derive theirs from this
+};
+
+struct ShardSpec {
+  std::string path;   // module path
+  std::string param;  // parameter or buffer name within it
+  int64_t axis = 0;
+  int64_t parts = 1;
+  std::vector<std::string> tied;  // other full names of the same tensor
+};
+
+struct AppliedPrimitive {
+  std::string path;
+  std::string primitive;
+  std::string args;  // as written: "\"weight\", 0"
+  std::string to_string() const;  // sch["h.0.mlp.fc_in"].shard("weight", 0)
+};
+
+// What a schedule did, for build() and for people.
+struct ScheduleRecord {
+  std::vector<AppliedPrimitive> applied;  // every primitive, in order
+  std::vector<std::string> checkpointed;  // paths
+  std::vector<std::string> forked;        // paths with their own random stream
+  std::vector<std::pair<std::string, std::string>> replaced;  // path, type of the new module
+  std::vector<ShardSpec> shards;
+  std::vector<std::string> cuts;  // a stage begins after each of these paths
+};
+
+class Schedule {
+ public:
+  // REQUIRES: root is not null. Throws Error(kInvalidArgument) otherwise.
+  static std::unique_ptr<Schedule> create(std::shared_ptr<SlotModule> root, ScheduleOptions options = {});
+
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+  ~Schedule();
+
+  // The sub-schedule at `path`, relative to this one ("" is this one). An unknown path throws
+  // Error(kNotFound) naming the nearest valid paths.
+  Schedule& operator[](const std::string& path);
+  // The full dotted path from the root ("" for the root).
+  const std::string& path() const { return path_; }
+  std::shared_ptr<torch::nn::Module> module() const { return module_; }
+  SlotModule* slot_module() const { return dynamic_cast<SlotModule*>(module_.get()); }
+  // This schedule and every sub-schedule, depth first, with their full paths.
+  std::vector<std::pair<std::string, Schedule*>> named_schedules();
+  const ScheduleOptions& options() const;
+
+  // ---- primitives (each returns *this, so calls chain) --------------------------------------
+  // Swaps this module for `module`, whose forward must have the same signature.
+  template <typename Holder>
+  Schedule& replace(Holder module) {
+    return replace_any(torch::nn::AnyModule(module), signature_of<Holder>(),
+                       typeid(typename Holder::ContainedType).name());
+  }
+  template <typename Impl>
+  Schedule& replace(std::shared_ptr<Impl> module) {
+    return replace_any(torch::nn::AnyModule(module), signature_of_impl<Impl>(), typeid(Impl).name());
+  }
+  Schedule& replace_any(torch::nn::AnyModule module, Signature signature, const std::string& type_name);
+  // Replaces every module of type Impl below (and including) this one by factory(impl), where
+  // factory returns a module holder. Returns how many were replaced.
+  template <typename Impl, typename Factory>
+  int replace_all(Factory&& factory) {
+    int count = 0;
+    for (auto& [p, s] : named_schedules()) {
+      if (auto impl = std::dynamic_pointer_cast<Impl>(s->module())) {
+        s->replace(factory(*impl));
+        ++count;
+      }
+    }
+    return count;
+  }
+  // Recompute this module's activations in backward instead of keeping them.
+  Schedule& checkpoint();
+  // Give this module its own random stream (seeded by `seed`, or from the options' seed and the
+  // path).
+  Schedule& fork_rng(std::optional<uint64_t> seed = std::nullopt);
+  // Attach key = value to a parameter or buffer of this module.
+  Schedule& annotate(const std::string& name, const std::string& key, const std::string& value);
+  // Split a parameter or buffer along `axis` across the tensor-parallel group (recorded here;
+  // executed across processes by the distributed runtime).
+  Schedule& shard(const std::string& name, int64_t axis);
+  // A pipeline stage begins after this module. It must be a child of a Sequence, not the last.
+  Schedule& cut_pipeline_stage();
+
+  // ---- queries --------------------------------------------------------------------------------
+  // Annotations of this module's parameter or buffer `name`.
+  std::map<std::string, std::string> annotations(const std::string& name);
+  // What the whole schedule tree did (shared by every sub-schedule).
+  const ScheduleRecord& record() const;
+  // The model this schedule was created for.
+  std::shared_ptr<SlotModule> model() const;
+  // The applied primitives, one per line.
+  std::string to_string() const;
+
+  struct Root;
+
+ private:
+  Schedule(Root* root, Schedule* parent, std::string path, std::string slot_name,
+           std::shared_ptr<torch::nn::Module> module);
+  void rebuild_children();
+  Schedule* find_child(const std::string& name);
+  SlotModule& parent_slots(const char* primitive);
+  void record_primitive(const std::string& primitive, const std::string& args);
+  Schedule& root_schedule();
+  torch::Tensor tensor_named(const std::string& name, const char* primitive);
+
+  Root* root_;
+  std::unique_ptr<Root> owned_root_;  // set on the root schedule only
+  Schedule* parent_;
+  std::string path_;
+  std::string slot_name_;  // this module's name in its parent
+  std::shared_ptr<torch::nn::Module> module_;
+  std::vector<std::unique_ptr<Schedule>> children_;
+};
+
+inline std::unique_ptr<Schedule> create_schedule(std::shared_ptr<SlotModule> model, ScheduleOptions options = {}) {
+  return Schedule::create(std::move(model), options);
+}
+
+}  // namespace slapo::schedule

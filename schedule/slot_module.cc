@@ -1,0 +1,70 @@
+#include "schedule/slot_module.h"
+
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "core/error.h"
+#include "schedule/checkpoint.h"
+#include "schedule/rng_stream.h"
+
+namespace slapo::schedule {
+
+namespace {
+// Every forked stream in the subtree of `module` (inclusive).
+void collect_streams(torch::nn::Module& module, std::vector<std::shared_ptr<RngStream>>* out) {
+  for (const auto& m : module.modules(/*include_self=*/true)) {
+    if (auto* slots = dynamic_cast<SlotModule*>(m.get())) {
+      for (const std::string& name : slots->slot_names()) {
+        if (slots->slot(name).policy.rng) out->push_back(slots->slot(name).policy.rng);
+      }
+    }
+  }
+}
+}  // namespace
+
+Slot& SlotModule::slot(const std::string& name) {
+  return const_cast<Slot&>(static_cast<const SlotModule*>(this)->slot(name));
+}
+
+const Slot& SlotModule::slot(const std::string& name) const {
+  auto it = slots_.find(name);
+  if (it == slots_.end()) {
+    std::string known;
+    for (const std::string& n : order_) known += (known.empty() ? "" : ", ") + n;
+    SLAPO_FAIL(ErrorCode::kNotFound, name_of_module(), " has no slot '", name, "' (slots: ", known, ")");
+  }
+  return it->second;
+}
+
+std::string SlotModule::name_of_module() const { return name(); }
+
+void SlotModule::set_slot_module(const std::string& name, torch::nn::AnyModule module, Signature signature) {
+  Slot& s = slot(name);
+  replace_module(name, module.ptr());
+  s.module = std::move(module);
+  s.signature = std::move(signature);
+}
+
+torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> inputs) {
+  auto run = [&]() -> torch::Tensor {
+    if (s.policy.checkpoint && s.module.ptr()->is_training() && torch::GradMode::is_enabled()) {
+      std::vector<std::shared_ptr<RngStream>> streams;
+      collect_streams(*s.module.ptr(), &streams);
+      return checkpoint_forward(s.module, inputs, s.module.ptr()->parameters(), std::move(streams));
+    }
+    return forward_tensors(s.module, inputs);
+  };
+  if (s.policy.rng) return s.policy.rng->run(run);
+  return run();
+}
+
+torch::Tensor forward_tensors(torch::nn::AnyModule& module, const std::vector<torch::Tensor>& in) {
+  switch (in.size()) {
+    case 1: return module.forward(in[0]);
+    case 2: return module.forward(in[0], in[1]);
+    case 3: return module.forward(in[0], in[1], in[2]);
+    case 4: return module.forward(in[0], in[1], in[2], in[3]);
+    default: SLAPO_FAIL(ErrorCode::kInvalidArgument, "a checkpointed or forked module takes 1 to 4 tensors, got ", in.size());
+  }
+}
+
+}  // namespace slapo::schedule

@@ -1,0 +1,205 @@
+// Numerics are sacred: a schedule must not change the math. Every primitive and template is
+// checked against the original model, outputs and gradients, with dropout on.
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "models/templates.h"
+#include "models/zoo.h"
+#include "schedule/build.h"
+#include "schedule/schedule.h"
+#include "schedule/verify.h"
+
+namespace slapo::schedule {
+namespace {
+
+struct Fixture {
+  models::ModelSpec spec;
+  std::shared_ptr<SlotModule> original, scheduled;
+  std::unique_ptr<Schedule> sch;
+  torch::Tensor tokens, targets;
+};
+
+Fixture make(const std::string& preset, uint64_t seed = 3) {
+  Fixture f;
+  f.spec = models::model_preset(preset);
+  f.original = models::build_model(f.spec, seed);
+  f.scheduled = models::build_model(f.spec, seed);
+  f.sch = create_schedule(f.scheduled);
+  torch::manual_seed(seed + 100);
+  f.tokens = torch::randint(f.spec.vocab, {3, f.spec.max_seq}, torch::kLong);
+  f.targets = torch::randint(f.spec.vocab, {3, f.spec.max_seq}, torch::kLong);
+  return f;
+}
+
+ForwardLoss lm(const Fixture& f) {
+  return [&f](torch::nn::Module& m) {
+    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), f.tokens);
+    return std::make_pair(logits, models::language_model_loss(logits, f.targets));
+  };
+}
+
+Config config(const std::string& json) { return Config::from_json(json); }
+
+class CheckpointTest : public ::testing::TestWithParam<std::tuple<std::string, double>> {};
+
+TEST_P(CheckpointTest, BitIdenticalLossAndEveryGradient) {
+  const auto& [preset, ratio] = GetParam();
+  Fixture f = make(preset);
+  Config c;
+  c.set("ckpt_ratio", ratio);
+  models::apply_template(*f.sch, f.spec, models::default_template(f.spec), c);
+  EXPECT_EQ(static_cast<int64_t>(f.sch->record().checkpointed.size()), models::checkpointed_blocks(f.spec, c));
+  const VerifyReport r = verify(*f.original, *f.scheduled, lm(f), 11);
+  EXPECT_TRUE(r.within(0.0)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty());
+  EXPECT_EQ(r.grads.size(), f.original->parameters().size());
+  // The random stream after the step is where the original leaves it.
+  torch::manual_seed(5);
+  lm(f)(*f.original).second.backward();
+  const torch::Tensor after_original = torch::rand({8});
+  torch::manual_seed(5);
+  lm(f)(*f.scheduled).second.backward();
+  EXPECT_TRUE(torch::equal(after_original, torch::rand({8})));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryRatio, CheckpointTest,
+                         ::testing::Combine(::testing::Values("gpt-tiny", "bert-tiny", "mlp-tiny"),
+                                            ::testing::Values(0.0, 0.5, 1.0)));
+
+TEST(NumericsTest, ForkedStreamsInsideACheckpointAreReplayed) {
+  Fixture a = make("gpt-tiny"), b = make("gpt-tiny");
+  for (Fixture* f : {&a, &b}) {
+    (*f->sch)["h.0.mlp.drop"].fork_rng(17);
+    (*f->sch)["h.1.attn.attn_drop"].fork_rng(18);
+  }
+  (*b.sch)["h.0"].checkpoint();
+  (*b.sch)["h.1"].checkpoint();
+  const VerifyReport r = verify(*a.scheduled, *b.scheduled, lm(a), 2);
+  EXPECT_TRUE(r.within(0.0)) << r.to_string();
+  // A forked stream draws other masks than the default one.
+  const VerifyReport vs_original = verify(*a.original, *a.scheduled, lm(a), 2);
+  EXPECT_GT(vs_original.output.max_abs, 0.0);
+}
+
+TEST(NumericsTest, ForkRngSeedsDecideTheMasks) {
+  auto masks = [](uint64_t seed) {
+    auto drop = torch::nn::Dropout(0.5);
+    struct HolderImpl : SlotModule {
+      explicit HolderImpl(torch::nn::Dropout d) { add_slot("drop", d); }
+      torch::Tensor forward(const torch::Tensor& x) { return call("drop", x); }
+    };
+    auto holder = std::make_shared<HolderImpl>(drop);
+    auto sch = create_schedule(holder);
+    (*sch)["drop"].fork_rng(seed);
+    torch::manual_seed(0);
+    return holder->forward(torch::ones({64}));
+  };
+  EXPECT_TRUE(torch::equal(masks(1), masks(1)));
+  EXPECT_FALSE(torch::equal(masks(1), masks(2)));
+}
+
+TEST(NumericsTest, CheckpointWithSeveralTensorInputs) {
+  struct PairImpl : SlotModule {
+    PairImpl() {
+      add_slot("fc", torch::nn::Linear(8, 8));
+      add_slot("drop", torch::nn::Dropout(0.3));
+    }
+    torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) { return call("drop", call("fc", a) * b + a); }
+  };
+  struct OuterImpl : SlotModule {
+    OuterImpl() { add_slot("pair", std::make_shared<PairImpl>()); }
+    torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) { return call("pair", a, b); }
+  };
+  auto run = [](bool checkpointed) {
+    torch::manual_seed(1);
+    auto model = std::make_shared<OuterImpl>();
+    auto sch = create_schedule(model);
+    if (checkpointed) (*sch)["pair"].checkpoint();
+    torch::manual_seed(2);
+    torch::Tensor a = torch::randn({4, 8}, torch::requires_grad());
+    torch::Tensor b = torch::randn({4, 8}, torch::requires_grad());
+    torch::manual_seed(3);
+    model->forward(a, b).pow(2).sum().backward();
+    return std::vector<torch::Tensor>{a.grad(), b.grad(), model->parameters()[0].grad(), model->parameters()[1].grad()};
+  };
+  const auto plain = run(false), ckpt = run(true);
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(torch::equal(plain[i], ckpt[i])) << i;
+}
+
+TEST(NumericsTest, CheckpointIsSkippedInEvalMode) {
+  Fixture f = make("gpt-tiny");
+  (*f.sch)["h.0"].checkpoint();
+  f.original->eval();
+  f.scheduled->eval();
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(torch::equal(models::model_forward(*f.original, f.tokens), models::model_forward(*f.scheduled, f.tokens)));
+}
+
+class ReplaceTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(ReplaceTest, OutputsAndGradientsWithin1e6) {
+  const auto& [preset, attn] = GetParam();
+  Fixture f = make(preset);
+  models::apply_template(*f.sch, f.spec, models::default_template(f.spec), config("{\"attn\": \"" + attn + "\"}"));
+  const VerifyReport r = verify(*f.original, *f.scheduled, lm(f), 4);
+  EXPECT_TRUE(r.within(1e-6)) << r.to_string();
+  if (attn == "fused_qkv") {
+    // qkv replaces q, k and v: its gradient is theirs, stacked.
+    EXPECT_EQ(r.unmatched.size(), 2u * 3 * 2 + 2u * 2);
+    for (int64_t i = 0; i < f.spec.layers; ++i) {
+      const std::string blk = models::blocks_path(f.spec) + "." + std::to_string(i) + ".attn.";
+      auto params = f.original->named_parameters();
+      torch::Tensor expected = torch::cat({params[blk + "q_proj.weight"].grad(), params[blk + "k_proj.weight"].grad(),
+                                           params[blk + "v_proj.weight"].grad()});
+      torch::Tensor got = f.scheduled->named_parameters()[blk + "qkv.weight"].grad();
+      EXPECT_LE((expected - got).abs().max().item<double>(), 1e-6);
+    }
+  } else {
+    EXPECT_TRUE(r.unmatched.empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryAttention, ReplaceTest,
+                         ::testing::Combine(::testing::Values("gpt-tiny", "bert-tiny"),
+                                            ::testing::Values("fused_qkv", "baddbmm")));
+
+TEST(NumericsTest, TwentyAdamWStepsFollowTheSameLossCurve) {
+  Fixture f = make("gpt-tiny");
+  models::apply_template(*f.sch, f.spec, "gpt", config(R"({"ckpt_ratio": 0.5, "attn": "baddbmm"})"));
+  auto train = [&](SlotModule& model) {
+    torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
+    std::vector<double> losses;
+    model.train();
+    for (int step = 0; step < 20; ++step) {
+      torch::manual_seed(1000 + step);
+      optimizer.zero_grad();
+      torch::Tensor loss = models::language_model_loss(models::model_forward(model, f.tokens), f.targets);
+      loss.backward();
+      optimizer.step();
+      losses.push_back(loss.item<double>());
+    }
+    return losses;
+  };
+  const auto a = train(*f.original), b = train(*f.scheduled);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "step " << i;
+  EXPECT_LT(a.back(), a.front());  // it trains
+}
+
+TEST(NumericsTest, TemplateRejectsUnknownKnobsBeforeBuilding) {
+  Fixture f = make("mlp-tiny");
+  try {
+    models::apply_template(*f.sch, f.spec, "mlp", config(R"({"attn": "fused_qkv"})"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("knob 'attn' is not understood by schedule template 'mlp'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(f.sch->record().applied.empty());
+  EXPECT_THROW(models::apply_template(*f.sch, f.spec, "mlp", config(R"({"ckpt_ratio": 1.5})")), Error);
+  EXPECT_THROW(models::apply_template(*f.sch, f.spec, "gpt", config("{}")), Error);
+}
+
+}  // namespace
+}  // namespace slapo::schedule
