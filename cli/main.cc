@@ -14,6 +14,8 @@ namespace {
 
 const slapo::cli::Command kCommands[] = {
     {"space", "inspect a search space: show, count, list, sample", slapo::cli::run_space},
+    {"verify", "check that a scheduled model computes what the original does", slapo::cli::run_verify},
+    {"primitives", "list the schedule primitives, or print one's help", slapo::cli::run_primitives},
     {"version", "print the version, LibTorch, BLAS and machine facts", slapo::cli::run_version},
 };
 

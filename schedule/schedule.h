@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <c10/util/Type.h>
 #include <torch/nn/module.h>
 
 #include "schedule/slot_module.h"
@@ -79,11 +80,11 @@ class Schedule {
   template <typename Holder>
   Schedule& replace(Holder module) {
     return replace_any(torch::nn::AnyModule(module), signature_of<Holder>(),
-                       typeid(typename Holder::ContainedType).name());
+                       c10::demangle(typeid(typename Holder::ContainedType).name()));
   }
   template <typename Impl>
   Schedule& replace(std::shared_ptr<Impl> module) {
-    return replace_any(torch::nn::AnyModule(module), signature_of_impl<Impl>(), typeid(Impl).name());
+    return replace_any(torch::nn::AnyModule(module), signature_of_impl<Impl>(), c10::demangle(typeid(Impl).name()));
   }
   Schedule& replace_any(torch::nn::AnyModule module, Signature signature, const std::string& type_name);
   // Replaces every module of type Impl below (and including) this one by factory(impl), where

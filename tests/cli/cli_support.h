@@ -1,0 +1,20 @@
+#pragma once
+// Runs the slapo-tune binary for the CLI tests.
+
+#include <string>
+
+namespace slapo::testing {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs slapo-tune with `args` (already shell-quoted where needed), standard input closed.
+Outcome run(const std::string& args);
+std::string last_line(const std::string& text);
+// Writes `text` to a file of the test's temporary directory; returns its path.
+std::string write_temp(const std::string& name, const std::string& text);
+
+}  // namespace slapo::testing

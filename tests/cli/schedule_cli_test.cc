@@ -1,0 +1,69 @@
+// slapo-tune verify and slapo-tune primitives, end to end.
+
+#include <gtest/gtest.h>
+
+#include "tests/cli/cli_support.h"
+
+namespace {
+
+using slapo::testing::Outcome;
+using slapo::testing::run;
+using slapo::testing::write_temp;
+
+const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-verify.toml";
+
+TEST(VerifyCliTest, ScheduledModelMatches) {
+  Outcome r = run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 1.0, \"attn\": \"baddbmm\"}'");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("sch[\"h.1\"].checkpoint()"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verified: tolerance 1e-05"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loss over 3 AdamW steps"), std::string::npos);
+}
+
+TEST(VerifyCliTest, ConfigFromAFile) {
+  const std::string config = write_temp("best.json", "{\"ckpt_ratio\": 0.5, \"attn\": \"naive\"}");
+  Outcome r = run("verify --space " + kSpace + " --config @" + config + " --steps 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(VerifyCliTest, BeyondToleranceExitsWithOne) {
+  // A fused QKV projection sums in another order: not bit-identical, so tolerance 0 fails.
+  Outcome r = run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 0.0, \"attn\": \"fused_qkv\"}' --tolerance 0");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("MISMATCH"), std::string::npos);
+}
+
+TEST(VerifyCliTest, BadInput) {
+  Outcome outside = run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 0.25, \"attn\": \"naive\"}'");
+  EXPECT_EQ(outside.exit_code, 2);
+  EXPECT_NE(outside.err.find("knob 'ckpt_ratio': 0.25 is not in its domain"), std::string::npos) << outside.err;
+  Outcome missing = run("verify --space " + kSpace);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("--config JSON is required"), std::string::npos);
+  Outcome json = run("verify --space " + kSpace + " --config '{oops'");
+  EXPECT_EQ(json.exit_code, 2);
+  EXPECT_NE(json.err.find("--config: not valid JSON"), std::string::npos) << json.err;
+  const std::string unknown = write_temp("unknown.toml", "[workload]\nmodel = 'gpt-huge'\n[knobs]\nckpt_ratio = { values = [0.0] }\n");
+  Outcome model = run("verify --space " + unknown + " --config '{\"ckpt_ratio\": 0.0}'");
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_NE(model.err.find("unknown model 'gpt-huge' (models: gpt2,"), std::string::npos) << model.err;
+  const std::string foreign = write_temp("foreign.toml", "[workload]\nmodel = 'mlp-tiny'\n[knobs]\nattn = { choice = ['fused_qkv'] }\n");
+  Outcome knob = run("verify --space " + foreign + " --config '{\"attn\": \"fused_qkv\"}'");
+  EXPECT_EQ(knob.exit_code, 2);
+  EXPECT_NE(knob.err.find("knob 'attn' is not understood by schedule template 'mlp'"), std::string::npos) << knob.err;
+}
+
+TEST(PrimitivesCliTest, ListAndHelp) {
+  Outcome all = run("primitives");
+  EXPECT_EQ(all.exit_code, 0);
+  EXPECT_NE(all.out.find("checkpoint"), std::string::npos);
+  EXPECT_NE(all.out.find("cut_pipeline_stage"), std::string::npos);
+  Outcome one = run("primitives shard");
+  EXPECT_EQ(one.exit_code, 0);
+  EXPECT_NE(one.out.find("sch[path].shard(name, axis)"), std::string::npos);
+  Outcome unknown = run("primitives fuse_everything");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown primitive 'fuse_everything'"), std::string::npos);
+}
+
+}  // namespace
