@@ -1,0 +1,36 @@
+#pragma once
+// TrackingAllocator: exact live and peak bytes of every CPU tensor, and an optional hard budget.
+//
+// Installed with c10::SetCPUAllocator, it sees every tensor allocated after it — tensors saved for
+// backward and oneDNN buffers included (not OpenBLAS's own work buffers nor other libraries'
+// malloc: report the process RSS beside it). Past the budget, an allocation throws LibTorch's
+// c10::OutOfMemoryError, so an out-of-memory boundary exists on the CPU as it does on a GPU.
+//
+// One process-wide instance, never destroyed: it must outlive every tensor it allocated.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace slapo::runners {
+
+class TrackingAllocator {
+ public:
+  // The instance, installed as the CPU allocator on first use.
+  static TrackingAllocator& instance();
+
+  size_t live_bytes() const;
+  size_t peak_bytes() const;
+  // Starts a new peak at the current live bytes.
+  void reset_peak();
+  // 0: no budget. Otherwise an allocation that would take live bytes past it throws
+  // c10::OutOfMemoryError ("slapo memory budget of N bytes exceeded ...").
+  void set_budget(size_t bytes);
+  size_t budget() const;
+
+ private:
+  TrackingAllocator();
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace slapo::runners
