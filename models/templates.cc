@@ -88,19 +88,24 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
               "knob 'attn': '", attn, "' is not an attention implementation (naive, fused_qkv, baddbmm)");
 }
 
+void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name) {
+  auto original = std::dynamic_pointer_cast<AttentionImpl>(target.module());
+  const bool fused = type_name == c10::demangle(typeid(FusedQkvAttentionImpl).name());
+  const bool one_pass = type_name == c10::demangle(typeid(OnePassAttentionImpl).name());
+  SLAPO_CHECK((fused || one_pass) && original != nullptr, ErrorCode::kInvalidArgument, "cannot replace '",
+              target.path(), "' by ", type_name, ": the zoo makes attention variants from an original attention only");
+  if (fused) target.replace(FusedQkvAttention(*original));
+  else target.replace(OnePassAttention(*original));
+}
+
 void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config) {
   check_template(name, spec, config);
   const std::string blocks = blocks_path(spec);
   const std::string attn = string_knob(config, "attn", "naive");
   if (attn != "naive") {
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      schedule::Schedule& s = sch[blocks + "." + std::to_string(i) + ".attn"];
-      auto original = std::dynamic_pointer_cast<AttentionImpl>(s.module());
-      SLAPO_CHECK(original != nullptr, ErrorCode::kInvalidArgument, "knob 'attn': '", s.path(),
-                  "' is no longer the original attention (replaced twice?)");
-      if (attn == "fused_qkv") s.replace(FusedQkvAttention(*original));
-      else s.replace(OnePassAttention(*original));
-    }
+    const std::string type = c10::demangle(attn == "fused_qkv" ? typeid(FusedQkvAttentionImpl).name()
+                                                                : typeid(OnePassAttentionImpl).name());
+    for (int64_t i = 0; i < spec.layers; ++i) replace_with_zoo_module(sch[blocks + "." + std::to_string(i) + ".attn"], type);
   }
   const int64_t ckpt = checkpointed_blocks(spec, config);
   for (int64_t i = 0; i < ckpt; ++i) sch[blocks + "." + std::to_string(i)].checkpoint();

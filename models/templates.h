@@ -34,6 +34,9 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
 // Applies the template's primitives to `sch` (a schedule of a model built from `spec`).
 void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config);
 
+// Makes the zoo's replacement modules for schedule::replay (the attention variants).
+void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name);
+
 // The number of blocks checkpointed for `config` (from ckpt_ratio or ckpt_layers; 0 if neither).
 int64_t checkpointed_blocks(const ModelSpec& spec, const Config& config);
 

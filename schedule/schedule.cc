@@ -37,12 +37,20 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string join_path(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+// A string argument as printed in the schedule text: double quotes, with \ and " escaped.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 }  // namespace
 
 std::string AppliedPrimitive::to_string() const {
-  return "sch[\"" + path + "\"]." + primitive + "(" + args + ")";
+  return "sch[" + quoted(path) + "]." + primitive + "(" + args + ")";
 }
 
 Schedule::Schedule(Root* root, Schedule* parent, std::string path, std::string slot_name,

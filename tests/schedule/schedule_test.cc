@@ -8,7 +8,9 @@
 #include "models/attention.h"
 #include "models/zoo.h"
 #include "schedule/build.h"
+#include "models/templates.h"
 #include "schedule/primitives.h"
+#include "schedule/replay.h"
 #include "schedule/schedule.h"
 #include "schedule/sequence.h"
 
@@ -128,6 +130,32 @@ TEST(ScheduleTest, ReplaceAllAndTheSubScheduleMirrorsTheNewModule) {
   EXPECT_EQ(n, 2);
   EXPECT_EQ((*sch)["h.1.attn.qkv"].path(), "h.1.attn.qkv");
   EXPECT_NE(error_of([&] { (*sch)["h.1.attn.q_proj"]; }).find("no module at path"), std::string::npos);
+}
+
+TEST(ScheduleTest, PrintedScheduleReplaysOnAFreshModel) {
+  auto sch = create_schedule(tiny_gpt(), {2, 5});
+  models::apply_template(*sch, models::model_preset("gpt-tiny"), "gpt",
+                         Config::from_json(R"({"ckpt_ratio": 0.5, "attn": "fused_qkv"})"));
+  (*sch)["h.0.mlp.fc_in"].annotate("weight", "note", "say \"hi\", ok").shard("weight", 0);
+  (*sch)["h.1.mlp.drop"].fork_rng();
+  (*sch)["h.0"].cut_pipeline_stage();
+  const std::string text = sch->to_string();
+
+  auto fresh = create_schedule(tiny_gpt(), {2, 5});
+  replay(*fresh, parse_schedule_text("# a comment\n\n" + text), models::replace_with_zoo_module);
+  EXPECT_EQ(fresh->to_string(), text);
+  EXPECT_EQ((*fresh)["h.0.mlp.fc_in"].annotations("weight").at("note"), "say \"hi\", ok");
+  EXPECT_NE(std::dynamic_pointer_cast<models::FusedQkvAttentionImpl>((*fresh)["h.1.attn"].module()), nullptr);
+  EXPECT_EQ(build(*fresh).plan.checkpointed, build(*sch).plan.checkpointed);
+
+  EXPECT_NE(error_of([&] { replay(*create_schedule(tiny_gpt()), parse_schedule_text(text)); })
+                .find("replacing needs a module factory"),
+            std::string::npos);
+  EXPECT_EQ(error_of([] { parse_schedule_text("sch[\"h.0\"].checkpoint()\nh.0.checkpoint()\n"); }),
+            "schedule line 2: expected sch[\"path\"].primitive(args), found: h.0.checkpoint()");
+  EXPECT_NE(error_of([&] { replay(*create_schedule(tiny_gpt()), parse_schedule_text("sch[\"h.0\"].fuse()")); })
+                .find("unknown primitive 'fuse'"),
+            std::string::npos);
 }
 
 TEST(ScheduleTest, PrimitivesAreListedWithHelp) {

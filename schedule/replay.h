@@ -1,0 +1,28 @@
+#pragma once
+// Replaying a schedule from its text: Schedule::to_string() prints one primitive per line,
+//   sch["h.0"].checkpoint()
+//   sch["h.0.mlp.fc_in"].shard("weight", 0)
+//   sch["h.1.attn"].replace(slapo::models::FusedQkvAttentionImpl)
+// and replay() applies such lines to a fresh schedule of the same model, in order.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule.h"
+
+namespace slapo::schedule {
+
+// Parses schedule text (blank lines and lines starting with # are skipped). Throws Error(kParse)
+// naming the line number and what was expected.
+std::vector<AppliedPrimitive> parse_schedule_text(const std::string& text);
+
+// Makes the module of a recorded `replace` step: calls target.replace(...) for `type_name`.
+// Throws Error(kInvalidArgument) for a type it cannot make.
+using ReplaceFactory = std::function<void(Schedule& target, const std::string& type_name)>;
+
+// Applies `steps` to `sch` in order. `replace` steps need `factory`; without one they are an
+// error naming the step. Every other error is the primitive's own.
+void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const ReplaceFactory& factory = {});
+
+}  // namespace slapo::schedule
