@@ -5,6 +5,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "schedule/rng_stream.h"
 #include "schedule/sequence.h"
 
@@ -19,21 +20,6 @@ struct Schedule::Root {
 };
 
 namespace {
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string join_path(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
 
@@ -208,13 +194,18 @@ Schedule& Schedule::replace_any(torch::nn::AnyModule module, Signature signature
   return *this;
 }
 
-Schedule& Schedule::checkpoint() {
-  SlotModule& parent = parent_slots("checkpoint");
-  Slot& slot = parent.slot(slot_name_);
+Slot& Schedule::policy_slot(const char* primitive) {
+  Slot& slot = parent_slots(primitive).slot(slot_name_);
+  // The policy calls the module with a list of tensors (forward_tensors).
   SLAPO_CHECK(slot.signature.tensors_only && slot.signature.tensor_inputs >= 1 && slot.signature.tensor_inputs <= 4,
-              ErrorCode::kInvalidArgument, "checkpoint on '", path_,
+              ErrorCode::kInvalidArgument, primitive, " on '", path_,
               "': supports modules whose forward takes 1 to 4 tensors and returns a tensor; this one is ",
               slot.signature.text);
+  return slot;
+}
+
+Schedule& Schedule::checkpoint() {
+  Slot& slot = policy_slot("checkpoint");
   SLAPO_CHECK(!slot.policy.checkpoint, ErrorCode::kInvalidArgument, "checkpoint on '", path_, "': already checkpointed");
   slot.policy.checkpoint = true;
   root_->record.checkpointed.push_back(path_);
@@ -223,12 +214,7 @@ Schedule& Schedule::checkpoint() {
 }
 
 Schedule& Schedule::fork_rng(std::optional<uint64_t> seed) {
-  SlotModule& parent = parent_slots("fork_rng");
-  Slot& slot = parent.slot(slot_name_);
-  SLAPO_CHECK(slot.signature.tensors_only && slot.signature.tensor_inputs >= 1 && slot.signature.tensor_inputs <= 4,
-              ErrorCode::kInvalidArgument, "fork_rng on '", path_,
-              "': supports modules whose forward takes 1 to 4 tensors and returns a tensor; this one is ",
-              slot.signature.text);
+  Slot& slot = policy_slot("fork_rng");
   SLAPO_CHECK(!slot.policy.rng, ErrorCode::kInvalidArgument, "fork_rng on '", path_, "': already has its own stream");
   // Without an explicit seed: the options' seed mixed with the path, stable across runs.
   const uint64_t s = seed ? *seed : std::stoull(stable_hash(std::to_string(root_->options.seed) + ":" + path_), nullptr, 16);

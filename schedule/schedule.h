@@ -131,6 +131,8 @@ class Schedule {
   void rebuild_children();
   Schedule* find_child(const std::string& name);
   SlotModule& parent_slots(const char* primitive);
+  // This module's slot in its parent, for primitives that set a call policy.
+  Slot& policy_slot(const char* primitive);
   void record_primitive(const std::string& primitive, const std::string& args);
   Schedule& root_schedule();
   torch::Tensor tensor_named(const std::string& name, const char* primitive);

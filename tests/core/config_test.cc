@@ -2,6 +2,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "core/trial.h"
 
 namespace slapo {
@@ -90,5 +91,16 @@ TEST(ErrorTest, UserErrorsAreSeparatedFromFailures) {
   }
 }
 
+}  // namespace
+}  // namespace slapo
+
+namespace slapo {
+namespace {
+TEST(TextTest, EditDistance) {
+  EXPECT_EQ(edit_distance("", ""), 0u);
+  EXPECT_EQ(edit_distance("step", "stpe"), 2u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(edit_distance("fc_in", ""), 5u);
+}
 }  // namespace
 }  // namespace slapo
