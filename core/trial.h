@@ -2,6 +2,7 @@
 // The outcome of measuring one configuration. A failing candidate is a value, not an exception:
 // the runner reports it with a closed status and keeps the reason.
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,6 +30,19 @@ struct TrialResult {
   std::map<std::string, double> metrics;
   std::string error;     // why it failed; empty when ok
   std::string log_tail;  // the last lines of the candidate's output, when there is one
+
+  // {"status": "ok", "error": "", "metrics": {...}, "log_tail": ""}: one line, what a worker
+  // prints and the database stores. Non-finite metrics are written as null and dropped on read.
+  std::string to_json() const;
+  // Throws Error(kParse) naming `origin` when `text` is not such an object.
+  static TrialResult from_json(const std::string& text, const std::string& origin = "trial result");
 };
+
+// A failed result with `status` and `error`.
+TrialResult failed_trial(TrialStatus status, std::string error);
+
+// Parses a byte size: 123, "512MiB", "2GiB", "1.5GB", "64k" (binary and decimal units, any case).
+// Throws Error(kInvalidArgument) naming `what` otherwise.
+uint64_t parse_bytes(const std::string& text, const std::string& what);
 
 }  // namespace slapo

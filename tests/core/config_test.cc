@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "core/config.h"
+
+#include <cmath>
 #include "core/error.h"
 #include "core/text.h"
 #include "core/trial.h"
@@ -101,6 +103,42 @@ TEST(TextTest, EditDistance) {
   EXPECT_EQ(edit_distance("step", "stpe"), 2u);
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("fc_in", ""), 5u);
+}
+}  // namespace
+}  // namespace slapo
+
+namespace slapo {
+namespace {
+TEST(TrialResultTest, JsonRoundTrip) {
+  TrialResult r;
+  r.status = TrialStatus::kOom;
+  r.error = "budget \"2GiB\" exceeded";
+  r.metrics = {{"peak_bytes", 1234.0}, {"loss_last", std::nan("")}};
+  r.log_tail = "line 1\nline 2";
+  const TrialResult back = TrialResult::from_json(r.to_json());
+  EXPECT_EQ(back.status, TrialStatus::kOom);
+  EXPECT_EQ(back.error, r.error);
+  EXPECT_EQ(back.log_tail, r.log_tail);
+  EXPECT_EQ(back.metrics.at("peak_bytes"), 1234.0);
+  EXPECT_EQ(back.metrics.count("loss_last"), 0u);  // non-finite: null, dropped
+  EXPECT_THROW(TrialResult::from_json("{\"status\": \"fine\"}"), Error);
+  EXPECT_THROW(TrialResult::from_json("garbage"), Error);
+}
+
+TEST(ParseBytesTest, UnitsAndErrors) {
+  EXPECT_EQ(parse_bytes("123", "x"), 123u);
+  EXPECT_EQ(parse_bytes("2GiB", "x"), 2ull << 30);
+  EXPECT_EQ(parse_bytes("512 MiB", "x"), 512ull << 20);
+  EXPECT_EQ(parse_bytes("1.5GB", "x"), 1500000000u);
+  EXPECT_EQ(parse_bytes("64k", "x"), 65536u);
+  try {
+    parse_bytes("2 gigs", "--memory-budget");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "--memory-budget: unknown unit in '2 gigs' (use B, KiB, MiB, GiB, KB, MB, GB)");
+  }
+  EXPECT_THROW(parse_bytes("lots", "x"), Error);
+  EXPECT_THROW(parse_bytes("-1", "x"), Error);
 }
 }  // namespace
 }  // namespace slapo

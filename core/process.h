@@ -1,0 +1,41 @@
+#pragma once
+// Running a child process: argv (never a shell), extra environment, a time limit that kills its
+// whole process group, and its output captured. Used by the subprocess and command runners.
+//
+// The child is started with posix_spawn (fork+exec): a bare fork of a process that has run an
+// OpenMP region deadlocks in the child (libgomp).
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace slapo {
+
+struct ProcessOptions {
+  std::map<std::string, std::string> env;  // added to (or overriding) this process's environment
+  double timeout_s = 0;                     // 0: no limit
+  size_t max_output_bytes = 64 << 20;       // output beyond this is dropped (the tail is kept)
+};
+
+struct ProcessResult {
+  bool started = false;   // false: the executable could not be started (see error)
+  bool timed_out = false;  // killed (with its process group) at the time limit
+  int exit_code = -1;      // when it exited normally
+  int signal = 0;          // when a signal ended it
+  std::string out;         // standard output
+  std::string err;         // standard error
+  std::string error;       // why it could not start
+  double duration_s = 0;
+};
+
+// Runs argv[0] (searched in PATH when it has no slash) with argv, waits for it, returns what
+// happened. Never throws for the child's failures.
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+// The last `lines` lines of `text`.
+std::string tail_lines(const std::string& text, size_t lines);
+
+// "SIGSEGV" for 11, etc.
+std::string signal_name(int signal);
+
+}  // namespace slapo

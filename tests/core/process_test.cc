@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "core/process.h"
+
+namespace slapo {
+namespace {
+
+TEST(ProcessTest, CapturesOutputAndExitCode) {
+  const ProcessResult r = run_process({"sh", "-c", "echo out; echo err >&2; exit 3"});
+  EXPECT_TRUE(r.started);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+}
+
+TEST(ProcessTest, SignalsAreReported) {
+  const ProcessResult r = run_process({"sh", "-c", "kill -SEGV $$"});
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_EQ(signal_name(r.signal), "SIGSEGV");
+}
+
+TEST(ProcessTest, TimeoutKillsTheWholeGroup) {
+  // The shell starts a grandchild that would outlive it; both must die at the time limit.
+  const ProcessResult r = run_process({"sh", "-c", "sleep 30 & sleep 30"}, {{}, 0.3});
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.duration_s, 5.0);
+  EXPECT_EQ(r.signal, SIGKILL);
+}
+
+TEST(ProcessTest, ArgumentsAreNotInterpretedByAShell) {
+  const ProcessResult r = run_process({"printf", "%s|", "; rm -rf /tmp/nothing", "$(echo hi)", "'\"quoted\"'"});
+  EXPECT_EQ(r.out, "; rm -rf /tmp/nothing|$(echo hi)|'\"quoted\"'|");
+}
+
+TEST(ProcessTest, EnvironmentIsAdded) {
+  const ProcessResult r = run_process({"sh", "-c", "echo $SLAPO_TP"}, {{{"SLAPO_TP", "4"}}, 0});
+  EXPECT_EQ(r.out, "4\n");
+}
+
+TEST(ProcessTest, MissingExecutable) {
+  const ProcessResult r = run_process({"/nonexistent/worker"});
+  EXPECT_FALSE(r.started);
+  EXPECT_NE(r.error.find("cannot run '/nonexistent/worker'"), std::string::npos);
+}
+
+TEST(ProcessTest, TailLines) {
+  EXPECT_EQ(tail_lines("a\nb\nc\n", 2), "b\nc\n");
+  EXPECT_EQ(tail_lines("a\nb\nc", 5), "a\nb\nc");
+  EXPECT_EQ(tail_lines("", 3), "");
+}
+
+}  // namespace
+}  // namespace slapo
