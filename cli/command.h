@@ -23,6 +23,8 @@ struct Command {
 int run_space(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_primitives(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_trial(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_worker(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_version(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace slapo::cli

@@ -16,6 +16,8 @@ const slapo::cli::Command kCommands[] = {
     {"space", "inspect a search space: show, count, list, sample", slapo::cli::run_space},
     {"verify", "check that a scheduled model computes what the original does", slapo::cli::run_verify},
     {"primitives", "list the schedule primitives, or print one's help", slapo::cli::run_primitives},
+    {"trial", "measure one configuration (built-in workload or any command)", slapo::cli::run_trial},
+    {"worker", "measure one trial and print it as JSON (used by the subprocess runner)", slapo::cli::run_worker},
     {"version", "print the version, LibTorch, BLAS and machine facts", slapo::cli::run_version},
 };
 

@@ -1,0 +1,36 @@
+#pragma once
+// SubprocessRunner: one fresh worker process per trial (`slapo-tune worker`), the result as JSON
+// on its last line of output. A time-out kills the worker's whole process group; a crash, abort,
+// signal, non-zero exit or garbled output becomes a failed trial with the reason and the tail of
+// its output kept. The default runner for real tuning: a candidate that crashes, hangs or leaks
+// cannot take the tuner with it.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runners/runner.h"
+
+namespace slapo::runners {
+
+struct SubprocessOptions {
+  // The worker's argv before `--workload JSON --config JSON`: {"/path/slapo-tune", "worker"}.
+  std::vector<std::string> worker;
+  std::string workload_json;  // handed to the worker as is
+  double timeout_s = 600;     // per trial; 0: none
+  std::map<std::string, std::string> env;
+  size_t log_lines = 30;  // how much of the output a failed trial keeps
+};
+
+class SubprocessRunner : public Runner {
+ public:
+  explicit SubprocessRunner(SubprocessOptions options);
+  // Throws Error(kNotFound) only when the worker cannot be started at all.
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override;
+  std::string kind() const override { return "subprocess"; }
+
+ private:
+  SubprocessOptions options_;
+};
+
+}  // namespace slapo::runners

@@ -1,0 +1,55 @@
+#pragma once
+// Workload: what a trial trains, from the space file's [workload] table, and the measurement
+// protocol (measure_trial).
+//
+//   model          zoo preset (required)           template   schedule template (model's default)
+//   batch_size     default batch (knob overrides)  seq_len    sequence length (knob overrides)
+//   vocab          override the preset's vocab     dtype      "float32" (the only one on CPU yet)
+//   optimizer      "adamw" (default) | "sgd"       lr         learning rate (1e-4)
+//   warmup         untimed steps (2)               steps      timed steps (5)
+//   threads        LibTorch threads (2)            seed       weights and data (0)
+//   memory_budget  bytes or "2GiB": past it a trial is `oom`
+//   data           file of token ids (synthetic tokens when absent); data_dtype "uint16" | "int32"
+
+#include <cstdint>
+#include <string>
+
+#include "core/config.h"
+#include "core/trial.h"
+
+namespace slapo::runners {
+
+struct Workload {
+  std::string model;
+  std::string template_name;  // empty: the model's default
+  int64_t batch_size = 8;
+  int64_t seq_len = 0;  // 0: the preset's maximum
+  int64_t vocab = 0;    // 0: the preset's
+  std::string dtype = "float32";
+  std::string optimizer = "adamw";
+  double lr = 1e-4;
+  int warmup = 2;
+  int steps = 5;
+  int threads = 2;
+  uint64_t seed = 0;
+  uint64_t memory_budget = 0;  // 0: none
+  std::string data;
+  std::string data_dtype = "uint16";
+
+  // Parses the [workload] table (as JSON). Throws Error(kInvalidArgument) naming `origin` and the
+  // key for unknown keys and bad values.
+  static Workload from_json(const std::string& json, const std::string& origin);
+  std::string to_json() const;
+};
+
+// Checks, before anything runs, that the workload's template understands every knob of
+// `config` and that the model exists. Throws Error(kInvalidArgument).
+void check_workload(const Workload& workload, const Config& config);
+
+// Measures one configuration in this process: builds the model, applies the template, trains
+// `warmup` + `steps` steps and reports the metrics of runners/runner.h. Never throws for the
+// candidate's failures: out of memory (the budget included) is `oom`; a schedule that cannot be
+// applied is `schedule_error`; any other exception or a non-finite loss is `runtime_error`.
+TrialResult measure_trial(const Workload& workload, const Config& config);
+
+}  // namespace slapo::runners

@@ -1,0 +1,219 @@
+// Runners: faults become statuses with reasons, the next trial runs normally; measurements make
+// sense; the command runner passes knob values verbatim.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "runners/command_runner.h"
+#include "runners/inprocess_runner.h"
+#include "runners/subprocess_runner.h"
+#include "runners/workload.h"
+
+namespace slapo::runners {
+namespace {
+
+Config config(const std::string& json) { return Config::from_json(json); }
+
+// A fake worker: behaves as the config's "mode" says, ignoring the workload.
+SubprocessOptions fake_worker(double timeout_s = 5) {
+  SubprocessOptions o;
+  o.worker = {"sh", "-c",
+              "case \"$4\" in"
+              "  *segv*) echo dying >&2; kill -SEGV $$ ;;"
+              "  *abort*) kill -ABRT $$ ;;"
+              "  *hang*) sleep 60 ;;"
+              "  *exit3*) echo bad config >&2; exit 3 ;;"
+              "  *garbage*) echo 'not json at all' ;;"
+              "  *) echo '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": 42}}' ;;"
+              "esac",
+              "worker"};
+  o.workload_json = "{}";
+  o.timeout_s = timeout_s;
+  return o;
+}
+
+TEST(SubprocessRunnerTest, EveryFaultBecomesAStatusAndTheNextTrialRuns) {
+  SubprocessRunner runner(fake_worker(0.5));
+  const auto results = runner.run({config(R"({"mode": "segv"})"), config(R"({"mode": "ok"})"),
+                                   config(R"({"mode": "abort"})"), config(R"({"mode": "hang"})"),
+                                   config(R"({"mode": "exit3"})"), config(R"({"mode": "garbage"})"),
+                                   config(R"({"mode": "ok"})")});
+  ASSERT_EQ(results.size(), 7u);
+  EXPECT_EQ(results[0].status, TrialStatus::kCrashed);
+  EXPECT_EQ(results[0].error, "worker killed by SIGSEGV");
+  EXPECT_NE(results[0].log_tail.find("dying"), std::string::npos);
+  EXPECT_EQ(results[1].status, TrialStatus::kOk);
+  EXPECT_EQ(results[1].metrics.at("samples_per_s"), 42);
+  EXPECT_EQ(results[2].error, "worker killed by SIGABRT");
+  EXPECT_EQ(results[3].status, TrialStatus::kTimeout);
+  EXPECT_LT(results[3].metrics.at("wall_s"), 5.0);
+  EXPECT_EQ(results[4].status, TrialStatus::kRuntimeError);
+  EXPECT_EQ(results[4].error, "worker exited with code 3");
+  EXPECT_NE(results[4].log_tail.find("bad config"), std::string::npos);
+  EXPECT_EQ(results[5].status, TrialStatus::kCrashed);
+  EXPECT_NE(results[5].error.find("garbled worker output"), std::string::npos);
+  EXPECT_EQ(results[6].status, TrialStatus::kOk);
+}
+
+TEST(SubprocessRunnerTest, RealWorkerReportsOomAndNonFiniteLoss) {
+  SubprocessOptions o;
+  o.worker = {SLAPO_TUNE, "worker"};
+  o.timeout_s = 120;
+  o.workload_json = R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 2, "threads": 1, "memory_budget": 20000})";
+  const TrialResult oom = SubprocessRunner(o).run({config(R"({"batch_size": 8})")})[0];
+  EXPECT_EQ(oom.status, TrialStatus::kOom) << oom.error << oom.log_tail;
+  EXPECT_NE(oom.error.find("slapo memory budget of"), std::string::npos) << oom.error;
+  o.workload_json = R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 4, "threads": 1, "optimizer": "sgd", "lr": 1e30})";
+  const TrialResult nan = SubprocessRunner(o).run({config(R"({"batch_size": 8})")})[0];
+  EXPECT_EQ(nan.status, TrialStatus::kRuntimeError) << nan.error;
+  EXPECT_NE(nan.error.find("non-finite loss"), std::string::npos) << nan.error;
+  o.worker = {"/nonexistent/slapo-tune", "worker"};
+  EXPECT_THROW(SubprocessRunner(o).run({config("{}")}), Error);
+}
+
+TEST(InProcessRunnerTest, PeakMemoryIsMonotoneInBatchAndInCheckpointing) {
+  const Workload w = Workload::from_json(
+      R"({"model": "gpt-mini", "seq_len": 128, "warmup": 0, "steps": 1, "threads": 2})", "test");
+  InProcessRunner runner(w);
+  auto peak = [&](int batch, double ratio) {
+    Config c;
+    c.set("batch_size", int64_t{batch});
+    c.set("ckpt_ratio", ratio);
+    const TrialResult r = runner.run({c})[0];
+    EXPECT_EQ(r.status, TrialStatus::kOk) << r.error;
+    return r.metrics.at("peak_bytes");
+  };
+  // Big enough that activations, not the optimizer's state, make the peak.
+  const double b2 = peak(2, 0.0), b4 = peak(4, 0.0), b8 = peak(8, 0.0);
+  EXPECT_LT(b2, b4);
+  EXPECT_LT(b4, b8);
+  const double c0 = b8, c5 = peak(8, 0.5), c10 = peak(8, 1.0);
+  EXPECT_GT(c0, c5);
+  EXPECT_GT(c5, c10);
+}
+
+TEST(InProcessRunnerTest, MetricsAndFailures) {
+  const Workload w = Workload::from_json(R"({"model": "gpt-tiny", "warmup": 1, "steps": 3, "threads": 1})", "test");
+  const TrialResult ok = measure_trial(w, config(R"({"batch_size": 4, "attn": "baddbmm"})"));
+  ASSERT_EQ(ok.status, TrialStatus::kOk) << ok.error;
+  for (const char* m : {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_bytes",
+                        "tflops", "loss_first", "loss_last", "build_ms", "max_rss_bytes"}) {
+    EXPECT_TRUE(ok.metrics.count(m)) << m;
+  }
+  EXPECT_LE(ok.metrics.at("step_ms_p10"), ok.metrics.at("step_ms_median"));
+  EXPECT_LE(ok.metrics.at("step_ms_median"), ok.metrics.at("step_ms_p90"));
+  EXPECT_NEAR(ok.metrics.at("tokens_per_s"), ok.metrics.at("samples_per_s") * 16, 1e-6 * ok.metrics.at("tokens_per_s"));
+  const TrialResult unknown = measure_trial(w, config(R"({"tp": 2})"));
+  EXPECT_EQ(unknown.status, TrialStatus::kInvalid);
+  EXPECT_NE(unknown.error.find("knob 'tp' is not understood"), std::string::npos);
+}
+
+TEST(WorkloadTest, ParsesAndRejectsWithTheKey) {
+  const Workload w = Workload::from_json(R"({"model": "gpt-mini", "memory_budget": "64MiB", "optimizer": "sgd"})", "s.toml");
+  EXPECT_EQ(w.memory_budget, 64u << 20);
+  EXPECT_EQ(Workload::from_json(w.to_json(), "x").to_json(), w.to_json());
+  auto error = [](const std::string& json) {
+    try {
+      Workload::from_json(json, "s.toml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(R"({"model": "gpt-mini", "stpes": 3})").substr(0, 40), "s.toml: [workload] unknown key 'stpes' (");
+  EXPECT_EQ(error(R"({"model": "gpt-mini", "steps": 0})"), "s.toml: [workload] steps: expected a positive integer, found 0");
+  EXPECT_EQ(error(R"({"steps": 3})"), "s.toml: [workload] needs model = \"<preset>\"");
+  EXPECT_NE(error(R"({"model": "gpt-mini", "memory_budget": "lots"})").find("memory_budget"), std::string::npos);
+}
+
+TEST(WorkloadTest, TrainsOnATokenFile) {
+  const std::string path = ::testing::TempDir() + "/tokens_" + std::to_string(getpid()) + ".u16";
+  {
+    std::ofstream out(path, std::ios::binary);
+    for (uint16_t i = 0; i < 4000; ++i) {
+      const uint16_t t = static_cast<uint16_t>(i % 128);
+      out.write(reinterpret_cast<const char*>(&t), 2);
+    }
+  }
+  const Workload w = Workload::from_json(R"({"model": "gpt-tiny", "warmup": 0, "steps": 2, "threads": 1, "data": ")" + path + "\"}", "t");
+  EXPECT_EQ(measure_trial(w, config(R"({"batch_size": 4})")).status, TrialStatus::kOk);
+  const Workload small_vocab = Workload::from_json(R"({"model": "gpt-tiny", "vocab": 64, "steps": 1, "data": ")" + path + "\"}", "t");
+  const TrialResult r = measure_trial(small_vocab, config(R"({"batch_size": 4})"));
+  EXPECT_EQ(r.status, TrialStatus::kInvalid);
+  EXPECT_NE(r.error.find("token ids outside [0, 64)"), std::string::npos) << r.error;
+}
+
+TEST(CommandRunnerTest, KnobValuesReachTheCommandVerbatim) {
+  const std::string marker = ::testing::TempDir() + "/pwned_" + std::to_string(getpid());
+  CommandOptions o;
+  o.argv = {"printf", "%s\\nthroughput: 7\\n", "{name}"};
+  CommandRunner runner(o);
+  for (const std::string value : {"; touch " + marker, "$(touch " + marker + ")", "`touch " + marker + "`",
+                                  "'\" && touch " + marker}) {
+    Config c;
+    c.set("name", value);
+    EXPECT_EQ(runner.argv_for(c)[2], value);
+    const TrialResult r = runner.run({c})[0];
+    EXPECT_EQ(r.status, TrialStatus::kOk) << r.error;
+    EXPECT_EQ(r.metrics.at("throughput"), 7);
+  }
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "a knob value was run by a shell";
+}
+
+TEST(CommandRunnerTest, EnvironmentRegexAndStatuses) {
+  CommandOptions o;
+  o.argv = {"sh", "-c", "echo speed=$SLAPO_BATCH_SIZE; echo cuts $SLAPO_CUTS"};
+  o.metric_regex = R"(speed=([0-9.]+))";
+  o.metric_name = "speed";
+  Config c;
+  c.set("batch_size", int64_t{16});
+  c.set("cuts", IntList{4, 8});
+  const TrialResult r = CommandRunner(o).run({c})[0];
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.error;
+  EXPECT_EQ(r.metrics.at("speed"), 16);
+  EXPECT_EQ(CommandRunner::env_for(c).at("SLAPO_CUTS"), "4,8");
+
+  auto status_of = [](const std::string& script, std::optional<int> oom_code = {}) {
+    CommandOptions o;
+    o.argv = {"sh", "-c", script};
+    o.oom_exit_code = oom_code;
+    o.timeout_s = 0.5;
+    return CommandRunner(o).run({Config()})[0];
+  };
+  EXPECT_EQ(status_of("echo 'RuntimeError: CUDA out of memory' >&2; exit 1").status, TrialStatus::kOom);
+  EXPECT_EQ(status_of("exit 42", 42).status, TrialStatus::kOom);
+  EXPECT_EQ(status_of("exit 1").status, TrialStatus::kRuntimeError);
+  EXPECT_EQ(status_of("echo done").error, "no output line matched /throughput:\\s*([-+0-9.eE]+)/");
+  EXPECT_EQ(status_of("kill -KILL $$").status, TrialStatus::kCrashed);
+  EXPECT_EQ(status_of("sleep 10").status, TrialStatus::kTimeout);
+  CommandOptions bad;
+  bad.argv = {"true"};
+  bad.metric_regex = "no group";
+  EXPECT_THROW(CommandRunner{bad}, Error);
+}
+
+TEST(CommandRunnerTest, DrivesAPythonPyTorchScript) {
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh installs it)";
+  }
+  CommandOptions o;
+  o.argv = {"/usr/bin/python3", "-c",
+            "import sys, time, torch\n"
+            "b = int(sys.argv[1]); torch.manual_seed(0)\n"
+            "m = torch.nn.Linear(64, 64); x = torch.randn(b, 64)\n"
+            "t = time.perf_counter(); m(x).sum().backward()\n"
+            "print(f'throughput: {b / (time.perf_counter() - t):.1f}')\n",
+            "{batch_size}"};
+  Config c;
+  c.set("batch_size", int64_t{32});
+  const TrialResult r = CommandRunner(o).run({c})[0];
+  EXPECT_EQ(r.status, TrialStatus::kOk) << r.error << r.log_tail;
+  EXPECT_GT(r.metrics.at("throughput"), 0);
+}
+
+}  // namespace
+}  // namespace slapo::runners
