@@ -225,6 +225,7 @@ TrialResult measure_trial(const Workload& w, const Config& config) {
     else optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(w.lr));
     Batches batches(w, spec.vocab, batch, seq);
     model->train();
+    const auto train_start = Clock::now();
     for (int step = 0; step < w.warmup + w.steps; ++step) {
       auto [tokens, targets] = batches.next();
       const auto start = Clock::now();
@@ -241,6 +242,8 @@ TrialResult measure_trial(const Workload& w, const Config& config) {
       if (step == 0) loss_first = value;
       loss_last = value;
     }
+    // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
+    result.metrics["train_ms"] = ms_since(train_start);
   } catch (const c10::OutOfMemoryError& e) {
     TrialResult oom = failed_trial(TrialStatus::kOom, std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
     oom.metrics[metric::kPeakBytes] = static_cast<double>(tracker.peak_bytes() - baseline);
