@@ -1,0 +1,100 @@
+#pragma once
+// The tuning database: every trial of every task, in SQLite.
+//
+// A *task* is everything that makes two measurements comparable: the workload, the space, the
+// runner and its world size, and the fingerprint of the machine and software. A *trial* is one
+// configuration of a task and what became of it. Re-running a task finds its trials by the
+// configuration's stable hash (an indexed lookup) and measures nothing twice.
+//
+// The file uses WAL, a busy timeout, one transaction per write, and PRAGMA user_version for its
+// schema (forward migrations). A file that is not a slapo database, has a newer schema, or is
+// corrupt is refused with a clear error and never modified. sqlite3.h stays out of this header.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/trial.h"
+
+namespace slapo::db {
+
+struct TaskKey {
+  std::string workload_json;     // canonical JSON of the [workload] table
+  std::string space_hash;        // Space::fingerprint()
+  std::string runner = "inprocess";
+  int world_size = 1;
+  std::string fingerprint_json;  // machine and software: CPU, cores, memory, LibTorch, BLAS, slapo
+  // A stable hash of all of the above: the task's identity.
+  std::string hash() const;
+};
+
+struct TaskRecord {
+  int64_t id = 0;
+  TaskKey key;
+  std::string objective = "samples_per_s";  // the metric the tuner optimizes
+  bool minimize = false;
+  std::string created_at;  // UTC, ISO 8601
+  int64_t trial_count = 0;
+};
+
+struct TrialRecord {
+  int64_t task_id = 0;
+  int64_t index = -1;  // order of measurement within the task, from 0; assigned by add_trial
+  Config config;
+  TrialResult result;
+  std::optional<double> objective;  // the task's objective metric when the trial is ok
+  std::string strategy;
+  uint64_t seed = 0;
+  std::string started_at;  // UTC, ISO 8601
+  double duration_s = 0;
+  std::optional<int64_t> pruned_by;  // for pruned points: the index of the trial that proves it
+
+  std::string config_hash() const { return config.hash(); }
+};
+
+struct TrialFilter {
+  std::optional<TrialStatus> status;
+};
+
+class Database {
+ public:
+  // Opens (creating when absent) a database file. Throws Error(kInvalidArgument) for a file that
+  // is not a slapo database or has a newer schema, Error(kIo) when it cannot be opened or is
+  // corrupt; such files are not modified.
+  static std::unique_ptr<Database> open(const std::string& path);
+  // Opens an existing database without creating or migrating it (queries). Error(kNotFound) when
+  // the file does not exist.
+  static std::unique_ptr<Database> open_existing(const std::string& path);
+  // A private in-memory database (tests).
+  static std::unique_ptr<Database> in_memory();
+
+  virtual ~Database() = default;
+
+  // The task with this key, created when new (with `objective` and `minimize`).
+  virtual TaskRecord find_or_create_task(const TaskKey& key, const std::string& objective, bool minimize) = 0;
+  virtual std::vector<TaskRecord> tasks() = 0;
+  // Throws Error(kNotFound) listing the task ids when absent.
+  virtual TaskRecord task(int64_t id) = 0;
+
+  // Records a trial; assigns and returns its index. A configuration already recorded in the task
+  // is not recorded twice: its existing index is returned.
+  virtual int64_t add_trial(TrialRecord trial) = 0;
+  // The recorded trial of `config` in `task`, if any (indexed by the config's hash).
+  virtual std::optional<TrialRecord> find_trial(int64_t task, const Config& config) = 0;
+  // Trials of a task in the order they were measured.
+  virtual std::vector<TrialRecord> trials(int64_t task, const TrialFilter& filter = {}) = 0;
+  // The top `k` ok trials by `metric` (the task's objective when empty), best first.
+  virtual std::vector<TrialRecord> best(int64_t task, size_t k, const std::string& metric = "") = 0;
+  // Deletes the trials of `task` with `status` (e.g. timeouts, to measure them again). Returns
+  // how many were deleted.
+  virtual int64_t prune(int64_t task, TrialStatus status) = 0;
+};
+
+// The current UTC time, ISO 8601 with milliseconds.
+std::string utc_now();
+
+}  // namespace slapo::db

@@ -1,0 +1,407 @@
+// The SQLite implementation of Database. Every statement is prepared with parameters; every write
+// runs in a transaction (BEGIN IMMEDIATE, so concurrent writers queue on the busy timeout
+// instead of failing on upgrade).
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "db/database.h"
+
+namespace slapo::db {
+
+namespace {
+
+// The columns read_task() and read_trial() expect, in order (string literals, so queries can
+// be completed by concatenation).
+#define SLAPO_DB_TASK_SELECT                                                                                  \
+  "SELECT t.id, t.workload, t.space_hash, t.runner, t.world_size, t.fingerprint, t.objective, "     \
+  "t.minimize, t.created_at, (SELECT count(*) FROM trials WHERE task_id = t.id) FROM tasks t "
+#define SLAPO_DB_TRIAL_SELECT                                                                                 \
+  "SELECT task_id, idx, config, status, objective, metrics, error, log_tail, strategy, seed, "       \
+  "started_at, duration_s, pruned_by FROM trials "
+
+constexpr int kSchemaVersion = 1;
+constexpr int32_t kApplicationId = 0x534c4150;  // "SLAP"
+constexpr int kBusyTimeoutMs = 30000;
+
+// Forward migrations: kMigrations[v] takes schema v to v + 1.
+const char* const kMigrations[] = {
+    // 0 → 1
+    "CREATE TABLE tasks ("
+    "  id INTEGER PRIMARY KEY,"
+    "  key_hash TEXT NOT NULL UNIQUE,"
+    "  workload TEXT NOT NULL, space_hash TEXT NOT NULL, runner TEXT NOT NULL,"
+    "  world_size INTEGER NOT NULL, fingerprint TEXT NOT NULL,"
+    "  objective TEXT NOT NULL, minimize INTEGER NOT NULL, created_at TEXT NOT NULL);"
+    "CREATE TABLE trials ("
+    "  id INTEGER PRIMARY KEY,"
+    "  task_id INTEGER NOT NULL REFERENCES tasks(id),"
+    "  idx INTEGER NOT NULL, config TEXT NOT NULL, config_hash TEXT NOT NULL,"
+    "  status TEXT NOT NULL, objective REAL, metrics TEXT NOT NULL, error TEXT NOT NULL,"
+    "  log_tail TEXT NOT NULL, strategy TEXT NOT NULL, seed INTEGER NOT NULL,"
+    "  started_at TEXT NOT NULL, duration_s REAL NOT NULL, pruned_by INTEGER,"
+    "  UNIQUE (task_id, idx), UNIQUE (task_id, config_hash));"
+    "CREATE INDEX trials_by_objective ON trials (task_id, status, objective);",
+};
+
+class Connection {
+ public:
+  Connection(const std::string& path, int flags) : path_(path) {
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      SLAPO_FAIL(ErrorCode::kIo, path, ": cannot open the database: ", why);
+    }
+    sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+  }
+  ~Connection() { sqlite3_close(db_); }
+  sqlite3* get() const { return db_; }
+  const std::string& path() const { return path_; }
+
+  void exec(const char* sql) {
+    char* message = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+      const std::string why = message ? message : "unknown error";
+      sqlite3_free(message);
+      fail(why);
+    }
+  }
+  [[noreturn]] void fail(const std::string& why) const {
+    SLAPO_FAIL(ErrorCode::kIo, path_, ": database error: ", why);
+  }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+// A prepared statement, finalized on destruction. Parameters bind from 1.
+class Statement {
+ public:
+  Statement(Connection& c, const char* sql) : c_(c) {
+    if (sqlite3_prepare_v2(c.get(), sql, -1, &stmt_, nullptr) != SQLITE_OK) c.fail(sqlite3_errmsg(c.get()));
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement& bind(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.c_str(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind_null(int i) {
+    sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  // True while there is a row.
+  bool step() {
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    c_.fail(sqlite3_errmsg(c_.get()));
+  }
+  std::string text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t ? reinterpret_cast<const char*>(t) : "";
+  }
+  int64_t integer(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+  bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+
+ private:
+  Connection& c_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// BEGIN IMMEDIATE ... COMMIT; rolls back in the destructor unless committed.
+class Transaction {
+ public:
+  explicit Transaction(Connection& c) : c_(c) { c_.exec("BEGIN IMMEDIATE"); }
+  ~Transaction() {
+    if (!done_) sqlite3_exec(c_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  void commit() {
+    c_.exec("COMMIT");
+    done_ = true;
+  }
+
+ private:
+  Connection& c_;
+  bool done_ = false;
+};
+
+int64_t pragma_int(Connection& c, const char* sql) {
+  Statement s(c, sql);
+  return s.step() ? s.integer(0) : 0;
+}
+
+// Refuses files that are not SQLite without touching them (sqlite3 would happily overwrite a
+// zero-length file, and reports foreign files only at the first query).
+void check_header(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || st.st_size == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  char header[16] = {};
+  in.read(header, sizeof header);
+  SLAPO_CHECK(in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0, ErrorCode::kInvalidArgument, path,
+              ": not a slapo database (not an SQLite file); it was not modified");
+}
+
+class SqliteDatabase : public Database {
+ public:
+  SqliteDatabase(const std::string& path, bool create) : c_(path, create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                                                                          : SQLITE_OPEN_READWRITE) {
+    try {
+      const int64_t app = pragma_int(c_, "PRAGMA application_id");
+      const int64_t version = pragma_int(c_, "PRAGMA user_version");
+      const int64_t tables = pragma_int(c_, "SELECT count(*) FROM sqlite_master");
+      SLAPO_CHECK(app == kApplicationId || (app == 0 && tables == 0), ErrorCode::kInvalidArgument, path,
+                  ": not a slapo database (another application's SQLite file); it was not modified");
+      SLAPO_CHECK(version <= kSchemaVersion, ErrorCode::kInvalidArgument, path, ": written by a newer slapo (schema ",
+                  version, ", this one reads up to ", kSchemaVersion, "); it was not modified");
+      if (path != ":memory:") c_.exec("PRAGMA journal_mode=WAL");
+      c_.exec("PRAGMA foreign_keys=ON");
+      migrate(version);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::kIo && std::string(e.what()).find("malformed") != std::string::npos) {
+        SLAPO_FAIL(ErrorCode::kIo, path, ": the database is corrupt; it was not modified");
+      }
+      throw;
+    }
+  }
+
+  TaskRecord find_or_create_task(const TaskKey& key, const std::string& objective, bool minimize) override {
+    Transaction tx(c_);
+    {
+      Statement find(c_, "SELECT id FROM tasks WHERE key_hash = ?");
+      find.bind(1, key.hash());
+      if (find.step()) {
+        const int64_t id = find.integer(0);
+        tx.commit();
+        return task(id);
+      }
+    }
+    Statement insert(c_, "INSERT INTO tasks (key_hash, workload, space_hash, runner, world_size, fingerprint, "
+                         "objective, minimize, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, key.hash()).bind(2, key.workload_json).bind(3, key.space_hash).bind(4, key.runner)
+        .bind(5, int64_t{key.world_size}).bind(6, key.fingerprint_json).bind(7, objective)
+        .bind(8, int64_t{minimize ? 1 : 0}).bind(9, utc_now());
+    insert.step();
+    const int64_t id = sqlite3_last_insert_rowid(c_.get());
+    tx.commit();
+    return task(id);
+  }
+
+  std::vector<TaskRecord> tasks() override {
+    std::vector<TaskRecord> out;
+    Statement s(c_, SLAPO_DB_TASK_SELECT "ORDER BY t.id");
+    while (s.step()) out.push_back(read_task(s));
+    return out;
+  }
+
+  TaskRecord task(int64_t id) override {
+    Statement s(c_, SLAPO_DB_TASK_SELECT "WHERE t.id = ?");
+    s.bind(1, id);
+    if (s.step()) return read_task(s);
+    std::string ids;
+    for (const TaskRecord& t : tasks()) ids += (ids.empty() ? "" : ", ") + std::to_string(t.id);
+    SLAPO_FAIL(ErrorCode::kNotFound, c_.path(), ": no task ", id, ids.empty() ? " (the database has no tasks)" : " (tasks: " + ids + ")");
+  }
+
+  int64_t add_trial(TrialRecord t) override {
+    Transaction tx(c_);
+    {
+      Statement find(c_, "SELECT idx FROM trials WHERE task_id = ? AND config_hash = ?");
+      find.bind(1, t.task_id).bind(2, t.config_hash());
+      if (find.step()) {
+        const int64_t existing = find.integer(0);
+        tx.commit();
+        return existing;
+      }
+    }
+    const int64_t index = [&] {
+      Statement next(c_, "SELECT COALESCE(MAX(idx), -1) + 1 FROM trials WHERE task_id = ?");
+      next.bind(1, t.task_id);
+      next.step();
+      return next.integer(0);
+    }();
+    nlohmann::json metrics = nlohmann::json::object();
+    for (const auto& [k, v] : t.result.metrics) {
+      if (std::isfinite(v)) metrics[k] = v;
+    }
+    Statement insert(c_, "INSERT INTO trials (task_id, idx, config, config_hash, status, objective, metrics, error, "
+                         "log_tail, strategy, seed, started_at, duration_s, pruned_by) "
+                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, t.task_id).bind(2, index).bind(3, t.config.to_json()).bind(4, t.config_hash())
+        .bind(5, std::string(to_string(t.result.status)));
+    if (t.objective && std::isfinite(*t.objective)) insert.bind(6, *t.objective);
+    else insert.bind_null(6);
+    insert.bind(7, metrics.dump()).bind(8, t.result.error).bind(9, t.result.log_tail).bind(10, t.strategy)
+        .bind(11, static_cast<int64_t>(t.seed)).bind(12, t.started_at.empty() ? utc_now() : t.started_at)
+        .bind(13, t.duration_s);
+    if (t.pruned_by) insert.bind(14, *t.pruned_by);
+    else insert.bind_null(14);
+    insert.step();
+    tx.commit();
+    return index;
+  }
+
+  std::optional<TrialRecord> find_trial(int64_t task, const Config& config) override {
+    Statement s(c_, SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND config_hash = ?");
+    s.bind(1, task).bind(2, config.hash());
+    if (s.step()) return read_trial(s);
+    return std::nullopt;
+  }
+
+  std::vector<TrialRecord> trials(int64_t task, const TrialFilter& filter) override {
+    std::vector<TrialRecord> out;
+    Statement s(c_, filter.status ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = ? ORDER BY idx"
+                                  : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? ORDER BY idx");
+    s.bind(1, task);
+    if (filter.status) s.bind(2, std::string(to_string(*filter.status)));
+    while (s.step()) out.push_back(read_trial(s));
+    return out;
+  }
+
+  std::vector<TrialRecord> best(int64_t task_id, size_t k, const std::string& metric) override {
+    const TaskRecord t = task(task_id);
+    std::vector<TrialRecord> out;
+    if (metric.empty() || metric == t.objective) {
+      // The objective column is indexed: the query reads k rows.
+      Statement s(c_, t.minimize ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
+                                                "ORDER BY objective ASC, idx LIMIT ?"
+                                 : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
+                                                "ORDER BY objective DESC, idx LIMIT ?");
+      s.bind(1, task_id).bind(2, static_cast<int64_t>(k));
+      while (s.step()) out.push_back(read_trial(s));
+      return out;
+    }
+    // Another metric: sorted by its value in the metrics JSON (larger first unless the task minimizes).
+    Statement s(c_, t.minimize ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND "
+                                              "json_extract(metrics, ?) IS NOT NULL "
+                                              "ORDER BY json_extract(metrics, ?) ASC, idx LIMIT ?"
+                               : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND "
+                                              "json_extract(metrics, ?) IS NOT NULL "
+                                              "ORDER BY json_extract(metrics, ?) DESC, idx LIMIT ?");
+    const std::string path = "$.\"" + metric + "\"";
+    s.bind(1, task_id).bind(2, path).bind(3, path).bind(4, static_cast<int64_t>(k));
+    while (s.step()) out.push_back(read_trial(s));
+    return out;
+  }
+
+  int64_t prune(int64_t task_id, TrialStatus status) override {
+    task(task_id);
+    Transaction tx(c_);
+    Statement s(c_, "DELETE FROM trials WHERE task_id = ? AND status = ?");
+    s.bind(1, task_id).bind(2, std::string(to_string(status)));
+    s.step();
+    const int64_t n = sqlite3_changes(c_.get());
+    tx.commit();
+    return n;
+  }
+
+ private:
+  void migrate(int64_t from) {
+    if (from == kSchemaVersion) return;
+    Transaction tx(c_);
+    for (int64_t v = from; v < kSchemaVersion; ++v) c_.exec(kMigrations[v]);
+    c_.exec(("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
+    c_.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+    tx.commit();
+  }
+
+  static TaskRecord read_task(const Statement& s) {
+    TaskRecord t;
+    t.id = s.integer(0);
+    t.key.workload_json = s.text(1);
+    t.key.space_hash = s.text(2);
+    t.key.runner = s.text(3);
+    t.key.world_size = static_cast<int>(s.integer(4));
+    t.key.fingerprint_json = s.text(5);
+    t.objective = s.text(6);
+    t.minimize = s.integer(7) != 0;
+    t.created_at = s.text(8);
+    t.trial_count = s.integer(9);
+    return t;
+  }
+
+  TrialRecord read_trial(const Statement& s) const {
+    TrialRecord t;
+    t.task_id = s.integer(0);
+    t.index = s.integer(1);
+    t.config = Config::from_json(s.text(2), c_.path());
+    const auto status = trial_status_from_string(s.text(3));
+    SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": trial ", t.index, " has unknown status '", s.text(3), "'");
+    t.result.status = *status;
+    if (!s.is_null(4)) t.objective = s.real(4);
+    const nlohmann::json metrics = nlohmann::json::parse(s.text(5), nullptr, false);
+    if (metrics.is_object()) {
+      for (auto it = metrics.begin(); it != metrics.end(); ++it) {
+        if (it.value().is_number()) t.result.metrics[it.key()] = it.value().get<double>();
+      }
+    }
+    t.result.error = s.text(6);
+    t.result.log_tail = s.text(7);
+    t.strategy = s.text(8);
+    t.seed = static_cast<uint64_t>(s.integer(9));
+    t.started_at = s.text(10);
+    t.duration_s = s.real(11);
+    if (!s.is_null(12)) t.pruned_by = s.integer(12);
+    return t;
+  }
+
+  Connection c_;
+};
+
+}  // namespace
+
+std::string TaskKey::hash() const {
+  return stable_hash(workload_json + '\x1f' + space_hash + '\x1f' + runner + '\x1f' + std::to_string(world_size) +
+                     '\x1f' + fingerprint_json);
+}
+
+std::unique_ptr<Database> Database::open(const std::string& path) {
+  check_header(path);
+  return std::make_unique<SqliteDatabase>(path, true);
+}
+
+std::unique_ptr<Database> Database::open_existing(const std::string& path) {
+  struct stat st {};
+  SLAPO_CHECK(stat(path.c_str(), &st) == 0, ErrorCode::kNotFound, path, ": no such database");
+  check_header(path);
+  return std::make_unique<SqliteDatabase>(path, false);
+}
+
+std::unique_ptr<Database> Database::in_memory() { return std::make_unique<SqliteDatabase>(":memory:", true); }
+
+std::string utc_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  return out;
+}
+
+}  // namespace slapo::db

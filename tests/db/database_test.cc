@@ -1,0 +1,277 @@
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/process.h"
+#include "db/database.h"
+
+namespace slapo::db {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  static int n = 0;
+  const std::string p = ::testing::TempDir() + "/db_" + std::to_string(getpid()) + "_" + std::to_string(n++) + "_" + name;
+  std::remove(p.c_str());
+  return p;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TaskKey key(const std::string& fingerprint = "{\"cpu\":\"x\"}") {
+  TaskKey k;
+  k.workload_json = "{\"model\":\"gpt-tiny\"}";
+  k.space_hash = "abc";
+  k.fingerprint_json = fingerprint;
+  return k;
+}
+
+TrialRecord trial(int64_t task, int64_t bs, TrialStatus status, std::optional<double> objective, double step_ms = 1) {
+  TrialRecord t;
+  t.task_id = task;
+  t.config.set("batch_size", bs);
+  t.result.status = status;
+  t.result.metrics["step_ms_median"] = step_ms;
+  if (objective) t.result.metrics["samples_per_s"] = *objective;
+  t.objective = objective;
+  t.strategy = "random";
+  t.seed = 7;
+  t.duration_s = 0.5;
+  return t;
+}
+
+TEST(DatabaseTest, TasksAreFoundByTheirKey) {
+  auto db = Database::in_memory();
+  const TaskRecord a = db->find_or_create_task(key(), "samples_per_s", false);
+  EXPECT_EQ(db->find_or_create_task(key(), "samples_per_s", false).id, a.id);
+  const TaskRecord b = db->find_or_create_task(key("{\"cpu\":\"y\"}"), "samples_per_s", false);
+  EXPECT_NE(b.id, a.id);
+  EXPECT_EQ(db->tasks().size(), 2u);
+  EXPECT_EQ(db->task(a.id).key.fingerprint_json, "{\"cpu\":\"x\"}");
+  try {
+    db->task(99);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("no task 99 (tasks: 1, 2)"), std::string::npos);
+  }
+}
+
+TEST(DatabaseTest, TrialsAreIndexedInOrderAndNeverDuplicated) {
+  auto db = Database::in_memory();
+  const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+  EXPECT_EQ(db->add_trial(trial(task, 8, TrialStatus::kOk, 100, 5)), 0);
+  EXPECT_EQ(db->add_trial(trial(task, 16, TrialStatus::kOk, 180, 4)), 1);
+  EXPECT_EQ(db->add_trial(trial(task, 32, TrialStatus::kOom, std::nullopt)), 2);
+  TrialRecord pruned = trial(task, 64, TrialStatus::kPruned, std::nullopt);
+  pruned.pruned_by = 2;
+  EXPECT_EQ(db->add_trial(pruned), 3);
+  EXPECT_EQ(db->add_trial(trial(task, 16, TrialStatus::kOk, 999)), 1);  // already measured
+  const auto all = db->trials(task);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[3].pruned_by, 2);
+  EXPECT_EQ(all[1].objective, 180);
+  EXPECT_EQ(all[0].strategy, "random");
+  EXPECT_EQ(all[0].seed, 7u);
+  EXPECT_FALSE(all[0].started_at.empty());
+  EXPECT_EQ(db->trials(task, {TrialStatus::kOom}).size(), 1u);
+  Config c;
+  c.set("batch_size", int64_t{32});
+  ASSERT_TRUE(db->find_trial(task, c).has_value());
+  EXPECT_EQ(db->find_trial(task, c)->result.status, TrialStatus::kOom);
+  c.set("batch_size", int64_t{128});
+  EXPECT_FALSE(db->find_trial(task, c).has_value());
+  EXPECT_EQ(db->task(task).trial_count, 4);
+}
+
+TEST(DatabaseTest, BestByObjectiveAndByAnotherMetric) {
+  auto db = Database::in_memory();
+  const int64_t up = db->find_or_create_task(key(), "samples_per_s", false).id;
+  db->add_trial(trial(up, 8, TrialStatus::kOk, 100, 5));
+  db->add_trial(trial(up, 16, TrialStatus::kOk, 180, 3));
+  db->add_trial(trial(up, 32, TrialStatus::kOk, 150, 4));
+  db->add_trial(trial(up, 64, TrialStatus::kOom, std::nullopt));
+  const auto top = db->best(up, 2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].objective, 180);
+  EXPECT_EQ(top[1].objective, 150);
+  const auto fastest = db->best(up, 1, "step_ms_median");  // a maximizing task sorts it descending
+  EXPECT_EQ(fastest[0].result.metrics.at("step_ms_median"), 5);
+  const int64_t down = db->find_or_create_task(key("{\"m\":1}"), "step_ms_median", true).id;
+  db->add_trial(trial(down, 8, TrialStatus::kOk, 5));
+  db->add_trial(trial(down, 16, TrialStatus::kOk, 3));
+  EXPECT_EQ(db->best(down, 1)[0].objective, 3);
+  EXPECT_EQ(db->prune(up, TrialStatus::kOom), 1);
+  EXPECT_EQ(db->trials(up).size(), 3u);
+}
+
+TEST(DatabaseTest, PersistsAcrossOpens) {
+  const std::string path = temp_path("persist.db");
+  {
+    auto db = Database::open(path);
+    const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+    db->add_trial(trial(task, 8, TrialStatus::kOk, 100));
+  }
+  auto db = Database::open_existing(path);
+  ASSERT_EQ(db->tasks().size(), 1u);
+  EXPECT_EQ(db->trials(db->tasks()[0].id).size(), 1u);
+  EXPECT_THROW(Database::open_existing(temp_path("absent.db")), Error);
+}
+
+std::string open_error(const std::string& path) {
+  try {
+    Database::open(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DatabaseTest, ForeignNewerAndCorruptFilesAreRefusedAndUntouched) {
+  const std::string text = temp_path("notes.txt");
+  std::ofstream(text) << "just some text, not a database\n";
+  const std::string before = slurp(text);
+  EXPECT_NE(open_error(text).find("not a slapo database (not an SQLite file)"), std::string::npos);
+  EXPECT_EQ(slurp(text), before);
+
+  const std::string foreign = temp_path("foreign.db");
+  {
+    sqlite3* raw = nullptr;
+    sqlite3_open(foreign.c_str(), &raw);
+    sqlite3_exec(raw, "CREATE TABLE t (x); INSERT INTO t VALUES (1);", nullptr, nullptr, nullptr);
+    sqlite3_close(raw);
+  }
+  const std::string foreign_before = slurp(foreign);
+  EXPECT_NE(open_error(foreign).find("another application's SQLite file"), std::string::npos);
+  EXPECT_EQ(slurp(foreign), foreign_before);
+
+  const std::string newer = temp_path("newer.db");
+  Database::open(newer).reset();
+  {
+    sqlite3* raw = nullptr;
+    sqlite3_open(newer.c_str(), &raw);
+    sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE; PRAGMA user_version = 99;",
+                 nullptr, nullptr, nullptr);
+    sqlite3_close(raw);
+  }
+  const std::string newer_before = slurp(newer);
+  EXPECT_NE(open_error(newer).find("written by a newer slapo (schema 99"), std::string::npos);
+  EXPECT_EQ(slurp(newer), newer_before);
+
+  // Truncated: the header survives but the pages do not.
+  const std::string full = temp_path("full.db");
+  {
+    auto db = Database::open(full);
+    const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+    for (int i = 0; i < 200; ++i) db->add_trial(trial(task, i, TrialStatus::kOk, i));
+  }
+  const std::string bytes = slurp(full);
+  const std::string truncated = temp_path("truncated.db");
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  const std::string truncated_before = slurp(truncated);
+  std::string error;
+  try {
+    auto db = Database::open(truncated);
+    for (const auto& t : db->tasks()) db->trials(t.id);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_FALSE(error.empty()) << "a truncated database was read without complaint";
+  EXPECT_EQ(slurp(truncated), truncated_before);
+}
+
+std::set<std::string> committed_lines(const std::string& out) {
+  std::set<std::string> lines;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("committed ", 0) == 0) lines.insert(line);
+  }
+  return lines;
+}
+
+bool integrity_ok(const std::string& path) {
+  sqlite3* raw = nullptr;
+  sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(raw, "PRAGMA integrity_check", -1, &s, nullptr);
+  const bool ok = sqlite3_step(s) == SQLITE_ROW && std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "ok";
+  sqlite3_finalize(s);
+  sqlite3_close(raw);
+  return ok;
+}
+
+TEST(DatabaseReliabilityTest, SigkillInTheMiddleOfWritingLosesNothingCommitted) {
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 5; ++round) {
+    const std::string path = temp_path("killed.db");
+    // Kill the writer at a random moment while it writes thousands of trials.
+    const double delay_s = 0.05 + std::uniform_real_distribution<double>(0, 0.4)(rng);
+    ProcessOptions o;
+    o.timeout_s = delay_s;  // run_process kills the whole group with SIGKILL at the limit
+    const ProcessResult p = run_process({DB_WRITER, path, "w", "100000"}, o);
+    ASSERT_TRUE(p.timed_out) << "the writer finished before it could be killed";
+    const auto committed = committed_lines(p.out);
+    EXPECT_TRUE(integrity_ok(path)) << "round " << round;
+    auto db = Database::open(path);
+    const auto tasks = db->tasks();
+    ASSERT_EQ(tasks.size(), committed.empty() ? tasks.size() : 1u);
+    std::set<int64_t> stored;
+    if (!tasks.empty()) {
+      for (const auto& t : db->trials(tasks[0].id)) stored.insert(t.index);
+    }
+    for (const std::string& line : committed) {
+      const int64_t index = std::stoll(line.substr(line.rfind(' ') + 1));
+      EXPECT_TRUE(stored.count(index)) << "round " << round << ": committed trial " << index << " was lost";
+    }
+  }
+}
+
+TEST(DatabaseReliabilityTest, FourWritersAtOnce) {
+  const std::string path = temp_path("concurrent.db");
+  Database::open(path).reset();  // create the schema once
+  std::vector<pid_t> pids;
+  for (int w = 0; w < 4; ++w) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const std::string id = std::to_string(w);
+      execl(DB_WRITER, DB_WRITER, path.c_str(), id.c_str(), "60", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (database is locked?)";
+  }
+  auto db = Database::open(path);
+  ASSERT_EQ(db->tasks().size(), 1u);
+  const auto trials = db->trials(db->tasks()[0].id);
+  EXPECT_EQ(trials.size(), 240u);
+  std::set<int64_t> indices;
+  std::set<std::string> configs;
+  for (const auto& t : trials) {
+    indices.insert(t.index);
+    configs.insert(t.config.canonical_json());
+  }
+  EXPECT_EQ(indices.size(), 240u);
+  EXPECT_EQ(*indices.rbegin(), 239);
+  EXPECT_EQ(configs.size(), 240u);
+  EXPECT_TRUE(integrity_ok(path));
+}
+
+}  // namespace
+}  // namespace slapo::db
