@@ -25,6 +25,7 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
 int run_primitives(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_trial(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_worker(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_version(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace slapo::cli

@@ -7,8 +7,7 @@
 
 namespace slapo::cli {
 
-namespace {
-std::string cell(const Value& v) {
+std::string cell_text(const Value& v) {
   if (const IntList* list = std::get_if<IntList>(&v)) {
     std::string s;
     for (size_t i = 0; i < list->size(); ++i) s += (i ? "," : "") + std::to_string((*list)[i]);
@@ -17,6 +16,7 @@ std::string cell(const Value& v) {
   return to_string(v);
 }
 
+namespace {
 std::string csv_quote(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -47,10 +47,14 @@ void print_configs(std::ostream& out, Format format, const std::vector<std::stri
     std::vector<std::string> row = {std::to_string(indices[i])};
     for (const auto& c : columns) {
       const Value* v = configs[i].find(c);
-      row.push_back(v ? cell(*v) : "");
+      row.push_back(v ? cell_text(*v) : "");
     }
     rows.push_back(std::move(row));
   }
+  print_table(out, format, rows);
+}
+
+void print_table(std::ostream& out, Format format, const std::vector<std::vector<std::string>>& rows) {
   if (format == Format::kCsv) {
     for (const auto& row : rows) {
       for (size_t j = 0; j < row.size(); ++j) out << (j ? "," : "") << csv_quote(row[j]);
@@ -58,15 +62,16 @@ void print_configs(std::ostream& out, Format format, const std::vector<std::stri
     }
     return;
   }
+  if (rows.empty()) return;
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
-    for (size_t j = 0; j < row.size(); ++j) width[j] = std::max(width[j], row[j].size());
+    for (size_t j = 0; j < row.size() && j < width.size(); ++j) width[j] = std::max(width[j], row[j].size());
   }
   for (const auto& row : rows) {
     std::string line;
     for (size_t j = 0; j < row.size(); ++j) {
       std::string padded = row[j];
-      if (j + 1 < row.size()) padded.resize(width[j] + 2, ' ');
+      if (j + 1 < row.size() && j < width.size()) padded.resize(width[j] + 2, ' ');
       line += padded;
     }
     out << line << "\n";

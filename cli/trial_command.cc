@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <iomanip>
 #include <iostream>
@@ -13,9 +14,11 @@
 #include "cli/command.h"
 #include "cli/config_arg.h"
 #include "core/error.h"
+#include "db/database.h"
 #include "runners/command_runner.h"
 #include "runners/inprocess_runner.h"
 #include "runners/subprocess_runner.h"
+#include "runners/system_info.h"
 #include "runners/workload.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
@@ -53,7 +56,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> split_command(cons
 
 int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::ostream& err) {
   const auto [args, command] = split_command(all_args);
-  std::string space_file, config_arg, runner = "subprocess", budget, metric_regex, oom_pattern;
+  std::string space_file, config_arg, runner = "subprocess", budget, metric_regex, oom_pattern, db_path;
   std::vector<std::string> params;
   double timeout_s = 600;
   int nproc = 1, oom_exit_code = -1;
@@ -71,6 +74,7 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
       ("metric-regex", po::value<std::string>(&metric_regex), "command runner: regex with one group around the metric")
       ("oom-exit-code", po::value<int>(&oom_exit_code), "command runner: this exit code means out of memory")
       ("oom-pattern", po::value<std::string>(&oom_pattern), "command runner: output matching this means out of memory")
+      ("db", po::value<std::string>(&db_path), "record the trial in this tuning database")
       ("json", po::bool_switch(&json), "print the result as one JSON object on the last line");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);
@@ -95,6 +99,7 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
               validity.reason);
 
   std::unique_ptr<runners::Runner> r;
+  std::string workload_key;  // what, besides the space and machine, makes trials comparable
   std::string objective_metric = runners::metric::kSamplesPerS;
   if (!command.empty()) {
     runners::CommandOptions c;
@@ -104,11 +109,13 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
     if (!oom_pattern.empty()) c.oom_pattern = oom_pattern;
     c.timeout_s = timeout_s;
     objective_metric = c.metric_name;
+    workload_key = nlohmann::json{{"command", command}}.dump();
     r = std::make_unique<runners::CommandRunner>(c);
   } else {
     runners::Workload workload = runners::Workload::from_json(declared.workload_json, space_file);
     if (!budget.empty()) workload.memory_budget = parse_bytes(budget, "--memory-budget");
     runners::check_workload(workload, config);  // a knob the template does not know: before anything runs
+    workload_key = workload.to_json();
     if (runner == "inprocess") {
       r = std::make_unique<runners::InProcessRunner>(workload);
     } else {
@@ -119,9 +126,37 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
       r = std::make_unique<runners::SubprocessRunner>(s);
     }
   }
+  std::unique_ptr<db::Database> database;
+  db::TaskRecord task;
+  if (!db_path.empty()) {
+    database = db::Database::open(db_path);
+    db::TaskKey key;
+    key.workload_json = workload_key;
+    key.space_hash = declared.fingerprint();
+    key.runner = r->kind();
+    key.world_size = r->world_size();
+    key.fingerprint_json = runners::fingerprint_json(runners::collect_system_info());
+    task = database->find_or_create_task(key, objective_metric, false);
+  }
+  const std::string started_at = db::utc_now();
+  const auto start = std::chrono::steady_clock::now();
   const TrialResult result = r->run({config})[0];
   const auto objective = result.metrics.find(objective_metric);
   const bool has_objective = result.status == TrialStatus::kOk && objective != result.metrics.end();
+  if (database) {
+    db::TrialRecord record;
+    record.task_id = task.id;
+    record.config = config;
+    record.result = result;
+    if (has_objective) record.objective = objective->second;
+    record.strategy = "manual";
+    record.started_at = started_at;
+    record.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool known = database->find_trial(task.id, config).has_value();
+    const int64_t index = database->add_trial(record);
+    err << (known ? "already recorded as trial " : "recorded as trial ") << index << " of task " << task.id << " in "
+        << db_path << "\n";
+  }
   if (json) {
     nlohmann::ordered_json j = nlohmann::json::parse(result.to_json());
     j["objective"] = has_objective ? nlohmann::ordered_json(objective->second) : nlohmann::ordered_json(nullptr);

@@ -1,5 +1,6 @@
 #include "core/trial.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -75,6 +76,20 @@ TrialResult TrialResult::from_json(const std::string& text, const std::string& o
     }
   }
   return r;
+}
+
+bool lower_is_better(const std::string& metric) {
+  if (metric.rfind("loss", 0) == 0) return true;
+  bool time_or_memory = false;
+  size_t start = 0;
+  while (start <= metric.size()) {
+    const size_t end = std::min(metric.find('_', start), metric.size());
+    const std::string token = metric.substr(start, end - start);
+    if (token == "per") return false;  // a rate: samples_per_s, tokens_per_s
+    time_or_memory = time_or_memory || token == "ms" || token == "s" || token == "bytes";
+    start = end + 1;
+  }
+  return time_or_memory;
 }
 
 TrialResult failed_trial(TrialStatus status, std::string error) {

@@ -38,6 +38,11 @@ struct TrialResult {
   static TrialResult from_json(const std::string& text, const std::string& origin = "trial result");
 };
 
+// Whether smaller values of a metric are better: times and memory (a name with a token ms, s or
+// bytes: step_ms_median, wall_s, peak_bytes) and losses (loss*); rates (a token per:
+// samples_per_s) and everything else are better larger.
+bool lower_is_better(const std::string& metric);
+
 // A failed result with `status` and `error`.
 TrialResult failed_trial(TrialStatus status, std::string error);
 

@@ -87,7 +87,9 @@ class Database {
   virtual std::optional<TrialRecord> find_trial(int64_t task, const Config& config) = 0;
   // Trials of a task in the order they were measured.
   virtual std::vector<TrialRecord> trials(int64_t task, const TrialFilter& filter = {}) = 0;
-  // The top `k` ok trials by `metric` (the task's objective when empty), best first.
+  // The top `k` ok trials by `metric` (the task's objective when empty), best first: smallest
+  // first when the task minimizes its objective, or, for another metric, when
+  // lower_is_better(metric) (core/trial.h).
   virtual std::vector<TrialRecord> best(int64_t task, size_t k, const std::string& metric = "") = 0;
   // Deletes the trials of `task` with `status` (e.g. timeouts, to measure them again). Returns
   // how many were deleted.

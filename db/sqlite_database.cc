@@ -293,8 +293,8 @@ class SqliteDatabase : public Database {
       while (s.step()) out.push_back(read_trial(s));
       return out;
     }
-    // Another metric: sorted by its value in the metrics JSON (larger first unless the task minimizes).
-    Statement s(c_, t.minimize ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND "
+    // Another metric: sorted by its value in the metrics JSON, in its own direction.
+    Statement s(c_, lower_is_better(metric) ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND "
                                               "json_extract(metrics, ?) IS NOT NULL "
                                               "ORDER BY json_extract(metrics, ?) ASC, idx LIMIT ?"
                                : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND "

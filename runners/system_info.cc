@@ -11,6 +11,9 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include "core/config.h"
+#include "core/version.h"
+
 namespace slapo::runners {
 
 namespace {
@@ -74,6 +77,20 @@ SystemInfo collect_system_info() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   info.omp_wait_policy = policy ? policy : "default";
   return info;
+}
+
+std::string fingerprint_json(const SystemInfo& info) {
+  Config c;  // canonical JSON: sorted keys
+  c.set("cpu", info.cpu_model);
+  c.set("cores", int64_t{info.logical_cores});
+  c.set("memory_bytes", int64_t{info.memory_bytes});
+  c.set("torch", info.torch_version);
+  c.set("blas", info.blas_name);
+  c.set("omp_wait_policy", info.omp_wait_policy);
+  c.set("cuda", info.cuda_available);
+  c.set("slapo", std::string(kVersion));
+  c.set("git", std::string(kGitRevision));
+  return c.canonical_json();
 }
 
 bool blas_is_optimized(const SystemInfo& info) {

@@ -23,6 +23,11 @@ struct SystemInfo {
 // Reads /proc and asks LibTorch. Never throws: unknown fields stay empty.
 SystemInfo collect_system_info();
 
+// The facts that make measurements comparable, as canonical JSON (the tuning database's task
+// fingerprint): CPU, cores, memory, LibTorch, BLAS, threads, wait policy, slapo version and
+// git revision.
+std::string fingerprint_json(const SystemInfo& info);
+
 // True when the BLAS in use is an optimized one (OpenBLAS, MKL, BLIS).
 bool blas_is_optimized(const SystemInfo& info);
 

@@ -142,3 +142,16 @@ TEST(ParseBytesTest, UnitsAndErrors) {
 }
 }  // namespace
 }  // namespace slapo
+
+namespace slapo {
+namespace {
+TEST(MetricTest, Direction) {
+  for (const char* m : {"step_ms_median", "step_ms_p90", "peak_bytes", "max_rss_bytes", "wall_s", "loss_last"}) {
+    EXPECT_TRUE(lower_is_better(m)) << m;
+  }
+  for (const char* m : {"samples_per_s", "tokens_per_s", "tflops", "throughput", "speed"}) {
+    EXPECT_FALSE(lower_is_better(m)) << m;
+  }
+}
+}  // namespace
+}  // namespace slapo

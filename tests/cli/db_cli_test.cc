@@ -1,0 +1,106 @@
+// slapo-tune trial --db and slapo-tune db, end to end.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_support.h"
+
+namespace {
+
+using slapo::testing::last_line;
+using slapo::testing::Outcome;
+using slapo::testing::run;
+
+const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
+
+class DbCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = ::testing::TempDir() + "/cli_" + std::to_string(getpid()) + "_" +
+          ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
+    std::remove(db_.c_str());
+    record(R"({"batch_size": 8, "ckpt_ratio": 0.5, "attn": "naive"})");
+    record(R"({"batch_size": 16, "ckpt_ratio": 0.0, "attn": "baddbmm"})");
+    record(R"({"batch_size": 64, "ckpt_ratio": 0.0, "attn": "naive"})");  // ~7.6 MB: over the budget
+  }
+  void record(const std::string& config, const std::string& extra = "") {
+    // The budget is part of the task: every trial of it runs under the same one.
+    Outcome r = run("trial --space " + kSpace + " --runner inprocess --memory-budget 5MiB --db " + db_ + " --config '" +
+                    config + "'" + extra);
+    ASSERT_NE(r.exit_code, 2) << r.err;
+  }
+  std::string db_;
+};
+
+TEST_F(DbCliTest, TrialsInJsonInTheOrderMeasured) {
+  Outcome r = run("db trials --db " + db_ + " --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto trials = nlohmann::json::parse(r.out);
+  ASSERT_EQ(trials.size(), 3u);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i]["index"], i);
+    for (const char* key : {"index", "status", "config", "objective", "metrics", "error", "started_at", "duration_s",
+                            "strategy", "seed"}) {
+      EXPECT_TRUE(trials[i].contains(key)) << key;
+    }
+  }
+  EXPECT_EQ(trials[0]["config"]["batch_size"], 8);
+  EXPECT_EQ(trials[2]["status"], "oom");
+  EXPECT_TRUE(trials[2]["objective"].is_null());
+  EXPECT_GT(trials[1]["objective"].get<double>(), 0);
+  Outcome oom = run("db trials --db " + db_ + " --status oom --format csv");
+  EXPECT_EQ(std::count(oom.out.begin(), oom.out.end(), '\n'), 2);
+}
+
+TEST_F(DbCliTest, RecordingTheSameConfigurationTwiceKeepsOne) {
+  record(R"({"batch_size": 8, "ckpt_ratio": 0.5, "attn": "naive"})");
+  Outcome r = run("db tasks --db " + db_ + " --format json");
+  const auto tasks = nlohmann::json::parse(r.out);
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0]["trials"], 3);
+  EXPECT_EQ(tasks[0]["model"], "gpt-tiny");
+}
+
+TEST_F(DbCliTest, BestIsAConfigurationThatConfigAccepts) {
+  Outcome best = run("db best --db " + db_ + " --format json");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const std::string file = slapo::testing::write_temp("best.json", best.out);
+  const auto config = nlohmann::json::parse(best.out);
+  EXPECT_TRUE(config.contains("batch_size"));
+  Outcome again = run("trial --space " + kSpace + " --runner inprocess --memory-budget 5MiB --config @" + file + " --json");
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(last_line(again.out))["config"], config);
+}
+
+TEST_F(DbCliTest, ShowExportPrune) {
+  Outcome show = run("db show --db " + db_ + " --format json");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const auto task = nlohmann::json::parse(show.out);
+  EXPECT_EQ(task["workload"]["model"], "gpt-tiny");
+  EXPECT_TRUE(task["fingerprint"].contains("blas"));
+  Outcome one = run("db show --db " + db_ + " --trial 2");
+  EXPECT_EQ(nlohmann::json::parse(one.out)["status"], "oom");
+  Outcome csv = run("db export --db " + db_);
+  EXPECT_EQ(csv.out.substr(0, 17), "index,status,obje");
+  Outcome prune = run("db prune --db " + db_ + " --status oom");
+  EXPECT_EQ(prune.out, "deleted 1 oom trials of task 1\n");
+  EXPECT_EQ(nlohmann::json::parse(run("db trials --db " + db_ + " --format json").out).size(), 2u);
+}
+
+TEST_F(DbCliTest, BadInput) {
+  EXPECT_EQ(run("db trials --db /nonexistent.db").exit_code, 2);
+  EXPECT_EQ(run("db frobnicate --db " + db_).exit_code, 2);
+  Outcome task = run("db trials --db " + db_ + " --task 9");
+  EXPECT_EQ(task.exit_code, 2);
+  EXPECT_NE(task.err.find("no task 9 (tasks: 1)"), std::string::npos) << task.err;
+  EXPECT_EQ(run("db prune --db " + db_).exit_code, 2);
+  EXPECT_EQ(run("db trials --db " + db_ + " --status fine").exit_code, 2);
+  const std::string text = slapo::testing::write_temp("notes.db", "hello\n");
+  Outcome foreign = run("db tasks --db " + text);
+  EXPECT_EQ(foreign.exit_code, 2);
+  EXPECT_NE(foreign.err.find("not a slapo database"), std::string::npos);
+}
+
+}  // namespace
