@@ -26,6 +26,10 @@ int run_primitives(const std::vector<std::string>& args, std::ostream& out, std:
 int run_trial(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_worker(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_replay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_version(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// The path of the running slapo-tune (for starting workers).
+std::string self_executable();
 
 }  // namespace slapo::cli

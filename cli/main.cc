@@ -19,6 +19,7 @@ const slapo::cli::Command kCommands[] = {
     {"trial", "measure one configuration (built-in workload or any command)", slapo::cli::run_trial},
     {"worker", "measure one trial and print it as JSON (used by the subprocess runner)", slapo::cli::run_worker},
     {"db", "query the tuning database: tasks, trials, best, show, export, prune", slapo::cli::run_db},
+    {"replay", "re-measure a recorded configuration and compare with the record", slapo::cli::run_replay},
     {"version", "print the version, LibTorch, BLAS and machine facts", slapo::cli::run_version},
 };
 

@@ -37,12 +37,16 @@ constexpr const char* kTrialUsage =
     "command after --, the command runner runs it ({knob} in its arguments becomes the value,\n"
     "SLAPO_<KNOB> is set in its environment, the metric is read from its output).\n";
 
+}  // namespace
+
 std::string self_executable() {
   char path[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
   SLAPO_CHECK(n > 0, ErrorCode::kIo, "cannot find the slapo-tune executable (/proc/self/exe)");
   return std::string(path, static_cast<size_t>(n));
 }
+
+namespace {
 
 // Splits `args` at the first "--".
 std::pair<std::vector<std::string>, std::vector<std::string>> split_command(const std::vector<std::string>& args) {
@@ -109,7 +113,13 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
     if (!oom_pattern.empty()) c.oom_pattern = oom_pattern;
     c.timeout_s = timeout_s;
     objective_metric = c.metric_name;
-    workload_key = nlohmann::json{{"command", command}}.dump();
+    // Everything the command runner needs to run it again (slapo-tune replay).
+    workload_key = nlohmann::ordered_json{{"command", command}, {"metric_regex", c.metric_regex},
+                                          {"oom_pattern", c.oom_pattern},
+                                          {"oom_exit_code", c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code)
+                                                                            : nlohmann::ordered_json(nullptr)},
+                                          {"timeout_s", c.timeout_s}}
+                       .dump();
     r = std::make_unique<runners::CommandRunner>(c);
   } else {
     runners::Workload workload = runners::Workload::from_json(declared.workload_json, space_file);

@@ -281,7 +281,18 @@ class SqliteDatabase : public Database {
   }
 
   std::vector<TrialRecord> best(int64_t task_id, size_t k, const std::string& metric) override {
-    const TaskRecord t = task(task_id);
+    // Only the objective is needed: task() would also count the task's trials.
+    struct {
+      std::string objective;
+      bool minimize = false;
+    } t;
+    {
+      Statement s(c_, "SELECT objective, minimize FROM tasks WHERE id = ?");
+      s.bind(1, task_id);
+      if (!s.step()) task(task_id);  // throws the not-found error
+      t.objective = s.text(0);
+      t.minimize = s.integer(1) != 0;
+    }
     std::vector<TrialRecord> out;
     if (metric.empty() || metric == t.objective) {
       // The objective column is indexed: the query reads k rows.

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_support.h"
@@ -87,6 +89,46 @@ TEST_F(DbCliTest, ShowExportPrune) {
   Outcome prune = run("db prune --db " + db_ + " --status oom");
   EXPECT_EQ(prune.out, "deleted 1 oom trials of task 1\n");
   EXPECT_EQ(nlohmann::json::parse(run("db trials --db " + db_ + " --format json").out).size(), 2u);
+}
+
+TEST_F(DbCliTest, ReplayReMeasuresFromTheRecordAlone) {
+  Outcome best = run("replay --db " + db_ + " --print-schedule --steps 2");
+  ASSERT_EQ(best.exit_code, 0) << best.out << best.err;
+  EXPECT_NE(best.out.find("sch[\"h.0.attn\"].replace(slapo::models::OnePassAttentionImpl)"), std::string::npos) << best.out;
+  EXPECT_NE(best.out.find("status    recorded ok, measured ok"), std::string::npos);
+  EXPECT_NE(best.out.find("samples_per_s"), std::string::npos);
+  Outcome oom = run("replay --db " + db_ + " --trial 2");
+  EXPECT_EQ(oom.exit_code, 1);  // still out of memory under the task's budget
+  EXPECT_NE(oom.out.find("status    recorded oom, measured oom"), std::string::npos) << oom.out;
+  EXPECT_EQ(run("replay --db " + db_ + " --trial 7").exit_code, 2);
+}
+
+TEST_F(DbCliTest, ReplayOfACommandTask) {
+  const std::string db = db_ + ".command";
+  std::remove(db.c_str());
+  Outcome r = run("trial --space " + kSpace + " --db " + db +
+                  " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'"
+                  " --metric-regex 'speed=([0-9]+)' -- sh -c 'echo speed=$SLAPO_BATCH_SIZE'");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Outcome replay = run("replay --db " + db);
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("throughput"), std::string::npos) << replay.out;
+  EXPECT_NE(replay.out.find("8"), std::string::npos);
+}
+
+TEST_F(DbCliTest, AProgramStartsWithTheTunedSchedule) {
+  // SetUp recorded under a 5MiB budget: the same workload key needs the same budget.
+  const std::string space = slapo::testing::write_temp(
+      "tuned.toml", "[workload]\nmodel = \"gpt-tiny\"\nbatch_size = 8\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
+                    "threads = 1\nmemory_budget = 5242880\n[knobs]\nbatch_size = { pow2 = [4, 64] }\n");
+  const std::string command = std::string(TUNED_EXAMPLE) + " " + space + " " + db_ + " > " + db_ + ".out 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  std::ifstream in(db_ + ".out");
+  const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(output.find("using the tuned configuration: batch_size=16 ckpt_ratio=0.0 attn=baddbmm"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("OnePassAttentionImpl"), std::string::npos);
+  EXPECT_NE(output.find("step 2 loss"), std::string::npos);
 }
 
 TEST_F(DbCliTest, BadInput) {

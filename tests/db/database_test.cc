@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/process.h"
 #include "db/database.h"
+#include "db/lookup.h"
 
 namespace slapo::db {
 namespace {
@@ -115,6 +116,21 @@ TEST(DatabaseTest, BestByObjectiveAndByAnotherMetric) {
   EXPECT_EQ(db->best(down, 1)[0].objective, 3);
   EXPECT_EQ(db->prune(up, TrialStatus::kOom), 1);
   EXPECT_EQ(db->trials(up).size(), 3u);
+}
+
+TEST(DatabaseTest, LooksUpTheBestConfigurationForAProgram) {
+  auto db = Database::in_memory();
+  const int64_t here = db->find_or_create_task(key("{\"cpu\":\"here\"}"), "samples_per_s", false).id;
+  const int64_t there = db->find_or_create_task(key("{\"cpu\":\"there\"}"), "samples_per_s", false).id;
+  db->add_trial(trial(here, 8, TrialStatus::kOk, 100));
+  db->add_trial(trial(here, 16, TrialStatus::kOk, 300));
+  db->add_trial(trial(there, 32, TrialStatus::kOk, 900));
+  EXPECT_EQ(std::get<int64_t>(best_config(*db, here)->at("batch_size")), 16);
+  const std::string workload = key().workload_json;
+  EXPECT_EQ(std::get<int64_t>(best_config_for(*db, workload, "{\"cpu\":\"here\"}")->at("batch_size")), 16);
+  EXPECT_FALSE(best_config_for(*db, workload, "{\"cpu\":\"new\"}").has_value());
+  EXPECT_EQ(std::get<int64_t>(best_config_for(*db, workload, "{\"cpu\":\"new\"}", true)->at("batch_size")), 32);
+  EXPECT_FALSE(best_config_for(*db, "{\"model\":\"other\"}", "{\"cpu\":\"here\"}").has_value());
 }
 
 TEST(DatabaseTest, PersistsAcrossOpens) {
