@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "space/compiled_space.h"
+#include "space/space_file.h"
 
 namespace slapo::cli {
 
@@ -17,6 +19,20 @@ Config parse_config_arg(const std::string& arg) {
     return Config::from_json(text.str(), "--config " + path);
   }
   return Config::from_json(arg, "--config");
+}
+
+space::Space load_space(const std::string& file, const std::vector<std::string>& params) {
+  space::Space declared = space::load_space_file(file);
+  for (const std::string& p : params) declared.set_parameter(p);
+  return declared;
+}
+
+Config config_in_space(const space::Space& space, const std::string& config_arg) {
+  const Config config = parse_config_arg(config_arg);
+  const space::Validity validity = space::CompiledSpace::compile(space).contains(config);
+  SLAPO_CHECK(validity.ok, ErrorCode::kInvalidArgument, "--config: not a configuration of ", space.origin, ": ",
+              validity.reason);
+  return config;
 }
 
 }  // namespace slapo::cli

@@ -7,14 +7,7 @@
 
 namespace slapo::cli {
 
-std::string cell_text(const Value& v) {
-  if (const IntList* list = std::get_if<IntList>(&v)) {
-    std::string s;
-    for (size_t i = 0; i < list->size(); ++i) s += (i ? "," : "") + std::to_string((*list)[i]);
-    return s;
-  }
-  return to_string(v);
-}
+std::string cell_text(const Value& v) { return to_plain_string(v); }
 
 namespace {
 std::string csv_quote(const std::string& s) {

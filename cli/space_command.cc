@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/command.h"
+#include "cli/config_arg.h"
 #include "cli/config_table.h"
 #include "core/error.h"
 #include "space/compiled_space.h"
@@ -74,8 +75,7 @@ int run_space(const std::vector<std::string>& args, std::ostream& out, std::ostr
   SLAPO_CHECK(!o.file.empty(), ErrorCode::kInvalidArgument, "space ", o.action, ": missing FILE");
   const Format format = parse_format(o.format);
 
-  space::Space declared = space::load_space_file(o.file);
-  for (const std::string& p : o.params) declared.set_parameter(p);
+  const space::Space declared = load_space(o.file, o.params);
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   std::vector<std::string> columns;
   for (const auto& k : compiled.knobs()) columns.push_back(k.name);

@@ -94,13 +94,8 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
   SLAPO_CHECK(runner == "inprocess" || runner == "subprocess", ErrorCode::kInvalidArgument, "--runner ", runner,
               ": expected inprocess or subprocess");
 
-  space::Space declared = space::load_space_file(space_file);
-  for (const auto& p : params) declared.set_parameter(p);
-  const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
-  const Config config = parse_config_arg(config_arg);
-  const space::Validity validity = compiled.contains(config);
-  SLAPO_CHECK(validity.ok, ErrorCode::kInvalidArgument, "--config: not a configuration of ", space_file, ": ",
-              validity.reason);
+  const space::Space declared = load_space(space_file, params);
+  const Config config = config_in_space(declared, config_arg);
 
   std::unique_ptr<runners::Runner> r;
   std::string workload_key;  // what, besides the space and machine, makes trials comparable

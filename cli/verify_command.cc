@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "models/templates.h"
 #include "models/zoo.h"
+#include "runners/workload.h"
 #include "schedule/build.h"
 #include "schedule/primitives.h"
 #include "schedule/verify.h"
@@ -31,13 +32,6 @@ constexpr const char* kUsage =
     "configuration's template — runs both on the same inputs with the same random seed (dropout\n"
     "on), and prints the largest difference of the outputs, of every parameter gradient, and of\n"
     "the loss after a few AdamW steps. Exits 0 within --tolerance, 1 beyond it.\n";
-
-int64_t workload_int(const nlohmann::json& w, const char* key, int64_t fallback, const std::string& origin) {
-  if (!w.contains(key)) return fallback;
-  SLAPO_CHECK(w[key].is_number_integer(), ErrorCode::kInvalidArgument, origin, ": [workload] ", key,
-              " must be an integer");
-  return w[key].get<int64_t>();
-}
 
 }  // namespace
 
@@ -65,27 +59,19 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
   SLAPO_CHECK(!config_arg.empty(), ErrorCode::kInvalidArgument, "verify: --config JSON is required");
   SLAPO_CHECK(steps >= 0, ErrorCode::kInvalidArgument, "--steps must be >= 0");
 
-  space::Space declared = space::load_space_file(space_file);
-  for (const auto& p : params) declared.set_parameter(p);
-  const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
-  const Config config = parse_config_arg(config_arg);
-  const space::Validity validity = compiled.contains(config);
-  SLAPO_CHECK(validity.ok, ErrorCode::kInvalidArgument, "--config: not a configuration of ", space_file, ": ",
-              validity.reason);
+  const space::Space declared = load_space(space_file, params);
+  const Config config = config_in_space(declared, config_arg);
 
-  const nlohmann::json workload = nlohmann::json::parse(declared.workload_json);
-  SLAPO_CHECK(workload.contains("model") && workload["model"].is_string(), ErrorCode::kInvalidArgument,
-              space_file, ": [workload] needs model = \"<preset>\"");
-  const models::ModelSpec spec = models::model_preset(workload["model"].get<std::string>());
-  const std::string template_name = workload.value("template", models::default_template(spec));
-  models::check_template(template_name, spec, config);
-  const uint64_t seed = static_cast<uint64_t>(workload_int(workload, "seed", 0, space_file));
-  int64_t batch = workload_int(workload, "batch_size", 2, space_file);
-  if (const Value* b = config.find("batch_size")) batch = static_cast<int64_t>(as_number(*b));
-  int64_t seq = workload_int(workload, "seq_len", spec.max_seq, space_file);
-  if (const Value* s = config.find("seq_len")) seq = static_cast<int64_t>(as_number(*s));
-  SLAPO_CHECK(seq >= 1 && seq <= spec.max_seq, ErrorCode::kInvalidArgument, "seq_len ", seq, " is not in [1, ",
-              spec.max_seq, "] for ", spec.preset);
+  const runners::Workload workload = runners::Workload::from_json(declared.workload_json, space_file);
+  const models::ModelSpec spec = models::model_preset(workload.model);
+  const std::string template_name =
+      workload.template_name.empty() ? models::default_template(spec) : workload.template_name;
+  runners::check_workload(workload, config);
+  const uint64_t seed = workload.seed;
+  const Value* b = config.find("batch_size");
+  const int64_t batch = b ? static_cast<int64_t>(as_number(*b)) : workload.batch_size;
+  const Value* s = config.find("seq_len");
+  const int64_t seq = s ? static_cast<int64_t>(as_number(*s)) : (workload.seq_len > 0 ? workload.seq_len : spec.max_seq);
 
   auto original = models::build_model(spec, seed);
   auto scheduled = models::build_model(spec, seed);

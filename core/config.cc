@@ -87,13 +87,7 @@ std::string Config::to_string() const {
   std::string out;
   for (const auto& [name, value] : entries_) {
     if (!out.empty()) out += ' ';
-    out += name + "=";
-    const IntList* list = std::get_if<IntList>(&value);
-    if (list) {
-      for (size_t i = 0; i < list->size(); ++i) out += (i ? "," : "") + std::to_string((*list)[i]);
-    } else {
-      out += slapo::to_string(value);
-    }
+    out += name + "=" + to_plain_string(value);
   }
   return out;
 }

@@ -39,6 +39,15 @@ std::string to_string(const Value& value) {
   return std::visit(Visitor{}, value);
 }
 
+std::string to_plain_string(const Value& value) {
+  if (const IntList* list = std::get_if<IntList>(&value)) {
+    std::string s;
+    for (size_t i = 0; i < list->size(); ++i) s += (i ? "," : "") + std::to_string((*list)[i]);
+    return s;
+  }
+  return to_string(value);
+}
+
 bool is_number(const Value& value) {
   return std::holds_alternative<bool>(value) || std::holds_alternative<int64_t>(value) ||
          std::holds_alternative<double>(value);

@@ -9,17 +9,6 @@
 
 namespace slapo::runners {
 
-namespace {
-std::string plain(const Value& v) {
-  if (const IntList* list = std::get_if<IntList>(&v)) {
-    std::string s;
-    for (size_t i = 0; i < list->size(); ++i) s += (i ? "," : "") + std::to_string((*list)[i]);
-    return s;
-  }
-  return to_string(v);
-}
-}  // namespace
-
 CommandRunner::CommandRunner(CommandOptions options) : options_(std::move(options)) {
   SLAPO_CHECK(!options_.argv.empty(), ErrorCode::kInvalidArgument, "command runner: no command after --");
   try {
@@ -37,7 +26,7 @@ std::vector<std::string> CommandRunner::argv_for(const Config& config) const {
   for (std::string arg : options_.argv) {
     for (const auto& [name, value] : config.entries()) {
       const std::string placeholder = "{" + name + "}";
-      for (size_t pos; (pos = arg.find(placeholder)) != std::string::npos;) arg.replace(pos, placeholder.size(), plain(value));
+      for (size_t pos; (pos = arg.find(placeholder)) != std::string::npos;) arg.replace(pos, placeholder.size(), to_plain_string(value));
     }
     argv.push_back(arg);
   }
@@ -49,7 +38,7 @@ std::map<std::string, std::string> CommandRunner::env_for(const Config& config) 
   for (const auto& [name, value] : config.entries()) {
     std::string key = "SLAPO_";
     for (char c : name) key += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    env[key] = plain(value);
+    env[key] = to_plain_string(value);
   }
   return env;
 }
