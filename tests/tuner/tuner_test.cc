@@ -1,0 +1,208 @@
+// The tuner on fake runners with scripted objectives: budgets, pruning proofs against ground
+// truth, resume, failures, and every strategy finding the optimum of small spaces.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "core/error.h"
+#include "db/database.h"
+#include "space/compiled_space.h"
+#include "space/space_file.h"
+#include "tuner/memory_dominance.h"
+#include "tuner/tuner.h"
+
+namespace slapo::tuner {
+namespace {
+
+// batch_size (memory up) × ckpt (memory down) × attn: out of memory when batch / (1 + 2·ckpt) > 48;
+// throughput grows with batch, falls with checkpointing; "bad" crashes at batch 8.
+const char* kSpace = R"(
+[knobs]
+batch_size = { pow2 = [1, 128], mem = "up" }
+ckpt       = { values = [0.0, 0.5, 1.0], mem = "down" }
+attn       = { choice = ["naive", "fused", "bad"] }
+)";
+
+bool oom(const Config& c) {
+  return as_number(c.at("batch_size")) / (1 + 2 * as_number(c.at("ckpt"))) > 48;
+}
+double throughput(const Config& c) {
+  const double b = as_number(c.at("batch_size")), k = as_number(c.at("ckpt"));
+  const double attn = std::get<std::string>(c.at("attn")) == "fused" ? 1.2 : 1.0;
+  return attn * b / (1 + 0.3 * k) / (1 + b / 200.0);
+}
+
+class FakeRunner : public runners::Runner {
+ public:
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    std::vector<TrialResult> out;
+    for (const Config& c : candidates) {
+      EXPECT_TRUE(space_->contains(c).ok) << "proposed an invalid configuration " << c.to_string();
+      EXPECT_TRUE(ran.insert(c.canonical_json()).second) << "ran twice: " << c.to_string();
+      if (oom(c)) out.push_back(failed_trial(TrialStatus::kOom, "fake oom"));
+      else if (std::get<std::string>(c.at("attn")) == "bad" && as_number(c.at("batch_size")) == 8)
+        out.push_back(failed_trial(TrialStatus::kCrashed, "fake crash"));
+      else {
+        TrialResult r;
+        r.metrics["samples_per_s"] = throughput(c);
+        r.metrics["step_ms_median"] = 1000 / throughput(c);
+        out.push_back(r);
+      }
+    }
+    return out;
+  }
+  std::string kind() const override { return "fake"; }
+  const space::CompiledSpace* space_ = nullptr;
+  std::set<std::string> ran;
+};
+
+struct Bench {
+  space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
+  std::unique_ptr<db::Database> database = db::Database::in_memory();
+  FakeRunner runner;
+  db::TaskKey key;
+  Bench() {
+    runner.space_ = &space;
+    key.workload_json = "{}";
+    key.space_hash = "fake";
+    key.runner = "fake";
+    key.fingerprint_json = "{}";
+  }
+  double optimum() {
+    double best = 0;
+    space.for_each([&](const space::PointView& p) {
+      const Config c = p.to_config();
+      if (!oom(c) && !(std::get<std::string>(c.at("attn")) == "bad" && as_number(c.at("batch_size")) == 8)) {
+        best = std::max(best, throughput(c));
+      }
+    });
+    return best;
+  }
+};
+
+TEST(TunerTest, EveryStrategyFindsTheOptimumOfASmallSpace) {
+  for (const std::string strategy : {"exhaustive", "random", "coordinate", "auto"}) {
+    Bench s;
+    TunerOptions o;
+    o.strategy = strategy;
+    o.trials = 0;  // until the strategy has nothing left
+    o.seed = 3;
+    const TuneSummary summary = tune(s.space, s.runner, *s.database, s.key, o);
+    ASSERT_TRUE(summary.best.has_value()) << strategy;
+    EXPECT_DOUBLE_EQ(*summary.best->objective, s.optimum()) << strategy;
+    EXPECT_GT(summary.failed, 0u) << strategy;  // OOMs and the crash were recorded, the search went on
+  }
+}
+
+TEST(TunerTest, PrunedPointsAreTrulyOomAndAreNotRun) {
+  Bench s;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 0;
+  const TuneSummary summary = tune(s.space, s.runner, *s.database, s.key, o);
+  EXPECT_GT(summary.pruned, 0u);
+  EXPECT_EQ(summary.measured + summary.pruned, s.space.size());
+  const auto trials = s.database->trials(summary.task_id);
+  for (const auto& t : trials) {
+    if (t.result.status != TrialStatus::kPruned) continue;
+    EXPECT_TRUE(oom(t.config)) << "pruned a configuration that fits: " << t.config.to_string();
+    EXPECT_FALSE(s.runner.ran.count(t.config.canonical_json()));
+    ASSERT_TRUE(t.pruned_by.has_value());
+    EXPECT_EQ(trials[static_cast<size_t>(*t.pruned_by)].result.status, TrialStatus::kOom);
+  }
+}
+
+TEST(TunerTest, BudgetCountsMeasuredTrialsOnly) {
+  Bench s;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 40;
+  const TuneSummary summary = tune(s.space, s.runner, *s.database, s.key, o);
+  EXPECT_EQ(summary.measured, 40u);
+  EXPECT_EQ(s.runner.ran.size(), 40u);
+  EXPECT_NE(summary.stopped_because.find("trial budget"), std::string::npos);
+}
+
+TEST(TunerTest, ResumeRunsNothingRecorded) {
+  Bench s;
+  TunerOptions o;
+  o.strategy = "random";
+  o.trials = 6;
+  o.seed = 9;
+  const TuneSummary first = tune(s.space, s.runner, *s.database, s.key, o);
+  EXPECT_EQ(first.measured, 6u);
+  o.trials = 12;
+  const TuneSummary second = tune(s.space, s.runner, *s.database, s.key, o);  // the same FakeRunner checks repeats
+  EXPECT_EQ(second.resumed, first.measured + first.pruned);
+  EXPECT_EQ(second.measured, 6u);
+  EXPECT_EQ(second.task_id, first.task_id);
+  const TuneSummary third = tune(s.space, s.runner, *s.database, s.key, o);
+  EXPECT_EQ(third.measured, 0u);
+}
+
+TEST(TunerTest, PatienceAndMinimize) {
+  Bench s;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 0;
+  o.patience = 3;
+  const TuneSummary summary = tune(s.space, s.runner, *s.database, s.key, o);
+  EXPECT_NE(summary.stopped_because.find("no improvement in 3"), std::string::npos);
+  Bench m;
+  TunerOptions mo;
+  mo.strategy = "exhaustive";
+  mo.trials = 0;
+  mo.objective = "step_ms_median";
+  mo.minimize = true;
+  const TuneSummary fastest = tune(m.space, m.runner, *m.database, m.key, mo);
+  EXPECT_DOUBLE_EQ(*fastest.best->objective, 1000 / m.optimum());
+  // The same task with another objective is refused.
+  EXPECT_THROW(tune(m.space, m.runner, *m.database, m.key, TunerOptions{}), Error);
+}
+
+TEST(TunerTest, ProgressReportsEveryTrial) {
+  Bench s;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 10;
+  std::vector<Progress> seen;
+  tune(s.space, s.runner, *s.database, s.key, o, [&](const Progress& p) { seen.push_back(p); });
+  ASSERT_GE(seen.size(), 10u);
+  EXPECT_EQ(seen.back().measured, 10u);
+  EXPECT_EQ(seen.back().trials_left, 0u);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].best.value_or(0), seen[i - 1].best.value_or(0));
+}
+
+TEST(MemoryDominanceTest, OnlyTrendedKnobsOrderAndOthersMustBeEqual) {
+  const auto space = space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
+  MemoryDominance d(space);
+  auto c = [](int64_t b, double k, const char* a) {
+    Config x;
+    x.set("batch_size", b);
+    x.set("ckpt", k);
+    x.set("attn", std::string(a));
+    return x;
+  };
+  d.add_oom(c(32, 0.5, "naive"), 4);
+  EXPECT_EQ(d.proof_of_oom(c(64, 0.5, "naive")), 4);
+  EXPECT_EQ(d.proof_of_oom(c(32, 0.0, "naive")), 4);
+  EXPECT_EQ(d.proof_of_oom(c(32, 0.5, "naive")), 4);
+  EXPECT_FALSE(d.proof_of_oom(c(64, 1.0, "naive")).has_value());  // more batch but more checkpointing
+  EXPECT_FALSE(d.proof_of_oom(c(64, 0.5, "fused")).has_value());  // another implementation
+  EXPECT_FALSE(d.proof_of_oom(c(16, 0.5, "naive")).has_value());
+}
+
+TEST(StrategyTest, UnknownNameListsTheStrategies) {
+  try {
+    make_strategy("bayes", 10);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "--strategy bayes: unknown (strategies: auto, exhaustive, random, coordinate)");
+  }
+}
+
+}  // namespace
+}  // namespace slapo::tuner

@@ -1,0 +1,207 @@
+// The built-in strategies.
+//
+//   exhaustive  every configuration in index order
+//   random      uniform samples without repetition
+//   coordinate  coordinate descent: from a random start, measure the neighbours (one knob one
+//               step), move to the best improving one; at a local optimum restart at random
+//   auto        exhaustive when the whole space fits the trial budget, otherwise coordinate
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "tuner/strategy.h"
+
+namespace slapo::tuner {
+
+namespace {
+
+class Exhaustive : public Strategy {
+ public:
+  std::string name() const override { return "exhaustive"; }
+  void begin(const space::CompiledSpace& space, uint64_t, bool) override {
+    space_ = &space;
+    next_ = 0;
+  }
+  std::vector<Config> propose(size_t n, const KnownFn& known) override {
+    std::vector<Config> out;
+    const uint64_t size = space_->size();
+    while (out.size() < n && next_ < size) {
+      Config c = space_->at(next_++);
+      if (!known(c)) out.push_back(std::move(c));
+    }
+    return out;
+  }
+  void observe(const std::vector<Observation>&) override {}
+
+ private:
+  const space::CompiledSpace* space_ = nullptr;
+  uint64_t next_ = 0;
+};
+
+class RandomSearch : public Strategy {
+ public:
+  std::string name() const override { return "random"; }
+  void begin(const space::CompiledSpace& space, uint64_t seed, bool) override {
+    space_ = &space;
+    rng_ = std::make_unique<Rng>(seed);
+    drawn_.clear();
+  }
+  std::vector<Config> propose(size_t n, const KnownFn& known) override {
+    std::vector<Config> out;
+    const uint64_t size = space_->size();
+    // Draw indices without repetition; every index is drawn at most once.
+    while (out.size() < n && drawn_.size() < size) {
+      const uint64_t i = rng_->uniform(size);
+      if (!drawn_.insert(i).second) continue;
+      Config c = space_->at(i);
+      if (!known(c)) out.push_back(std::move(c));
+    }
+    return out;
+  }
+  void observe(const std::vector<Observation>&) override {}
+
+ private:
+  const space::CompiledSpace* space_ = nullptr;
+  std::unique_ptr<Rng> rng_;
+  std::set<uint64_t> drawn_;
+};
+
+class CoordinateDescent : public Strategy {
+ public:
+  std::string name() const override { return "coordinate"; }
+  void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) override {
+    space_ = &space;
+    rng_ = std::make_unique<Rng>(seed);
+    minimize_ = minimize;
+    center_.reset();
+    center_value_.reset();
+    results_.clear();
+  }
+
+  std::vector<Config> propose(size_t n, const KnownFn& known) override {
+    std::vector<Config> out;
+    if (space_->size() == 0) return out;
+    for (int attempts = 0; out.size() < n && attempts < 1000; ++attempts) {
+      if (!center_) {
+        // Start (or restart) at the best result seen so far that still has unexplored
+        // neighbours, else at a random unmeasured point.
+        if (!restart(known, &out)) return out;
+        continue;
+      }
+      bool proposed = false;
+      for (Config& neighbour : space_->neighbours(*center_)) {
+        if (!known(neighbour) && !pending(out, neighbour)) {
+          out.push_back(std::move(neighbour));
+          proposed = true;
+          if (out.size() >= n) break;
+        }
+      }
+      if (!proposed) {
+        // Every neighbour measured: move to the best of them if it improves, else restart.
+        std::optional<Config> best;
+        std::optional<double> best_value = center_value_;
+        for (const Config& neighbour : space_->neighbours(*center_)) {
+          const auto it = results_.find(neighbour.canonical_json());
+          if (it != results_.end() && it->second && better(*it->second, best_value)) {
+            best = neighbour;
+            best_value = it->second;
+          }
+        }
+        if (best) {
+          center_ = best;
+          center_value_ = best_value;
+        } else {
+          exhausted_.insert(center_->canonical_json());
+          center_.reset();
+        }
+      }
+    }
+    return out;
+  }
+
+  void observe(const std::vector<Observation>& observations) override {
+    for (const Observation& o : observations) {
+      results_[o.config.canonical_json()] = o.status == TrialStatus::kOk ? o.objective : std::nullopt;
+      configs_[o.config.canonical_json()] = o.config;
+      if (center_ && o.config == *center_) center_value_ = results_[o.config.canonical_json()];
+    }
+  }
+
+ private:
+  bool better(double a, const std::optional<double>& b) const {
+    return !b || (minimize_ ? a < *b : a > *b);
+  }
+  static bool pending(const std::vector<Config>& out, const Config& c) {
+    return std::find(out.begin(), out.end(), c) != out.end();
+  }
+  bool restart(const KnownFn& known, std::vector<Config>* out) {
+    // The best measured point not yet exhausted.
+    std::optional<std::string> best_key;
+    std::optional<double> best_value;
+    for (const auto& [key, value] : results_) {
+      if (value && !exhausted_.count(key) && better(*value, best_value)) {
+        best_key = key;
+        best_value = value;
+      }
+    }
+    if (best_key) {
+      center_ = configs_.at(*best_key);
+      center_value_ = best_value;
+      return true;
+    }
+    // A random unmeasured point (a bounded number of draws).
+    for (int i = 0; i < 1000; ++i) {
+      Config c = space_->sample(*rng_);
+      if (known(c) || pending(*out, c)) continue;
+      out->push_back(c);
+      center_ = c;
+      center_value_.reset();
+      return true;
+    }
+    return false;  // nothing unmeasured could be found
+  }
+
+  const space::CompiledSpace* space_ = nullptr;
+  std::unique_ptr<Rng> rng_;
+  bool minimize_ = false;
+  std::optional<Config> center_;
+  std::optional<double> center_value_;
+  std::map<std::string, std::optional<double>> results_;  // canonical JSON → objective (nullopt: failed)
+  std::map<std::string, Config> configs_;
+  std::set<std::string> exhausted_;
+};
+
+// Exhaustive when the whole space fits the budget; coordinate descent otherwise.
+class Auto : public Strategy {
+ public:
+  explicit Auto(size_t budget) : budget_(budget) {}
+  std::string name() const override { return "auto"; }
+  void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) override {
+    if (space.size() <= budget_) inner_ = std::make_unique<Exhaustive>();
+    else inner_ = std::make_unique<CoordinateDescent>();
+    inner_->begin(space, seed, minimize);
+  }
+  std::vector<Config> propose(size_t n, const KnownFn& known) override { return inner_->propose(n, known); }
+  void observe(const std::vector<Observation>& o) override { inner_->observe(o); }
+
+ private:
+  size_t budget_;
+  std::unique_ptr<Strategy> inner_;
+};
+
+}  // namespace
+
+std::vector<std::string> strategy_names() { return {"auto", "exhaustive", "random", "coordinate"}; }
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget) {
+  if (name == "exhaustive") return std::make_unique<Exhaustive>();
+  if (name == "random") return std::make_unique<RandomSearch>();
+  if (name == "coordinate") return std::make_unique<CoordinateDescent>();
+  if (name == "auto") return std::make_unique<Auto>(budget);
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "--strategy ", name, ": unknown (strategies: auto, exhaustive, random, coordinate)");
+}
+
+}  // namespace slapo::tuner

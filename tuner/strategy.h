@@ -1,0 +1,45 @@
+#pragma once
+// Strategy: proposes which configurations to measure next. It sees the compiled space (indices,
+// samples, neighbours) and the observations, never the runner or the database.
+//
+//   begin(space, seed, minimize) → { propose(n, known) → observe(observations) }* 
+//
+// A strategy never proposes a configuration `known` reports (measured, pruned or recorded in an
+// earlier run) and proposes nothing when it has nothing left.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/trial.h"
+#include "space/compiled_space.h"
+
+namespace slapo::tuner {
+
+struct Observation {
+  Config config;
+  TrialStatus status = TrialStatus::kOk;
+  std::optional<double> objective;  // when ok
+};
+
+using KnownFn = std::function<bool(const Config&)>;
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  // REQUIRES: `space` outlives the strategy's use.
+  virtual void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) = 0;
+  virtual std::vector<Config> propose(size_t n, const KnownFn& known) = 0;
+  virtual void observe(const std::vector<Observation>& observations) = 0;
+};
+
+// exhaustive | random | coordinate | auto. `budget` (the trial budget) lets auto choose.
+// Throws Error(kInvalidArgument) listing the strategies for an unknown name.
+std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget);
+std::vector<std::string> strategy_names();
+
+}  // namespace slapo::tuner

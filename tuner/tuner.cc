@@ -1,0 +1,131 @@
+#include "tuner/tuner.h"
+
+#include <chrono>
+#include <set>
+
+#include "core/error.h"
+#include "tuner/memory_dominance.h"
+
+namespace slapo::tuner {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
+TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db::Database& database,
+                 const db::TaskKey& task_key, const TunerOptions& options,
+                 const std::function<void(const Progress&)>& on_progress) {
+  const auto start = Clock::now();
+  TuneSummary summary;
+  const db::TaskRecord task = database.find_or_create_task(task_key, options.objective, options.minimize);
+  summary.task_id = task.id;
+  SLAPO_CHECK(task.objective == options.objective && task.minimize == options.minimize, ErrorCode::kInvalidArgument,
+              "task ", task.id, " was tuned for ", task.minimize ? "minimal " : "maximal ", task.objective,
+              "; use the same --objective/--minimize, or another --db");
+
+  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, options.trials);
+  strategy->begin(space, options.seed, options.minimize);
+  MemoryDominance dominance(space);
+  std::set<std::string> known;  // canonical JSON of every recorded configuration
+  std::optional<double> best;
+  auto better = [&](double v) { return !best || (options.minimize ? v < *best : v > *best); };
+
+  // Resume: what the task already holds.
+  size_t measured_total = 0;
+  std::vector<Observation> history;
+  for (const db::TrialRecord& t : database.trials(task.id)) {
+    known.insert(t.config.canonical_json());
+    history.push_back({t.config, t.result.status, t.objective});
+    if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
+    if (t.result.status != TrialStatus::kPruned) ++measured_total;
+    if (t.objective && t.result.status == TrialStatus::kOk && better(*t.objective)) best = t.objective;
+    ++summary.resumed;
+  }
+  if (!history.empty()) strategy->observe(history);
+
+  const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+  size_t since_improvement = 0;
+  double measuring_s = 0;
+  for (;;) {
+    if (options.trials > 0 && measured_total >= options.trials) {
+      summary.stopped_because = "trial budget reached (" + std::to_string(options.trials) + " measured trials)";
+      break;
+    }
+    if (options.time_limit_s > 0 && seconds_since(start) >= options.time_limit_s) {
+      summary.stopped_because = "time limit reached";
+      break;
+    }
+    if (options.patience > 0 && since_improvement >= options.patience) {
+      summary.stopped_because = "no improvement in " + std::to_string(options.patience) + " trials";
+      break;
+    }
+    const std::vector<Config> proposed = strategy->propose(1, is_known);
+    if (proposed.empty()) {
+      summary.stopped_because = "the strategy has nothing left to try";
+      break;
+    }
+    const Config& config = proposed[0];
+    db::TrialRecord record;
+    record.task_id = task.id;
+    record.config = config;
+    record.strategy = strategy->name();
+    record.seed = options.seed;
+    record.started_at = db::utc_now();
+    if (const auto proof = dominance.proof_of_oom(config)) {
+      record.result = failed_trial(TrialStatus::kPruned, "out of memory, as trial " + std::to_string(*proof) +
+                                                             " needs less memory and ran out");
+      record.pruned_by = proof;
+      ++summary.pruned;
+    } else {
+      const auto trial_start = Clock::now();
+      record.result = runner.run({config})[0];
+      record.duration_s = seconds_since(trial_start);
+      measuring_s += record.duration_s;
+      const auto objective = record.result.metrics.find(options.objective);
+      if (record.result.status == TrialStatus::kOk && objective != record.result.metrics.end()) {
+        record.objective = objective->second;
+      } else if (record.result.status == TrialStatus::kOk) {
+        record.result = failed_trial(TrialStatus::kRuntimeError, "the trial reported no '" + options.objective + "'");
+      }
+      ++summary.measured;
+      ++measured_total;
+      if (record.result.status != TrialStatus::kOk) ++summary.failed;
+    }
+    const int64_t index = database.add_trial(record);
+    known.insert(config.canonical_json());
+    if (record.result.status == TrialStatus::kOom) dominance.add_oom(config, index);
+    // A pruned point is observed as what it is proven to be.
+    strategy->observe({{config, record.result.status == TrialStatus::kPruned ? TrialStatus::kOom : record.result.status,
+                        record.objective}});
+    if (record.result.status != TrialStatus::kPruned) {
+      if (record.objective && better(*record.objective)) {
+        best = record.objective;
+        since_improvement = 0;
+      } else {
+        ++since_improvement;
+      }
+    }
+    if (on_progress) {
+      Progress p;
+      p.index = index;
+      p.config = config;
+      p.status = record.result.status;
+      p.objective = record.objective;
+      p.best = best;
+      p.error = record.result.error;
+      p.pruned_by = record.pruned_by;
+      p.measured = measured_total;
+      p.trials_left = options.trials > measured_total ? options.trials - measured_total : 0;
+      p.elapsed_s = seconds_since(start);
+      p.eta_s = summary.measured > 0 ? measuring_s / static_cast<double>(summary.measured) * static_cast<double>(p.trials_left) : 0;
+      on_progress(p);
+    }
+  }
+  const auto top = database.best(task.id, 1);
+  if (!top.empty()) summary.best = top[0];
+  summary.elapsed_s = seconds_since(start);
+  return summary;
+}
+
+}  // namespace slapo::tuner

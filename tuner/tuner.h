@@ -1,0 +1,70 @@
+#pragma once
+// The tuning loop: the strategy proposes, OOM dominance prunes, the runner measures, the
+// database records, the strategy observes — until a stop condition holds.
+//
+//        CompiledSpace ──► Strategy ──propose──► candidate
+//                             ▲                     │ proven OOM by a recorded trial? ─► record `pruned`
+//                  observe    │                     ▼
+//                             └──── TrialResult ◄── Runner (in-process | subprocess | command)
+//                                         │
+//                                         ▼
+//                                    Database (task: workload + space + runner + machine)
+//
+// Resume: trials already recorded for the task are fed to the strategy and to the pruning first;
+// nothing recorded runs again. The tuner never sees LibTorch.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "db/database.h"
+#include "runners/runner.h"
+#include "space/compiled_space.h"
+#include "tuner/strategy.h"
+
+namespace slapo::tuner {
+
+struct TunerOptions {
+  std::string strategy = "auto";
+  size_t trials = 20;         // measured trials of the task in all (resumed ones count); 0: no limit
+  double time_limit_s = 0;    // wall time of this run; 0: none
+  size_t patience = 0;        // stop after this many measured trials without a better one; 0: never
+  uint64_t seed = 0;
+  std::string objective = "samples_per_s";
+  bool minimize = false;
+};
+
+// One line of progress, after each measured or pruned trial.
+struct Progress {
+  int64_t index = 0;
+  Config config;
+  TrialStatus status = TrialStatus::kOk;
+  std::optional<double> objective;
+  std::optional<double> best;
+  std::string error;
+  std::optional<int64_t> pruned_by;
+  size_t measured = 0;   // measured trials of the task so far
+  size_t trials_left = 0;
+  double elapsed_s = 0;
+  double eta_s = 0;      // at the mean trial time so far
+};
+
+struct TuneSummary {
+  int64_t task_id = 0;
+  std::optional<db::TrialRecord> best;
+  size_t measured = 0;  // in this run
+  size_t pruned = 0;
+  size_t failed = 0;    // measured but not ok
+  size_t resumed = 0;   // recorded before this run
+  double elapsed_s = 0;
+  std::string stopped_because;
+};
+
+// Runs the loop. Throws only when the runner or the database cannot work at all; failing trials
+// are recorded and the search goes on.
+TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db::Database& database,
+                 const db::TaskKey& task_key, const TunerOptions& options,
+                 const std::function<void(const Progress&)>& on_progress = {});
+
+}  // namespace slapo::tuner
