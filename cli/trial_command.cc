@@ -15,13 +15,8 @@
 #include "cli/config_arg.h"
 #include "core/error.h"
 #include "db/database.h"
-#include "runners/command_runner.h"
-#include "runners/inprocess_runner.h"
-#include "runners/subprocess_runner.h"
-#include "runners/system_info.h"
+#include "cli/runner_setup.h"
 #include "runners/workload.h"
-#include "space/compiled_space.h"
-#include "space/space_file.h"
 
 namespace po = boost::program_options;
 
@@ -46,24 +41,12 @@ std::string self_executable() {
   return std::string(path, static_cast<size_t>(n));
 }
 
-namespace {
-
-// Splits `args` at the first "--".
-std::pair<std::vector<std::string>, std::vector<std::string>> split_command(const std::vector<std::string>& args) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--") return {{args.begin(), args.begin() + i}, {args.begin() + i + 1, args.end()}};
-  }
-  return {args, {}};
-}
-
-}  // namespace
-
 int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::ostream& err) {
-  const auto [args, command] = split_command(all_args);
-  std::string space_file, config_arg, runner = "subprocess", budget, metric_regex, oom_pattern, db_path;
+  auto [args, command] = split_command(all_args);
+  RunnerFlags flags;
+  flags.command = command;
+  std::string space_file, config_arg, db_path;
   std::vector<std::string> params;
-  double timeout_s = 600;
-  int nproc = 1, oom_exit_code = -1;
   bool json = false;
   po::options_description options("options");
   options.add_options()
@@ -71,15 +54,9 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
       ("space", po::value<std::string>(&space_file), "space file")
       ("config", po::value<std::string>(&config_arg), "the configuration: JSON text or @FILE")
       ("param", po::value<std::vector<std::string>>(&params)->composing(), "override a parameter: NAME=VALUE")
-      ("runner", po::value<std::string>(&runner)->default_value("subprocess"), "inprocess or subprocess")
-      ("nproc", po::value<int>(&nproc)->default_value(1), "ranks per trial")
-      ("memory-budget", po::value<std::string>(&budget), "tensor memory budget, e.g. 2GiB: past it the trial is oom")
-      ("timeout", po::value<double>(&timeout_s)->default_value(600), "seconds before a trial is killed (0: none)")
-      ("metric-regex", po::value<std::string>(&metric_regex), "command runner: regex with one group around the metric")
-      ("oom-exit-code", po::value<int>(&oom_exit_code), "command runner: this exit code means out of memory")
-      ("oom-pattern", po::value<std::string>(&oom_pattern), "command runner: output matching this means out of memory")
       ("db", po::value<std::string>(&db_path), "record the trial in this tuning database")
       ("json", po::bool_switch(&json), "print the result as one JSON object on the last line");
+  add_runner_options(options, &flags);
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);
   po::notify(vm);
@@ -89,59 +66,17 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
   }
   SLAPO_CHECK(!space_file.empty(), ErrorCode::kInvalidArgument, "trial: --space FILE is required");
   SLAPO_CHECK(!config_arg.empty(), ErrorCode::kInvalidArgument, "trial: --config JSON is required");
-  SLAPO_CHECK(nproc == 1, ErrorCode::kInvalidArgument,
-              "--nproc ", nproc, ": several ranks per trial need the single-node runner, which is not built yet");
-  SLAPO_CHECK(runner == "inprocess" || runner == "subprocess", ErrorCode::kInvalidArgument, "--runner ", runner,
-              ": expected inprocess or subprocess");
-
   const space::Space declared = load_space(space_file, params);
   const Config config = config_in_space(declared, config_arg);
 
-  std::unique_ptr<runners::Runner> r;
-  std::string workload_key;  // what, besides the space and machine, makes trials comparable
-  std::string objective_metric = runners::metric::kSamplesPerS;
-  if (!command.empty()) {
-    runners::CommandOptions c;
-    c.argv = command;
-    if (!metric_regex.empty()) c.metric_regex = metric_regex;
-    if (vm.count("oom-exit-code")) c.oom_exit_code = oom_exit_code;
-    if (!oom_pattern.empty()) c.oom_pattern = oom_pattern;
-    c.timeout_s = timeout_s;
-    objective_metric = c.metric_name;
-    // Everything the command runner needs to run it again (slapo-tune replay).
-    workload_key = nlohmann::ordered_json{{"command", command}, {"metric_regex", c.metric_regex},
-                                          {"oom_pattern", c.oom_pattern},
-                                          {"oom_exit_code", c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code)
-                                                                            : nlohmann::ordered_json(nullptr)},
-                                          {"timeout_s", c.timeout_s}}
-                       .dump();
-    r = std::make_unique<runners::CommandRunner>(c);
-  } else {
-    runners::Workload workload = runners::Workload::from_json(declared.workload_json, space_file);
-    if (!budget.empty()) workload.memory_budget = parse_bytes(budget, "--memory-budget");
-    runners::check_workload(workload, config);  // a knob the template does not know: before anything runs
-    workload_key = workload.to_json();
-    if (runner == "inprocess") {
-      r = std::make_unique<runners::InProcessRunner>(workload);
-    } else {
-      runners::SubprocessOptions s;
-      s.worker = {self_executable(), "worker"};
-      s.workload_json = workload.to_json();
-      s.timeout_s = timeout_s;
-      r = std::make_unique<runners::SubprocessRunner>(s);
-    }
-  }
+  const RunnerSetup setup = make_runner(flags, declared);
+  runners::Runner* r = setup.runner.get();
+  const std::string& objective_metric = setup.objective;
   std::unique_ptr<db::Database> database;
   db::TaskRecord task;
   if (!db_path.empty()) {
     database = db::Database::open(db_path);
-    db::TaskKey key;
-    key.workload_json = workload_key;
-    key.space_hash = declared.fingerprint();
-    key.runner = r->kind();
-    key.world_size = r->world_size();
-    key.fingerprint_json = runners::fingerprint_json(runners::collect_system_info());
-    task = database->find_or_create_task(key, objective_metric, false);
+    task = database->find_or_create_task(task_key(setup, declared), objective_metric, false);
   }
   const std::string started_at = db::utc_now();
   const auto start = std::chrono::steady_clock::now();

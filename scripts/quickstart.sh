@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Quick start, command 1: install what is missing, build (Release), run the main job.
+# Quick start, command 1: install what is missing, build (Release), run the main job — a real
+# tuning run of gpt-mini on the CPU under a 512 MiB tensor memory budget (about a minute), then
+# the best configuration measured again from the record.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 ./build/slapo-tune --version
-# The main job until the tuner lands: analyse and count the example training space.
-./build/slapo-tune space show examples/spaces/gpt-training.toml
-./build/slapo-tune space sample examples/spaces/gpt-training.toml --n 5 --seed 1
-./build/slapo-tune space count examples/spaces/pipeline-cuts.toml
+db=build/quickstart.db
+rm -f "$db" "$db-wal" "$db-shm"   # a fresh task each time (the same command on a kept db resumes)
+./build/slapo-tune single-device --space examples/spaces/gpt-mini-tune.toml --db "$db" \
+  --trials 12 --time-limit 90 --seed 1
+./build/slapo-tune replay --db "$db" --print-schedule

@@ -110,11 +110,12 @@ class CoordinateDescent : public Strategy {
             best_value = it->second;
           }
         }
-        if (best) {
+        // Its whole neighbourhood is measured: never a starting point again.
+        exhausted_.insert(center_->canonical_json());
+        if (best && !exhausted_.count(best->canonical_json())) {
           center_ = best;
           center_value_ = best_value;
         } else {
-          exhausted_.insert(center_->canonical_json());
           center_.reset();
         }
       }

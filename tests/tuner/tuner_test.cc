@@ -206,3 +206,19 @@ TEST(StrategyTest, UnknownNameListsTheStrategies) {
 
 }  // namespace
 }  // namespace slapo::tuner
+
+namespace slapo::tuner {
+namespace {
+// Regression: coordinate descent used to bounce between a point and its better, exhausted
+// neighbour and give up with most of the space unmeasured.
+TEST(TunerTest, CoordinateDescentCoversTheSpaceWhenAskedTo) {
+  Bench s;
+  TunerOptions o;
+  o.strategy = "coordinate";
+  o.trials = 0;
+  o.seed = 5;
+  const TuneSummary summary = tune(s.space, s.runner, *s.database, s.key, o);
+  EXPECT_EQ(summary.measured + summary.pruned, s.space.size()) << summary.stopped_because;
+}
+}  // namespace
+}  // namespace slapo::tuner

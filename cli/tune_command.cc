@@ -1,0 +1,140 @@
+// slapo-tune single-device: search the space, measure each candidate, record every trial.
+
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/config_arg.h"
+#include "cli/runner_setup.h"
+#include "core/error.h"
+#include "db/database.h"
+#include "space/compiled_space.h"
+#include "tuner/tuner.h"
+
+namespace po = boost::program_options;
+
+namespace slapo::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: slapo-tune single-device --space FILE [options] [-- CMD ARGS...]\n"
+    "\n"
+    "Tunes the space file's [workload] (or the command after --) on this machine: the strategy\n"
+    "proposes configurations, out-of-memory dominance prunes the ones proven to run out of memory,\n"
+    "the runner measures the rest, and every trial is recorded in --db. Running the same command\n"
+    "again continues the same task and measures nothing twice.\n";
+
+std::string format_number(std::optional<double> v) {
+  if (!v) return "-";
+  std::ostringstream s;
+  s << std::setprecision(5) << *v;
+  return s.str();
+}
+
+}  // namespace
+
+int run_single_device(const std::vector<std::string>& all_args, std::ostream& out, std::ostream& err) {
+  auto [args, command] = split_command(all_args);
+  RunnerFlags flags;
+  flags.command = command;
+  std::string space_file, db_path = "tune.db", objective;
+  std::vector<std::string> params;
+  tuner::TunerOptions options;
+  bool json = false;
+  po::options_description desc("options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("space", po::value<std::string>(&space_file), "space file")
+      ("db", po::value<std::string>(&db_path)->default_value("tune.db"), "tuning database (created when absent)")
+      ("strategy", po::value<std::string>(&options.strategy)->default_value("auto"), "auto, exhaustive, random, coordinate")
+      ("trials", po::value<size_t>(&options.trials)->default_value(20), "measured trials of the task in all (0: no limit)")
+      ("time-limit", po::value<double>(&options.time_limit_s)->default_value(0), "seconds for this run (0: none)")
+      ("patience", po::value<size_t>(&options.patience)->default_value(0), "stop after N trials without a better one")
+      ("seed", po::value<uint64_t>(&options.seed)->default_value(0), "the strategy's seed")
+      ("objective", po::value<std::string>(&objective), "metric to optimize (default: samples_per_s, or the command's)")
+      ("minimize", po::bool_switch(&options.minimize), "minimize the objective (step times, memory)")
+      ("param", po::value<std::vector<std::string>>(&params)->composing(), "override a parameter: NAME=VALUE")
+      ("json", po::bool_switch(&json), "one JSON object per trial, then the summary");
+  add_runner_options(desc, &flags);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    out << kUsage << "\n" << desc;
+    return kExitOk;
+  }
+  SLAPO_CHECK(!space_file.empty(), ErrorCode::kInvalidArgument, "single-device: --space FILE is required");
+  const space::Space declared = load_space(space_file, params);
+  const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
+  SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, space_file, ": the space is empty");
+  tuner::make_strategy(options.strategy, options.trials);  // an unknown strategy fails before anything runs
+  const RunnerSetup setup = make_runner(flags, declared);
+  options.objective = objective.empty() ? setup.objective : objective;
+  auto database = db::Database::open(db_path);
+
+  if (!json) {
+    out << "tuning " << space_file << ": " << compiled.size() << " configurations, strategy " << options.strategy
+        << ", runner " << setup.runner->kind() << ", " << (options.minimize ? "minimize " : "maximize ")
+        << options.objective << ", db " << db_path << "\n";
+  }
+  const auto progress = [&](const tuner::Progress& p) {
+    if (json) {
+      nlohmann::ordered_json j;
+      j["index"] = p.index;
+      j["config"] = nlohmann::ordered_json::parse(p.config.to_json());
+      j["status"] = to_string(p.status);
+      j["objective"] = p.objective ? nlohmann::ordered_json(*p.objective) : nlohmann::ordered_json(nullptr);
+      j["best"] = p.best ? nlohmann::ordered_json(*p.best) : nlohmann::ordered_json(nullptr);
+      j["error"] = p.error;
+      j["measured"] = p.measured;
+      out << j.dump() << std::endl;
+      return;
+    }
+    std::ostringstream line;
+    line << "[" << std::setw(3) << p.index << "] " << std::left << std::setw(14) << to_string(p.status) << std::right
+         << " " << std::setw(10) << format_number(p.objective) << "  best " << std::setw(10) << format_number(p.best)
+         << "  " << p.config.to_string();
+    if (p.pruned_by) line << "  (implied by trial " << *p.pruned_by << ")";
+    else if (!p.error.empty()) line << "  (" << p.error.substr(0, p.error.find('\n')).substr(0, 80) << ")";
+    if (options.trials > 0) line << "  left " << p.trials_left << ", eta " << static_cast<int>(p.eta_s) << " s";
+    out << line.str() << "\n" << std::flush;
+  };
+  const tuner::TuneSummary summary = tuner::tune(compiled, *setup.runner, *database, task_key(setup, declared), options, progress);
+
+  if (json) {
+    nlohmann::ordered_json j;
+    j["task"] = summary.task_id;
+    j["best_config"] = summary.best ? nlohmann::ordered_json::parse(summary.best->config.to_json()) : nlohmann::ordered_json(nullptr);
+    j["best_objective"] = summary.best && summary.best->objective ? nlohmann::ordered_json(*summary.best->objective)
+                                                                  : nlohmann::ordered_json(nullptr);
+    j["measured"] = summary.measured;
+    j["pruned"] = summary.pruned;
+    j["failed"] = summary.failed;
+    j["resumed"] = summary.resumed;
+    j["elapsed_s"] = summary.elapsed_s;
+    j["stopped_because"] = summary.stopped_because;
+    out << j.dump() << "\n";
+  } else {
+    out << "\nstopped: " << summary.stopped_because << "\n"
+        << "trials: " << summary.measured << " measured (" << summary.failed << " failed), " << summary.pruned
+        << " pruned, " << summary.resumed << " recorded before; " << std::fixed << std::setprecision(1)
+        << summary.elapsed_s << " s\n" << std::defaultfloat << std::setprecision(6);
+    if (summary.best) {
+      out << "best: " << summary.best->config.to_string() << "  " << options.objective << " = "
+          << format_number(summary.best->objective) << " (trial " << summary.best->index << ")\n";
+      for (const auto& [name, value] : summary.best->result.metrics) out << "  " << std::left << std::setw(16) << name << value << "\n";
+      out << "replay it: slapo-tune replay --db " << db_path << " --task " << summary.task_id << "\n";
+    } else {
+      out << "no configuration succeeded\n";
+    }
+  }
+  return summary.best ? kExitOk : kExitFailure;
+}
+
+}  // namespace slapo::cli

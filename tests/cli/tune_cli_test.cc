@@ -1,0 +1,70 @@
+// slapo-tune single-device end to end on a tiny model and on a command.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_support.h"
+
+namespace {
+
+using slapo::testing::last_line;
+using slapo::testing::Outcome;
+using slapo::testing::run;
+
+std::string temp_db(const char* name) {
+  const std::string path = ::testing::TempDir() + "/tune_" + std::to_string(getpid()) + "_" + name + ".db";
+  std::remove(path.c_str());
+  return path;
+}
+
+const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
+
+TEST(TuneCliTest, TunesRecordsAndResumes) {
+  const std::string db = temp_db("resume");
+  Outcome first = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 4 --json");
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const auto summary = nlohmann::json::parse(last_line(first.out));
+  EXPECT_EQ(summary["measured"].get<int>() + summary["resumed"].get<int>(), 4);
+  EXPECT_TRUE(summary["best_config"].is_object());
+  EXPECT_GT(summary["best_objective"].get<double>(), 0);
+  Outcome again = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 4 --json");
+  const auto resumed = nlohmann::json::parse(last_line(again.out));
+  EXPECT_EQ(resumed["measured"], 0);
+  EXPECT_EQ(resumed["resumed"], 4);
+  EXPECT_EQ(resumed["best_config"], summary["best_config"]);
+  Outcome trials = run("db trials --db " + db + " --format json");
+  EXPECT_EQ(nlohmann::json::parse(trials.out).size(), 4u);
+}
+
+TEST(TuneCliTest, HumanOutputEndsWithTheBestAndHowToReplayIt) {
+  const std::string db = temp_db("human");
+  Outcome r = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 2 --strategy random --seed 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tuning "), std::string::npos);
+  EXPECT_NE(r.out.find("[  0] "), std::string::npos);
+  EXPECT_NE(r.out.find("best: batch_size="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replay it: slapo-tune replay --db " + db + " --task 1"), std::string::npos);
+}
+
+TEST(TuneCliTest, TunesACommand) {
+  const std::string db = temp_db("command");
+  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+                  " --strategy exhaustive --trials 0 --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(summary["best_objective"], 64);
+  EXPECT_EQ(summary["measured"], 45);
+}
+
+TEST(TuneCliTest, BadInput) {
+  const std::string db = temp_db("bad");
+  Outcome strategy = run("single-device --space " + kSpace + " --db " + db + " --strategy bayes");
+  EXPECT_EQ(strategy.exit_code, 2);
+  EXPECT_NE(strategy.err.find("--strategy bayes: unknown"), std::string::npos);
+  EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
+  EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
+}
+
+}  // namespace
