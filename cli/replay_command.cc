@@ -110,7 +110,7 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (print_schedule) {
       const models::ModelSpec spec = models::model_preset(workload.model);
       auto sch = schedule::create_schedule(models::build_model(spec, workload.seed));
-      models::apply_template(*sch, spec, workload.template_name.empty() ? models::default_template(spec) : workload.template_name,
+      models::apply_template(*sch, spec, workload.schedule_template(),
                              recorded.config);
       out << "schedule of " << recorded.config.to_string() << ":\n"
           << (sch->to_string().empty() ? "  (no primitives)\n" : sch->to_string());

@@ -64,8 +64,7 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
 
   const runners::Workload workload = runners::Workload::from_json(declared.workload_json, space_file);
   const models::ModelSpec spec = models::model_preset(workload.model);
-  const std::string template_name =
-      workload.template_name.empty() ? models::default_template(spec) : workload.template_name;
+  const std::string template_name = workload.schedule_template();
   runners::check_workload(workload, config);
   const uint64_t seed = workload.seed;
   const Value* b = config.find("batch_size");

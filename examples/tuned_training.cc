@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     const models::ModelSpec spec = models::model_preset(workload.model);
     auto model = models::build_model(spec, workload.seed);
     auto sch = schedule::create_schedule(model);
-    models::apply_template(*sch, spec, workload.template_name.empty() ? models::default_template(spec) : workload.template_name,
+    models::apply_template(*sch, spec, workload.schedule_template(),
                            config);
     std::cout << sch->to_string();
     const Value* batch = config.find("batch_size");

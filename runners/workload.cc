@@ -171,9 +171,13 @@ std::string Workload::to_json() const {
   return j.dump();
 }
 
+std::string Workload::schedule_template() const {
+  return template_name.empty() ? models::default_template(models::model_preset(model)) : template_name;
+}
+
 void check_workload(const Workload& w, const Config& config) {
   const models::ModelSpec spec = spec_of(w);
-  models::check_template(w.template_name.empty() ? models::default_template(spec) : w.template_name, spec, config);
+  models::check_template(w.schedule_template(), spec, config);
   const int64_t seq = knob_int(config, "seq_len", w.seq_len > 0 ? w.seq_len : spec.max_seq);
   SLAPO_CHECK(seq >= 1 && seq <= spec.max_seq, ErrorCode::kInvalidArgument, "seq_len ", seq, " is not in [1, ",
               spec.max_seq, "] for model ", spec.preset);
@@ -210,7 +214,7 @@ TrialResult measure_trial(const Workload& w, const Config& config) {
     try {
       model = models::build_model(spec, w.seed);
       auto sch = schedule::create_schedule(model);
-      models::apply_template(*sch, spec, w.template_name.empty() ? models::default_template(spec) : w.template_name,
+      models::apply_template(*sch, spec, w.schedule_template(),
                              config);
       schedule::build(*sch);
     } catch (const c10::OutOfMemoryError&) {

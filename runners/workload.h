@@ -40,6 +40,8 @@ struct Workload {
   // key for unknown keys and bad values.
   static Workload from_json(const std::string& json, const std::string& origin);
   std::string to_json() const;
+  // The schedule template to apply: `template_name`, or the model family's default.
+  std::string schedule_template() const;
 };
 
 // Checks, before anything runs, that the workload's template understands every knob of

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "tests/cli/cli_support.h"
 
 namespace {
@@ -92,9 +93,13 @@ TEST_F(DbCliTest, ShowExportPrune) {
 }
 
 TEST_F(DbCliTest, ReplayReMeasuresFromTheRecordAlone) {
+  // Which recorded configuration is fastest depends on the machine's timing: ask the database.
+  const auto best_config = nlohmann::json::parse(run("db best --db " + db_ + " --format json").out);
+  const bool one_pass = best_config["attn"] == "baddbmm";
   Outcome best = run("replay --db " + db_ + " --print-schedule --steps 2");
   ASSERT_EQ(best.exit_code, 0) << best.out << best.err;
-  EXPECT_NE(best.out.find("sch[\"h.0.attn\"].replace(slapo::models::OnePassAttentionImpl)"), std::string::npos) << best.out;
+  EXPECT_EQ(best.out.find("sch[\"h.0.attn\"].replace(slapo::models::OnePassAttentionImpl)") != std::string::npos, one_pass)
+      << best.out;
   EXPECT_NE(best.out.find("status    recorded ok, measured ok"), std::string::npos);
   EXPECT_NE(best.out.find("samples_per_s"), std::string::npos);
   Outcome oom = run("replay --db " + db_ + " --trial 2");
@@ -125,9 +130,8 @@ TEST_F(DbCliTest, AProgramStartsWithTheTunedSchedule) {
   ASSERT_EQ(std::system(command.c_str()), 0);
   std::ifstream in(db_ + ".out");
   const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  EXPECT_NE(output.find("using the tuned configuration: batch_size=16 ckpt_ratio=0.0 attn=baddbmm"), std::string::npos)
-      << output;
-  EXPECT_NE(output.find("OnePassAttentionImpl"), std::string::npos);
+  const slapo::Config best = slapo::Config::from_json(run("db best --db " + db_ + " --format json").out);
+  EXPECT_NE(output.find("using the tuned configuration: " + best.to_string()), std::string::npos) << output;
   EXPECT_NE(output.find("step 2 loss"), std::string::npos);
 }
 
