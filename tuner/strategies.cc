@@ -4,6 +4,7 @@
 //   random      uniform samples without repetition
 //   coordinate  coordinate descent: from a random start, measure the neighbours (one knob one
 //               step), move to the best improving one; at a local optimum restart at random
+//   slapo       Slapo's own heuristic (batch size, then checkpoint ratio by binary search)
 //   auto        exhaustive when the whole space fits the trial budget, otherwise coordinate
 
 #include <algorithm>
@@ -175,6 +176,126 @@ class CoordinateDescent : public Strategy {
   std::set<std::string> exhausted_;
 };
 
+// Slapo's own tuner (awslabs/slapo, autotune/tune.py), for comparison: binary search for the
+// largest batch size that fits at full checkpointing; then, for each batch size from that one
+// down, binary search for the smallest checkpoint ratio that fits; stop after 5 measured trials
+// without improvement. Other knobs stay at the space's first configuration.
+class SlapoHeuristic : public Strategy {
+ public:
+  std::string name() const override { return "slapo"; }
+  void begin(const space::CompiledSpace& space, uint64_t, bool minimize) override {
+    space_ = &space;
+    minimize_ = minimize;
+    for (const auto& knob : space.knobs()) {
+      if (knob.name == "batch_size") batch_ = knob;
+      if (knob.name == "ckpt_ratio" || knob.name == "ckpt_layers") ckpt_ = knob;
+    }
+    SLAPO_CHECK(!batch_.name.empty() && !ckpt_.name.empty(), ErrorCode::kInvalidArgument,
+                "strategy slapo needs a knob batch_size and a knob ckpt_ratio (or ckpt_layers)");
+    base_ = space.at(0);
+    lo_ = 0;
+    hi_ = static_cast<int64_t>(batch_.domain.size()) - 1;
+    phase_ = Phase::kBatch;
+  }
+
+  std::vector<Config> propose(size_t n, const KnownFn& known) override {
+    while (phase_ != Phase::kDone) {
+      const Config c = candidate();
+      const auto it = results_.find(c.canonical_json());
+      if (it != results_.end()) {
+        advance(it->second);  // measured before (or in an earlier run)
+        continue;
+      }
+      if (!space_->contains(c).ok || known(c)) {
+        advance(std::nullopt);  // not a valid point, or recorded without a result here: as if it failed
+        continue;
+      }
+      pending_ = c;
+      return {c};
+    }
+    return {};
+  }
+
+  void observe(const std::vector<Observation>& observations) override {
+    for (const Observation& o : observations) {
+      const std::optional<double> value = o.status == TrialStatus::kOk ? o.objective : std::nullopt;
+      results_[o.config.canonical_json()] = value;
+      if (pending_ && o.config == *pending_) {
+        pending_.reset();
+        advance(value);
+      }
+    }
+  }
+
+ private:
+  enum class Phase { kBatch, kCkpt, kDone };
+
+  int64_t ckpt_max() const { return static_cast<int64_t>(ckpt_.domain.size()) - 1; }
+  Config candidate() const {
+    Config c = base_;
+    const int64_t b = phase_ == Phase::kBatch ? (lo_ + hi_) / 2 : batch_index_;
+    const int64_t k = phase_ == Phase::kBatch ? ckpt_max() : (lo_ + hi_) / 2;
+    c.set(batch_.name, batch_.domain[static_cast<size_t>(b)]);
+    c.set(ckpt_.name, ckpt_.domain[static_cast<size_t>(k)]);
+    return c;
+  }
+
+  // Moves the searches on after the candidate's result (nullopt: out of memory or failed).
+  void advance(const std::optional<double>& value) {
+    const bool fits = value.has_value();
+    if (fits) {
+      if (!best_ || (minimize_ ? *value < *best_ : *value > *best_)) {
+        best_ = value;
+        without_improvement_ = 0;
+      } else {
+        ++without_improvement_;
+      }
+    } else {
+      ++without_improvement_;
+    }
+    const int64_t mid = (lo_ + hi_) / 2;
+    if (phase_ == Phase::kBatch) {
+      if (fits) {
+        largest_fitting_ = mid;
+        lo_ = mid + 1;
+      } else {
+        hi_ = mid - 1;
+      }
+      if (lo_ > hi_) {
+        batch_index_ = largest_fitting_;
+        start_ckpt_search();
+      }
+    } else {
+      if (fits) hi_ = mid - 1;  // fits: try less recomputation
+      else lo_ = mid + 1;
+      if (lo_ > hi_) {
+        --batch_index_;
+        start_ckpt_search();
+      }
+    }
+    if (without_improvement_ >= 5) phase_ = Phase::kDone;
+  }
+
+  void start_ckpt_search() {
+    phase_ = batch_index_ < 0 ? Phase::kDone : Phase::kCkpt;
+    lo_ = 0;
+    hi_ = ckpt_max();
+  }
+
+  const space::CompiledSpace* space_ = nullptr;
+  bool minimize_ = false;
+  space::KnobInfo batch_, ckpt_;
+  Config base_;
+  Phase phase_ = Phase::kDone;
+  int64_t lo_ = 0, hi_ = -1;
+  int64_t largest_fitting_ = -1;
+  int64_t batch_index_ = -1;
+  std::optional<double> best_;
+  int without_improvement_ = 0;
+  std::optional<Config> pending_;
+  std::map<std::string, std::optional<double>> results_;
+};
+
 // Exhaustive when the whole space fits the budget; coordinate descent otherwise.
 class Auto : public Strategy {
  public:
@@ -195,14 +316,15 @@ class Auto : public Strategy {
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"auto", "exhaustive", "random", "coordinate"}; }
+std::vector<std::string> strategy_names() { return {"auto", "exhaustive", "random", "coordinate", "slapo"}; }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget) {
   if (name == "exhaustive") return std::make_unique<Exhaustive>();
   if (name == "random") return std::make_unique<RandomSearch>();
   if (name == "coordinate") return std::make_unique<CoordinateDescent>();
+  if (name == "slapo") return std::make_unique<SlapoHeuristic>();
   if (name == "auto") return std::make_unique<Auto>(budget);
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "--strategy ", name, ": unknown (strategies: auto, exhaustive, random, coordinate)");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "--strategy ", name, ": unknown (strategies: auto, exhaustive, random, coordinate, slapo)");
 }
 
 }  // namespace slapo::tuner

@@ -37,7 +37,7 @@ class Strategy {
   virtual void observe(const std::vector<Observation>& observations) = 0;
 };
 
-// exhaustive | random | coordinate | auto. `budget` (the trial budget) lets auto choose.
+// exhaustive | random | coordinate | slapo | auto. `budget` (the trial budget) lets auto choose.
 // Throws Error(kInvalidArgument) listing the strategies for an unknown name.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget);
 std::vector<std::string> strategy_names();

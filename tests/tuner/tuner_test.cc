@@ -200,7 +200,7 @@ TEST(StrategyTest, UnknownNameListsTheStrategies) {
     make_strategy("bayes", 10);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "--strategy bayes: unknown (strategies: auto, exhaustive, random, coordinate)");
+    EXPECT_EQ(std::string(e.what()), "--strategy bayes: unknown (strategies: auto, exhaustive, random, coordinate, slapo)");
   }
 }
 
@@ -219,6 +219,63 @@ TEST(TunerTest, CoordinateDescentCoversTheSpaceWhenAskedTo) {
   o.seed = 5;
   const TuneSummary summary = tune(s.space, s.runner, *s.database, s.key, o);
   EXPECT_EQ(summary.measured + summary.pruned, s.space.size()) << summary.stopped_because;
+}
+}  // namespace
+}  // namespace slapo::tuner
+
+namespace slapo::tuner {
+namespace {
+TEST(TunerTest, SlapoHeuristicIsFaithful) {
+  // The same scripted machine, with Slapo's knob names.
+  const char* text = R"(
+[knobs]
+batch_size = { pow2 = [1, 128], mem = "up" }
+ckpt_ratio = { values = [0.0, 0.5, 1.0], mem = "down" }
+attn       = { choice = ["naive", "fused", "bad"] }
+)";
+  Bench s;
+  s.space = space::CompiledSpace::compile(space::parse_space(text, "slapo.toml"));
+  struct Renamed : FakeRunner {
+    std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+      std::vector<Config> renamed;
+      for (const Config& c : candidates) {
+        Config r;
+        r.set("batch_size", c.at("batch_size"));
+        r.set("ckpt", c.at("ckpt_ratio"));
+        r.set("attn", c.at("attn"));
+        renamed.push_back(r);
+        order.push_back(c);
+      }
+      return FakeRunner::run(renamed);
+    }
+    std::vector<Config> order;
+  } runner;
+  const auto renamed_space = space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
+  runner.space_ = &renamed_space;
+  TunerOptions o;
+  o.strategy = "slapo";
+  o.trials = 0;
+  const TuneSummary summary = tune(s.space, runner, *s.database, s.key, o);
+  ASSERT_GE(runner.order.size(), 4u);
+  // Phase 1: binary search of the batch size at full checkpointing: 8, 32, 64, 128 all fit.
+  const std::vector<int64_t> batches = {8, 32, 64, 128};
+  for (size_t i = 0; i < batches.size(); ++i) {
+    EXPECT_EQ(std::get<int64_t>(runner.order[i].at("batch_size")), batches[i]);
+    EXPECT_EQ(std::get<double>(runner.order[i].at("ckpt_ratio")), 1.0);
+    EXPECT_EQ(std::get<std::string>(runner.order[i].at("attn")), "naive");  // other knobs: the first point
+  }
+  // Phase 2 at batch 128: ratio 0.5 runs out of memory (128 / 2 > 48), 1.0 is known to fit.
+  EXPECT_EQ(std::get<double>(runner.order[4].at("ckpt_ratio")), 0.5);
+  EXPECT_EQ(s.database->trials(summary.task_id)[4].result.status, TrialStatus::kOom);
+  ASSERT_TRUE(summary.best.has_value());
+  EXPECT_NE(summary.stopped_because.find("nothing left"), std::string::npos);
+  // It never leaves attn = naive, so it cannot find the fused optimum the other strategies find.
+  EXPECT_LT(*summary.best->objective, Bench().optimum());
+  // A space without its knobs is refused.
+  Bench other;
+  TunerOptions bad;
+  bad.strategy = "slapo";
+  EXPECT_THROW(tune(other.space, other.runner, *other.database, other.key, bad), Error);
 }
 }  // namespace
 }  // namespace slapo::tuner
