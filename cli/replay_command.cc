@@ -3,7 +3,6 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
-#include <memory>
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
@@ -13,11 +12,8 @@
 #include "db/database.h"
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "runners/command_runner.h"
-#include "runners/inprocess_runner.h"
-#include "runners/subprocess_runner.h"
+#include "cli/runner_setup.h"
 #include "runners/system_info.h"
-#include "runners/workload.h"
 #include "schedule/schedule.h"
 
 namespace po = boost::program_options;
@@ -91,39 +87,18 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out, std::ost
     recorded = best[0];
   }
 
-  const nlohmann::json key = nlohmann::json::parse(task.key.workload_json);
-  std::unique_ptr<runners::Runner> runner;
-  if (key.contains("command")) {
-    runners::CommandOptions c;
-    c.argv = key["command"].get<std::vector<std::string>>();
-    c.metric_regex = key.value("metric_regex", c.metric_regex);
-    c.metric_name = task.objective;
-    c.oom_pattern = key.value("oom_pattern", c.oom_pattern);
-    if (key.contains("oom_exit_code") && key["oom_exit_code"].is_number_integer()) c.oom_exit_code = key["oom_exit_code"].get<int>();
-    c.timeout_s = key.value("timeout_s", 0.0);
-    SLAPO_CHECK(!print_schedule, ErrorCode::kInvalidArgument, "--print-schedule: task ", task_id,
+  const RunnerSetup setup = runner_for_task(task, steps);
+  if (print_schedule) {
+    SLAPO_CHECK(setup.workload.has_value(), ErrorCode::kInvalidArgument, "--print-schedule: task ", task_id,
                 " runs an external command; slapo does not know its schedule");
-    runner = std::make_unique<runners::CommandRunner>(c);
-  } else {
-    runners::Workload workload = runners::Workload::from_json(task.key.workload_json, path + " task " + std::to_string(task_id));
-    if (steps > 0) workload.steps = steps;
-    if (print_schedule) {
-      const models::ModelSpec spec = models::model_preset(workload.model);
-      auto sch = schedule::create_schedule(models::build_model(spec, workload.seed));
-      models::apply_template(*sch, spec, workload.schedule_template(),
-                             recorded.config);
-      out << "schedule of " << recorded.config.to_string() << ":\n"
-          << (sch->to_string().empty() ? "  (no primitives)\n" : sch->to_string());
-    }
-    if (task.key.runner == "inprocess") {
-      runner = std::make_unique<runners::InProcessRunner>(workload);
-    } else {
-      runners::SubprocessOptions s;
-      s.worker = {self_executable(), "worker"};
-      s.workload_json = workload.to_json();
-      runner = std::make_unique<runners::SubprocessRunner>(s);
-    }
+    const runners::Workload& workload = *setup.workload;
+    const models::ModelSpec spec = models::model_preset(workload.model);
+    auto sch = schedule::create_schedule(models::build_model(spec, workload.seed));
+    models::apply_template(*sch, spec, workload.schedule_template(), recorded.config);
+    out << "schedule of " << recorded.config.to_string() << ":\n"
+        << (sch->to_string().empty() ? "  (no primitives)\n" : sch->to_string());
   }
+  runners::Runner* runner = setup.runner.get();
 
   const std::string fingerprint = runners::fingerprint_json(runners::collect_system_info());
   for (const std::string& change : fingerprint_changes(task.key.fingerprint_json, fingerprint)) {

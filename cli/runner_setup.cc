@@ -35,12 +35,46 @@ std::pair<std::vector<std::string>, std::vector<std::string>> split_command(cons
   return {args, {}};
 }
 
+namespace {
+
+// The command runner, with everything it needs to run again recorded in the workload key.
+RunnerSetup command_setup(const runners::CommandOptions& c) {
+  RunnerSetup setup;
+  setup.objective = c.metric_name;
+  setup.workload_key = nlohmann::ordered_json{{"command", c.argv}, {"metric_regex", c.metric_regex},
+                                              {"oom_pattern", c.oom_pattern},
+                                              {"oom_exit_code", c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code)
+                                                                                : nlohmann::ordered_json(nullptr)},
+                                              {"timeout_s", c.timeout_s}}
+                           .dump();
+  setup.runner = std::make_unique<runners::CommandRunner>(c);
+  return setup;
+}
+
+RunnerSetup workload_setup(const runners::Workload& workload, const std::string& kind, double timeout_s) {
+  RunnerSetup setup;
+  setup.objective = runners::metric::kSamplesPerS;
+  setup.workload_key = workload.to_json();
+  setup.workload = workload;
+  if (kind == "inprocess") {
+    setup.runner = std::make_unique<runners::InProcessRunner>(workload);
+  } else {
+    runners::SubprocessOptions s;
+    s.worker = {self_executable(), "worker"};
+    s.workload_json = workload.to_json();
+    s.timeout_s = timeout_s;
+    setup.runner = std::make_unique<runners::SubprocessRunner>(s);
+  }
+  return setup;
+}
+
+}  // namespace
+
 RunnerSetup make_runner(const RunnerFlags& f, const space::Space& space) {
   SLAPO_CHECK(f.nproc == 1, ErrorCode::kInvalidArgument, "--nproc ", f.nproc,
               ": several ranks per trial need the single-node runner, which is not built yet");
   SLAPO_CHECK(f.runner == "inprocess" || f.runner == "subprocess", ErrorCode::kInvalidArgument, "--runner ", f.runner,
               ": expected inprocess or subprocess");
-  RunnerSetup setup;
   if (!f.command.empty()) {
     runners::CommandOptions c;
     c.argv = f.command;
@@ -48,34 +82,31 @@ RunnerSetup make_runner(const RunnerFlags& f, const space::Space& space) {
     if (f.has_oom_exit_code) c.oom_exit_code = f.oom_exit_code;
     if (!f.oom_pattern.empty()) c.oom_pattern = f.oom_pattern;
     c.timeout_s = f.timeout_s;
-    setup.objective = c.metric_name;
-    // Everything the command runner needs to run it again (slapo-tune replay).
-    setup.workload_key = nlohmann::ordered_json{{"command", f.command}, {"metric_regex", c.metric_regex},
-                                                {"oom_pattern", c.oom_pattern},
-                                                {"oom_exit_code", c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code)
-                                                                                  : nlohmann::ordered_json(nullptr)},
-                                                {"timeout_s", c.timeout_s}}
-                             .dump();
-    setup.runner = std::make_unique<runners::CommandRunner>(c);
-    return setup;
+    return command_setup(c);
   }
   runners::Workload workload = runners::Workload::from_json(space.workload_json, space.origin);
   if (!f.memory_budget.empty()) workload.memory_budget = parse_bytes(f.memory_budget, "--memory-budget");
   // Every knob must be one the template understands: checked on a point of the space.
   const space::CompiledSpace compiled = space::CompiledSpace::compile(space);
   if (compiled.size() > 0) runners::check_workload(workload, compiled.at(0));
-  setup.objective = runners::metric::kSamplesPerS;
-  setup.workload_key = workload.to_json();
-  if (f.runner == "inprocess") {
-    setup.runner = std::make_unique<runners::InProcessRunner>(workload);
-  } else {
-    runners::SubprocessOptions s;
-    s.worker = {self_executable(), "worker"};
-    s.workload_json = workload.to_json();
-    s.timeout_s = f.timeout_s;
-    setup.runner = std::make_unique<runners::SubprocessRunner>(s);
+  return workload_setup(workload, f.runner, f.timeout_s);
+}
+
+RunnerSetup runner_for_task(const db::TaskRecord& task, int steps) {
+  const nlohmann::json key = nlohmann::json::parse(task.key.workload_json, nullptr, false);
+  if (key.is_object() && key.contains("command")) {
+    runners::CommandOptions c;
+    c.argv = key["command"].get<std::vector<std::string>>();
+    c.metric_regex = key.value("metric_regex", c.metric_regex);
+    c.metric_name = task.objective;
+    c.oom_pattern = key.value("oom_pattern", c.oom_pattern);
+    if (key["oom_exit_code"].is_number_integer()) c.oom_exit_code = key["oom_exit_code"].get<int>();
+    c.timeout_s = key.value("timeout_s", 0.0);
+    return command_setup(c);
   }
-  return setup;
+  runners::Workload workload = runners::Workload::from_json(task.key.workload_json, "task " + std::to_string(task.id));
+  if (steps > 0) workload.steps = steps;
+  return workload_setup(workload, task.key.runner, 600);
 }
 
 db::TaskKey task_key(const RunnerSetup& setup, const space::Space& space) {

@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "db/database.h"
 #include "runners/runner.h"
+#include "runners/workload.h"
 #include "space/space.h"
 
 namespace slapo::cli {
@@ -39,11 +40,16 @@ struct RunnerSetup {
   std::unique_ptr<runners::Runner> runner;
   std::string workload_key;  // canonical: what, with the space and the machine, makes trials comparable
   std::string objective;     // the runner's natural objective metric
+  std::optional<runners::Workload> workload;  // the built-in workload (none for a command)
 };
 
 // Makes the runner. With the built-in workload, every knob of `space` is checked against the
 // template first (Error(kInvalidArgument) before anything runs).
 RunnerSetup make_runner(const RunnerFlags& flags, const space::Space& space);
+
+// The runner that measures a recorded task again, from its record alone (its workload key and
+// runner kind; the inverse of make_runner). `steps` > 0 overrides the timed steps.
+RunnerSetup runner_for_task(const db::TaskRecord& task, int steps);
 
 // The task key of `setup` for `space` on this machine.
 db::TaskKey task_key(const RunnerSetup& setup, const space::Space& space);

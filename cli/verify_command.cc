@@ -4,7 +4,6 @@
 #include <iostream>
 
 #include <boost/program_options.hpp>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "cli/command.h"

@@ -324,7 +324,9 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget) 
   if (name == "coordinate") return std::make_unique<CoordinateDescent>();
   if (name == "slapo") return std::make_unique<SlapoHeuristic>();
   if (name == "auto") return std::make_unique<Auto>(budget);
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "--strategy ", name, ": unknown (strategies: auto, exhaustive, random, coordinate, slapo)");
+  std::string names;
+  for (const std::string& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "--strategy ", name, ": unknown (strategies: ", names, ")");
 }
 
 }  // namespace slapo::tuner

@@ -119,6 +119,9 @@ TEST_F(DbCliTest, ReplayOfACommandTask) {
   EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
   EXPECT_NE(replay.out.find("throughput"), std::string::npos) << replay.out;
   EXPECT_NE(replay.out.find("8"), std::string::npos);
+  Outcome schedule = run("replay --db " + db + " --print-schedule");
+  EXPECT_EQ(schedule.exit_code, 2);
+  EXPECT_NE(schedule.err.find("runs an external command; slapo does not know its schedule"), std::string::npos);
 }
 
 TEST_F(DbCliTest, AProgramStartsWithTheTunedSchedule) {
