@@ -32,7 +32,7 @@ void BM_GptMiniStep(benchmark::State& state) {
   Config config;
   config.set("ckpt_ratio", static_cast<double>(state.range(0)) / 100.0);
   models::apply_template(*sch, spec, "gpt", config);
-  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4));
+  torch::optim::AdamW optimizer(slapo::schedule::unique_parameters(*model), torch::optim::AdamWOptions(1e-4));
   torch::manual_seed(1);
   const torch::Tensor tokens = torch::randint(spec.vocab, {16, 128}, torch::kLong);
   const torch::Tensor targets = torch::randint(spec.vocab, {16, 128}, torch::kLong);

@@ -11,7 +11,12 @@
 #include "core/error.h"
 #include "models/templates.h"
 #include "models/zoo.h"
+#include "core/process.h"
+#include "dist/launcher.h"
+#include "dist/world.h"
+#include "runners/parallel_verify.h"
 #include "runners/workload.h"
+#include "schedule/keyed_dropout.h"
 #include "schedule/build.h"
 #include "schedule/primitives.h"
 #include "schedule/verify.h"
@@ -30,7 +35,62 @@ constexpr const char* kUsage =
     "Builds the space file's [workload] model twice — original, and scheduled with the\n"
     "configuration's template — runs both on the same inputs with the same random seed (dropout\n"
     "on), and prints the largest difference of the outputs, of every parameter gradient, and of\n"
-    "the loss after a few AdamW steps. Exits 0 within --tolerance, 1 beyond it.\n";
+    "the loss after a few AdamW steps. Exits 0 within --tolerance, 1 beyond it.\n"
+    "\n"
+    "A configuration with tp, pp or dp above 1 runs as that many ranks (tp·pp·dp, over Gloo on\n"
+    "this machine): with --nproc N, slapo-tune launches them itself (or run it under torchrun,\n"
+    "mpirun or Slurm, which set RANK and WORLD_SIZE). Each rank compares the gradients of the\n"
+    "parameters it holds (its shards, its stage) with the single-process original's, relative to\n"
+    "their magnitude, the loss, and the loss curve over --steps AdamW steps (--curve-tolerance).\n";
+
+// The ranks' verdicts, launched by this process.
+int verify_launch(const std::vector<std::string>& args, int nproc, std::ostream& out, std::ostream& err) {
+  dist::LaunchOptions launch;
+  launch.nproc = nproc;
+  launch.argv = {self_executable(), "verify"};
+  launch.argv.insert(launch.argv.end(), args.begin(), args.end());
+  // Oversubscribed cores: one thread per rank, and OpenMP threads that sleep instead of spinning.
+  launch.env = {{"OMP_NUM_THREADS", "1"}, {"OMP_WAIT_POLICY", "passive"}};
+  launch.timeout_s = 600;
+  const dist::LaunchResult result = dist::launch_ranks(launch);
+  bool usage = false;
+  for (size_t rank = 0; rank < result.ranks.size(); ++rank) {
+    const ProcessResult& r = result.ranks[rank];
+    if (rank == 0) out << r.out;
+    else if (!r.out.empty()) out << tail_lines(r.out, 1);
+    if (r.exit_code == kExitUsage) usage = true;
+  }
+  if (result.ok()) return kExitOk;
+  const std::string why = result.failure();
+  // A mismatch is exit 1 on the rank that saw it; anything else is a failed run.
+  err << "verify: " << why << "\n";
+  return usage ? kExitUsage : kExitFailure;
+}
+
+// One rank of a verification job.
+int verify_rank(const runners::Workload& workload, const Config& config, int steps, double lr, double tolerance,
+                double curve_tolerance, std::ostream& out) {
+  torch::set_num_threads(1);
+  const models::ParallelKnobs knobs = models::parallel_knobs(models::model_preset(workload.model), config);
+  dist::Layout layout;
+  layout.tp = static_cast<int>(knobs.tp);
+  layout.pp = static_cast<int>(knobs.pp);
+  layout.dp = static_cast<int>(knobs.dp);
+  const dist::ParallelGroups groups = dist::connect(dist::RankEnv::from_env(), layout);
+  const runners::ParallelVerifyReport report = runners::verify_parallel(workload, config, groups, steps, lr);
+  const bool ok = report.within(tolerance, curve_tolerance);
+  if (groups.rank == 0) {
+    out << "model " << workload.model << ", config " << config.to_string() << ", " << layout.to_string() << "\n";
+    out << "schedule (rank 0):\n" << report.schedule_text;
+    for (size_t i = 0; i < report.grads.size() && i < 5; ++i) {
+      const runners::GradDiff& g = report.grads[i];
+      out << "  grad " << g.name << ": max |diff| " << g.max_abs << " of " << g.max_ref << " (rel " << g.relative() << ")\n";
+    }
+  }
+  out << (ok ? "verified " : "MISMATCH ") << report.summary() << "\n";
+  out.flush();
+  return ok ? kExitOk : kExitFailure;
+}
 
 }  // namespace
 
@@ -38,7 +98,8 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
   std::string space_file, config_arg;
   std::vector<std::string> params;
   int steps = 3;
-  double tolerance = 1e-5;
+  int nproc = 0;
+  double tolerance = 1e-5, curve_tolerance = 1e-4, lr = 1e-3;
   po::options_description options("options");
   options.add_options()
       ("help,h", "show this help")
@@ -46,7 +107,12 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
       ("config", po::value<std::string>(&config_arg), "the configuration: JSON text or @FILE")
       ("param", po::value<std::vector<std::string>>(&params)->composing(), "override a parameter: NAME=VALUE")
       ("steps", po::value<int>(&steps)->default_value(3), "AdamW steps to compare the loss over")
-      ("tolerance", po::value<double>(&tolerance)->default_value(1e-5), "largest absolute difference accepted");
+      ("tolerance", po::value<double>(&tolerance)->default_value(1e-5),
+       "largest difference accepted (absolute on one process; relative across ranks)")
+      ("curve-tolerance", po::value<double>(&curve_tolerance)->default_value(1e-4),
+       "largest loss difference over the steps, across ranks")
+      ("lr", po::value<double>(&lr)->default_value(1e-3), "AdamW's learning rate for the loss curve")
+      ("nproc", po::value<int>(&nproc), "launch this many ranks (tp·pp·dp of the configuration)");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);
   po::notify(vm);
@@ -65,6 +131,14 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
   const models::ModelSpec spec = models::model_preset(workload.model);
   const std::string template_name = workload.schedule_template();
   runners::check_workload(workload, config);
+  const models::ParallelKnobs knobs = models::parallel_knobs(spec, config);
+  if (knobs.world() > 1 || nproc > 1) {
+    if (dist::RankEnv::present()) return verify_rank(workload, config, steps, lr, tolerance, curve_tolerance, out);
+    SLAPO_CHECK(nproc == knobs.world(), ErrorCode::kInvalidArgument, "verify: the configuration needs tp·pp·dp = ",
+                knobs.world(), " ranks: pass --nproc ", knobs.world(), nproc > 0 ? " (not " + std::to_string(nproc) + ")" : "",
+                " or launch it with torchrun");
+    return verify_launch(args, nproc, out, err);
+  }
   const uint64_t seed = workload.seed;
   const Value* b = config.find("batch_size");
   const int64_t batch = b ? static_cast<int64_t>(as_number(*b)) : workload.batch_size;
@@ -96,11 +170,13 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
   double loss_diff = 0;
   if (steps > 0) {
     auto train = [&](schedule::SlotModule& model) {
-      torch::optim::AdamW optimizer(model.parameters(), torch::optim::AdamWOptions(1e-3));
+      // Each tensor once: a tied embedding and LM head are one tensor under two names.
+      torch::optim::AdamW optimizer(schedule::unique_parameters(model), torch::optim::AdamWOptions(lr));
       std::vector<double> losses;
       model.train();
       for (int step = 0; step < steps; ++step) {
         torch::manual_seed(seed + 1000 + step);
+        schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
         optimizer.zero_grad();
         torch::Tensor loss = run(model).second;
         loss.backward();

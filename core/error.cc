@@ -9,6 +9,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kNotFound: return "not found";
     case ErrorCode::kOutOfRange: return "out of range";
     case ErrorCode::kIo: return "i/o error";
+    case ErrorCode::kRuntime: return "run-time failure";
     case ErrorCode::kInternal: return "internal error";
   }
   return "unknown error";

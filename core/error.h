@@ -16,6 +16,7 @@ enum class ErrorCode {
   kNotFound,         // a file, knob, parameter or path that does not exist
   kOutOfRange,       // a result that does not fit (e.g. a space larger than 2^64)
   kIo,               // the operating system refused (open, read, write)
+  kRuntime,          // the run failed around us: a peer rank died or timed out
   kInternal,         // a bug in slapo
 };
 

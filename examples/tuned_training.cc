@@ -12,6 +12,8 @@
 #include "models/zoo.h"
 #include "runners/system_info.h"
 #include "runners/workload.h"
+#include "schedule/build.h"
+#include "schedule/keyed_dropout.h"
 #include "space/space_file.h"
 
 int main(int argc, char** argv) {
@@ -40,9 +42,11 @@ int main(int argc, char** argv) {
     const Value* batch = config.find("batch_size");
     const int64_t b = batch ? static_cast<int64_t>(as_number(*batch)) : workload.batch_size;
     const int64_t s = workload.seq_len > 0 ? workload.seq_len : spec.max_seq;
-    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(workload.lr));
+    torch::optim::AdamW optimizer(schedule::unique_parameters(*model), torch::optim::AdamWOptions(workload.lr));
     for (int step = 0; step < 3; ++step) {
       const torch::Tensor tokens = torch::randint(spec.vocab, {b, s + 1}, torch::kLong);
+      // Dropout masks are keyed by (step, sample): say which step this is.
+      schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
       optimizer.zero_grad();
       torch::Tensor loss = models::language_model_loss(models::model_forward(*model, tokens.narrow(1, 0, s)),
                                                        tokens.narrow(1, 1, s));

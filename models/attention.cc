@@ -5,14 +5,15 @@
 #include <ATen/ATen.h>
 
 #include "core/error.h"
+#include "models/blocks.h"
 
 namespace slapo::models {
 
 namespace {
-// [batch, seq, hidden] → [batch, heads, seq, head_dim]
-torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {
-  const auto b = x.size(0), s = x.size(1), h = x.size(2);
-  return x.view({b, s, heads, h / heads}).transpose(1, 2);
+// [batch, seq, heads · head_dim] → [batch, heads, seq, head_dim]. The number of heads comes from
+// the tensor: a tensor-parallel rank whose projections are sharded by heads sees only its own.
+torch::Tensor split_heads(const torch::Tensor& x, int64_t head_dim) {
+  return x.view({x.size(0), x.size(1), -1, head_dim}).transpose(1, 2);
 }
 // [batch, heads, seq, head_dim] → [batch, seq, hidden]
 torch::Tensor merge_heads(const torch::Tensor& x) {
@@ -38,62 +39,64 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
   SLAPO_CHECK(options.hidden % options.heads == 0, ErrorCode::kInvalidArgument, "attention: hidden ",
               options.hidden, " is not divisible by heads ", options.heads);
   for (const char* name : {"q_proj", "k_proj", "v_proj"}) add_slot(name, torch::nn::Linear(options.hidden, options.hidden));
-  add_slot("attn_drop", torch::nn::Dropout(options.dropout));
+  add_slot("attn_drop", dropout(options.dropout));
   add_slot("out_proj", torch::nn::Linear(options.hidden, options.hidden));
-  add_slot("resid_drop", torch::nn::Dropout(options.dropout));
+  add_slot("resid_drop", dropout(options.dropout));
 }
 
 torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t heads = options_.heads;
-  torch::Tensor q = split_heads(call("q_proj", x), heads);
-  torch::Tensor k = split_heads(call("k_proj", x), heads);
-  torch::Tensor v = split_heads(call("v_proj", x), heads);
+  const int64_t d = options_.hidden / options_.heads;
+  torch::Tensor q = split_heads(call("q_proj", x), d);
+  torch::Tensor k = split_heads(call("k_proj", x), d);
+  torch::Tensor v = split_heads(call("v_proj", x), d);
   torch::Tensor y = merge_heads(attend(q, k, v, options_.causal, *this, "attn_drop"));
   return call("resid_drop", call("out_proj", y));
 }
 
 FusedQkvAttentionImpl::FusedQkvAttentionImpl(AttentionImpl& original) : options_(original.options()) {
-  const int64_t h = options_.hidden;
-  torch::nn::Linear qkv(h, 3 * h);
+  std::vector<torch::Tensor> weights, biases;
+  for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
+    auto* linear = original.slot(name).module.get<torch::nn::Linear>().get();
+    weights.push_back(linear->weight);
+    biases.push_back(linear->bias);
+  }
+  // Sized from the weights: a tensor-parallel rank fuses only its own heads of q, k and v.
+  torch::nn::Linear qkv(weights[0].size(1), 3 * weights[0].size(0));
   {
     torch::NoGradGuard no_grad;
-    std::vector<torch::Tensor> weights, biases;
-    for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
-      auto* linear = original.slot(name).module.get<torch::nn::Linear>().get();
-      weights.push_back(linear->weight);
-      biases.push_back(linear->bias);
-    }
     qkv->weight.copy_(torch::cat(weights, 0));
     qkv->bias.copy_(torch::cat(biases, 0));
   }
   add_slot("qkv", qkv);
-  add_slot("attn_drop", original.slot("attn_drop").module.get<torch::nn::Dropout>());
+  add_slot("attn_drop", original.slot("attn_drop").module.get<schedule::KeyedDropout>());
   add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
-  add_slot("resid_drop", original.slot("resid_drop").module.get<torch::nn::Dropout>());
+  add_slot("resid_drop", original.slot("resid_drop").module.get<schedule::KeyedDropout>());
 }
 
 torch::Tensor FusedQkvAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t d = options_.hidden / options_.heads;
   const std::vector<torch::Tensor> qkv = call("qkv", x).chunk(3, -1);
-  torch::Tensor q = split_heads(qkv[0], options_.heads);
-  torch::Tensor k = split_heads(qkv[1], options_.heads);
-  torch::Tensor v = split_heads(qkv[2], options_.heads);
+  torch::Tensor q = split_heads(qkv[0], d);
+  torch::Tensor k = split_heads(qkv[1], d);
+  torch::Tensor v = split_heads(qkv[2], d);
   torch::Tensor y = merge_heads(attend(q, k, v, options_.causal, *this, "attn_drop"));
   return call("resid_drop", call("out_proj", y));
 }
 
 OnePassAttentionImpl::OnePassAttentionImpl(AttentionImpl& original) : options_(original.options()) {
   for (const char* name : {"q_proj", "k_proj", "v_proj"}) add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
-  add_slot("attn_drop", original.slot("attn_drop").module.get<torch::nn::Dropout>());
+  add_slot("attn_drop", original.slot("attn_drop").module.get<schedule::KeyedDropout>());
   add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
-  add_slot("resid_drop", original.slot("resid_drop").module.get<torch::nn::Dropout>());
+  add_slot("resid_drop", original.slot("resid_drop").module.get<schedule::KeyedDropout>());
 }
 
 torch::Tensor OnePassAttentionImpl::forward(const torch::Tensor& x) {
-  const int64_t heads = options_.heads;
-  const int64_t b = x.size(0), s = x.size(1), d = options_.hidden / heads;
+  const int64_t b = x.size(0), s = x.size(1), d = options_.hidden / options_.heads;
+  torch::Tensor q_full = call("q_proj", x);
+  const int64_t heads = q_full.size(-1) / d;  // this rank's heads when the projections are sharded
   // Fold batch and heads: [b * heads, s, d]; one baddbmm adds the mask and scales the scores.
-  auto fold = [&](const torch::Tensor& t) { return split_heads(t, heads).reshape({b * heads, s, d}); };
-  torch::Tensor q = fold(call("q_proj", x));
+  auto fold = [&](const torch::Tensor& t) { return split_heads(t, d).reshape({b * heads, s, d}); };
+  torch::Tensor q = fold(q_full);
   torch::Tensor k = fold(call("k_proj", x));
   torch::Tensor v = fold(call("v_proj", x));
   torch::Tensor bias = torch::zeros({s, s}, x.options());

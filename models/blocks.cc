@@ -1,9 +1,18 @@
 #include "models/blocks.h"
 
+#include <limits>
+
+#include <ATen/ATen.h>
+
 namespace slapo::models {
 
 torch::nn::LayerNorm layer_norm(const ModelSpec& spec) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({spec.hidden}).eps(spec.layer_norm_eps));
+}
+
+schedule::KeyedDropout dropout(double p) {
+  const int64_t seed = at::randint(std::numeric_limits<int64_t>::max(), {1}, at::kLong).item<int64_t>();
+  return schedule::KeyedDropout(p, static_cast<uint64_t>(seed));
 }
 
 namespace {
@@ -21,7 +30,7 @@ MlpImpl::MlpImpl(int64_t hidden, int64_t ffn, double dropout) {
   add_slot("fc_in", torch::nn::Linear(hidden, ffn));
   add_slot("act", torch::nn::GELU());
   add_slot("fc_out", torch::nn::Linear(ffn, hidden));
-  add_slot("drop", torch::nn::Dropout(dropout));
+  add_slot("drop", models::dropout(dropout));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {

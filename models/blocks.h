@@ -10,6 +10,7 @@
 #include <torch/nn/modules/normalization.h>
 
 #include "models/attention.h"
+#include "schedule/keyed_dropout.h"
 #include "models/model_spec.h"
 
 namespace slapo::models {
@@ -43,5 +44,8 @@ class MlpBlockImpl : public schedule::SlotModule {
 TORCH_MODULE(MlpBlock);
 
 torch::nn::LayerNorm layer_norm(const ModelSpec& spec);
+// A keyed dropout (schedule/keyed_dropout.h) whose seed is drawn from the default generator, so a
+// model built from the same seed has the same masks.
+schedule::KeyedDropout dropout(double p);
 
 }  // namespace slapo::models

@@ -6,12 +6,16 @@
 #include "core/error.h"
 #include "models/attention.h"
 #include "models/zoo.h"
+#include "schedule/keyed_dropout.h"
 
 namespace slapo::models {
 
 namespace {
 
-const std::vector<std::string> kWorkloadKnobs = {"batch_size", "seq_len", "micro_batches"};
+// Read by the runner and the trainer (all templates understand them).
+const std::vector<std::string> kWorkloadKnobs = {"batch_size", "seq_len",       "micro_batches",
+                                                 "tp",         "pp",            "dp",
+                                                 "cuts",       "pipeline_schedule"};
 
 const TemplateInfo& find_template(const std::string& name) {
   std::string names;
@@ -40,9 +44,9 @@ double number_knob(const Value& v, const std::string& name) {
 
 const std::vector<TemplateInfo>& schedule_templates() {
   static const std::vector<TemplateInfo> templates = {
-      {"gpt", "gpt", {"ckpt_ratio", "ckpt_layers", "attn"}},
-      {"bert", "bert", {"ckpt_ratio", "ckpt_layers", "attn"}},
-      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers"}},
+      {"gpt", "gpt", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard"}},
+      {"bert", "bert", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard"}},
+      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers", "mlp_shard", "embed_shard"}},
   };
   return templates;
 }
@@ -86,6 +90,63 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
   const std::string attn = string_knob(config, "attn", "naive");
   SLAPO_CHECK(attn == "naive" || attn == "fused_qkv" || attn == "baddbmm", ErrorCode::kInvalidArgument,
               "knob 'attn': '", attn, "' is not an attention implementation (naive, fused_qkv, baddbmm)");
+  const ParallelKnobs p = parallel_knobs(spec, config);
+  for (const char* knob : {"attn_shard", "mlp_shard"}) {
+    const std::string layout = string_knob(config, knob, "col_row");
+    SLAPO_CHECK(layout == "col_row" || layout == "row_col", ErrorCode::kInvalidArgument, "knob '", knob, "': '",
+                layout, "' is not a layout (col_row, row_col)");
+  }
+  const std::string embed = string_knob(config, "embed_shard", "vocab");
+  SLAPO_CHECK(embed == "vocab" || embed == "hidden" || embed == "replicated", ErrorCode::kInvalidArgument,
+              "knob 'embed_shard': '", embed, "' is not a layout (vocab, hidden, replicated)");
+  SLAPO_CHECK(!(spec.family == "bert" && embed == "hidden" && p.tp > 1), ErrorCode::kInvalidArgument,
+              "knob 'embed_shard': 'hidden' is not supported for bert (its decoder bias would be added once per",
+              " rank); use vocab or replicated");
+  const int64_t divides[][2] = {{spec.heads, p.tp}, {spec.ffn, p.tp}, {spec.vocab, p.tp}};
+  const char* what[] = {"heads", "ffn", "vocab"};
+  for (int i = 0; i < 3; ++i) {
+    SLAPO_CHECK(divides[i][0] % p.tp == 0, ErrorCode::kInvalidArgument, "knob 'tp': ", p.tp, " does not divide ",
+                what[i], " = ", divides[i][0], " of '", spec.preset, "'");
+  }
+}
+
+ParallelKnobs parallel_knobs(const ModelSpec& spec, const Config& config) {
+  ParallelKnobs p;
+  auto whole = [&](const char* name, int64_t fallback) {
+    const Value* v = config.find(name);
+    if (!v) return fallback;
+    const double x = number_knob(*v, name);
+    SLAPO_CHECK(x >= 1 && x == std::floor(x), ErrorCode::kInvalidArgument, "knob '", name, "': ", x,
+                " is not a whole number ≥ 1");
+    return static_cast<int64_t>(x);
+  };
+  p.tp = whole("tp", 1);
+  p.pp = whole("pp", 1);
+  p.dp = whole("dp", 1);
+  p.micro_batches = whole("micro_batches", 1);
+  p.pipeline_schedule = string_knob(config, "pipeline_schedule", "1f1b");
+  SLAPO_CHECK(p.pipeline_schedule == "1f1b" || p.pipeline_schedule == "gpipe", ErrorCode::kInvalidArgument,
+              "knob 'pipeline_schedule': '", p.pipeline_schedule, "' is not a schedule (1f1b, gpipe)");
+  SLAPO_CHECK(p.pp <= spec.layers, ErrorCode::kInvalidArgument, "knob 'pp': ", p.pp, " stages for ", spec.layers,
+              " blocks");
+  if (const Value* v = config.find("cuts")) {
+    const auto* list = std::get_if<IntList>(v);
+    SLAPO_CHECK(list != nullptr, ErrorCode::kInvalidArgument, "knob 'cuts': expected a list of block indices, found ",
+                to_string(*v));
+    SLAPO_CHECK(static_cast<int64_t>(list->size()) == p.pp - 1, ErrorCode::kInvalidArgument, "knob 'cuts': ",
+                list->size(), " cuts for pp = ", p.pp, " stages (needs ", p.pp - 1, ")");
+    int64_t previous = -1;
+    for (int64_t c : *list) {
+      SLAPO_CHECK(c > previous && c < spec.layers - 1, ErrorCode::kInvalidArgument, "knob 'cuts': ", to_string(*v),
+                  " must increase and stay within blocks 0..", spec.layers - 2, " (a stage begins after each)");
+      previous = c;
+    }
+    p.cuts = *list;
+  } else {
+    // Even stages: stage i ends after block round((i + 1) · layers / pp) − 1.
+    for (int64_t i = 0; i + 1 < p.pp; ++i) p.cuts.push_back((i + 1) * spec.layers / p.pp - 1);
+  }
+  return p;
 }
 
 void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name) {
@@ -98,17 +159,96 @@ void replace_with_zoo_module(schedule::Schedule& target, const std::string& type
   else target.replace(OnePassAttention(*original));
 }
 
+namespace {
+
+// Megatron's layouts for a pair of Linears (first, second) that follow each other.
+//   col_row: first split by outputs, second by inputs: one all-reduce forward, one backward.
+//   row_col: first split by inputs (input split, output all-reduced), second by outputs
+//            (output all-gathered): the other way round, more traffic; here for the tuner.
+void shard_linear_pair(schedule::Schedule& first, schedule::Schedule& second, const std::string& layout) {
+  if (layout == "col_row") {
+    first.shard("weight", 0).shard("bias", 0).sync("bwd_post", "all_reduce");
+    second.shard("weight", 1).sync("fwd_post", "all_reduce");
+  } else {
+    first.shard("weight", 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
+    second.shard("weight", 0).shard("bias", 0).sync("fwd_post", "all_gather", -1).sync("bwd_post", "all_reduce");
+  }
+}
+
+void shard_attention(schedule::Schedule& sch, const std::string& path, const std::string& attn,
+                     const std::string& layout) {
+  const int64_t tp = sch.options().tp_parts();
+  const int64_t rank = sch.options().tp_rank();
+  schedule::Schedule& a = sch[path];
+  auto set_heads_dropout = [&] {
+    // The attention probabilities [batch, heads, seq, seq] of this rank's heads.
+    if (auto drop = std::dynamic_pointer_cast<schedule::KeyedDropoutImpl>(a["attn_drop"].module())) {
+      drop->shard_mask(1, tp, rank);
+    }
+  };
+  if (layout == "col_row") {
+    // Split by heads: q, k, v by outputs (before fusing them, so the fused projection holds this
+    // rank's heads of each), out_proj by inputs.
+    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) a[proj].shard("weight", 0).shard("bias", 0);
+    if (attn != "naive") replace_with_zoo_module(a, attention_type(attn));
+    a["out_proj"].shard("weight", 1).sync("fwd_post", "all_reduce");
+    // The input's gradient is a partial sum on each rank: one all-reduce for q, k and v together.
+    a.sync("bwd_post", "all_reduce");
+    set_heads_dropout();
+    return;
+  }
+  if (attn != "naive") replace_with_zoo_module(a, attention_type(attn));
+  const std::vector<std::string> projections =
+      attn == "fused_qkv" ? std::vector<std::string>{"qkv"} : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
+  for (const std::string& proj : projections) {
+    a[proj].shard("weight", 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
+  }
+  a["out_proj"].shard("weight", 0).shard("bias", 0).sync("fwd_post", "all_gather", -1).sync("bwd_post", "all_reduce");
+}
+
+void shard_embedding(schedule::Schedule& sch, const ModelSpec& spec, const std::string& layout) {
+  const bool bert = spec.family == "bert";
+  schedule::Schedule& embedding = sch[bert ? "embeddings.word" : "wte"];
+  schedule::Schedule& head = sch[bert ? "decoder" : "head"];
+  if (layout == "vocab") {
+    embedding.shard("weight", 0).sync("fwd_post", "all_reduce");
+    if (bert) head.shard("bias", 0);
+    head.sync("bwd_post", "all_reduce").sync("fwd_post", "all_gather", -1);
+  } else if (layout == "hidden") {
+    embedding.shard("weight", 1).sync("fwd_post", "all_gather", -1);
+    head.sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
+  }
+}
+
+}  // namespace
+
+std::string attention_type(const std::string& attn) {
+  return c10::demangle(attn == "fused_qkv" ? typeid(FusedQkvAttentionImpl).name() : typeid(OnePassAttentionImpl).name());
+}
+
 void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config) {
   check_template(name, spec, config);
+  const ParallelKnobs p = parallel_knobs(spec, config);
+  // A plan-only schedule (no group) may plan any split; a schedule with a group must match it.
+  SLAPO_CHECK(sch.options().tp_parts() == p.tp || (!sch.options().tp_group && p.tp == 1), ErrorCode::kInvalidArgument, "knob 'tp' = ", p.tp,
+              " but this schedule's tensor-parallel group has ", sch.options().tp_parts(),
+              " rank(s): run it with that many ranks per pipeline stage (--nproc)");
   const std::string blocks = blocks_path(spec);
   const std::string attn = string_knob(config, "attn", "naive");
-  if (attn != "naive") {
-    const std::string type = c10::demangle(attn == "fused_qkv" ? typeid(FusedQkvAttentionImpl).name()
-                                                                : typeid(OnePassAttentionImpl).name());
-    for (int64_t i = 0; i < spec.layers; ++i) replace_with_zoo_module(sch[blocks + "." + std::to_string(i) + ".attn"], type);
+  auto block = [&](int64_t i) { return blocks + "." + std::to_string(i); };
+  if (p.tp > 1) {
+    shard_embedding(sch, spec, string_knob(config, "embed_shard", "vocab"));
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      if (spec.family != "mlp") shard_attention(sch, block(i) + ".attn", attn, string_knob(config, "attn_shard", "col_row"));
+      schedule::Schedule& mlp = sch[block(i) + ".mlp"];
+      shard_linear_pair(mlp["fc_in"], mlp["fc_out"], string_knob(config, "mlp_shard", "col_row"));
+    }
+  } else if (attn != "naive") {
+    for (int64_t i = 0; i < spec.layers; ++i) replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(attn));
   }
   const int64_t ckpt = checkpointed_blocks(spec, config);
-  for (int64_t i = 0; i < ckpt; ++i) sch[blocks + "." + std::to_string(i)].checkpoint();
+  for (int64_t i = 0; i < ckpt; ++i) sch[block(i)].checkpoint();
+  for (int64_t cut : p.cuts) sch[block(cut)].cut_pipeline_stage();
 }
 
 }  // namespace slapo::models

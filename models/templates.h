@@ -5,7 +5,15 @@
 //   ckpt_ratio   0 ≤ r ≤ 1: checkpoint the first round(r · layers) blocks (halves round up)
 //   ckpt_layers  0 ≤ n ≤ layers: checkpoint the first n blocks
 //   attn         "naive" | "fused_qkv" | "baddbmm": the attention implementation (transformers)
-//   batch_size, seq_len, micro_batches: workload knobs, read by the runner
+//   attn_shard   "col_row" (Megatron: q, k, v split by heads, out_proj by inputs; one all-reduce
+//                each way) | "row_col" (q, k, v split by inputs, out_proj by outputs)
+//   mlp_shard    "col_row" (fc_in by outputs, fc_out by inputs) | "row_col"
+//   embed_shard  "vocab" (embedding and tied LM head split by vocabulary) | "hidden" (split by
+//                hidden units) | "replicated"
+//   tp, pp, dp   the parallel layout: tensor-parallel ranks, pipeline stages, data-parallel
+//                replicas (tp·pp·dp ranks in all); the shard knobs matter when tp > 1
+//   cuts         the blocks after which a pipeline stage begins (pp − 1 of them; default: even)
+//   micro_batches, pipeline_schedule ("1f1b" | "gpipe"), batch_size, seq_len: read by the runner
 // A knob the template does not understand is an error before anything is built.
 
 #include <string>
@@ -33,6 +41,19 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
 
 // Applies the template's primitives to `sch` (a schedule of a model built from `spec`).
 void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config);
+
+// The parallel layout a configuration asks for (defaults: one rank, 1f1b, even cuts).
+struct ParallelKnobs {
+  int64_t tp = 1, pp = 1, dp = 1;
+  int64_t micro_batches = 1;
+  std::string pipeline_schedule = "1f1b";
+  std::vector<int64_t> cuts;  // pp − 1 block indices
+  int64_t world() const { return tp * pp * dp; }
+};
+ParallelKnobs parallel_knobs(const ModelSpec& spec, const Config& config);
+
+// The type name of an attention variant ("fused_qkv", "baddbmm") for replace_with_zoo_module.
+std::string attention_type(const std::string& attn);
 
 // Makes the zoo's replacement modules for schedule::replay (the attention variants).
 void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name);

@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "models/blocks.h"
+#include "models/token_embedding.h"
+#include "schedule/pipeline.h"
 #include "schedule/sequence.h"
 
 namespace slapo::models {
@@ -25,40 +27,49 @@ torch::Tensor positions(const torch::Tensor& tokens) {
   return torch::arange(tokens.size(1), tokens.options().dtype(torch::kLong)).unsqueeze(0);
 }
 
-torch::Tensor tied_head(schedule::SlotModule& model, const char* embedding_slot, const torch::Tensor& h) {
-  auto* wte = model.slot(embedding_slot).module.get<torch::nn::Embedding>().get();
-  return torch::matmul(h, wte->weight.t());
-}
-
-class GptModelImpl : public schedule::SlotModule {
+// The zoo's models split into prologue | body | epilogue, so the pipeline can run them by stage.
+// forward is always epilogue(body(prologue(tokens))).
+class ZooModel : public schedule::SlotModule, public schedule::Pipelined {
  public:
-  explicit GptModelImpl(const ModelSpec& spec) : spec_(spec) {
-    add_slot("wte", embedding(spec.vocab, spec.hidden));
+  torch::Tensor forward(const torch::Tensor& tokens) { return epilogue(call(body_slot(), prologue(tokens))); }
+  std::string body_slot() const override { return body_; }
+
+ protected:
+  explicit ZooModel(std::string body) : body_(std::move(body)) {}
+
+ private:
+  std::string body_;
+};
+
+class GptModelImpl : public ZooModel {
+ public:
+  explicit GptModelImpl(const ModelSpec& spec) : ZooModel("h") {
+    auto wte = add_slot("wte", TokenEmbedding(spec.vocab, spec.hidden));
     add_slot("wpe", embedding(spec.max_seq, spec.hidden));
-    add_slot("drop", torch::nn::Dropout(spec.dropout));
+    add_slot("drop", dropout(spec.dropout));
     schedule::Sequence blocks;
     for (int64_t i = 0; i < spec.layers; ++i) blocks->push_back(GptBlock(spec));
     add_slot("h", blocks);
     add_slot("ln_f", layer_norm(spec));
+    add_slot("head", TiedLmHead(wte->weight));
   }
-  torch::Tensor forward(const torch::Tensor& tokens) {
-    torch::Tensor x = call("drop", call("wte", tokens) + call("wpe", positions(tokens)));
-    return tied_head(*this, "wte", call("ln_f", call("h", x)));
+  std::vector<std::string> prologue_slots() const override { return {"wte", "wpe", "drop"}; }
+  std::vector<std::string> epilogue_slots() const override { return {"ln_f", "head"}; }
+  torch::Tensor prologue(const torch::Tensor& tokens) override {
+    return call("drop", call("wte", tokens) + call("wpe", positions(tokens)));
   }
-
- private:
-  ModelSpec spec_;
+  torch::Tensor epilogue(const torch::Tensor& h) override { return call("head", call("ln_f", h)); }
 };
 TORCH_MODULE(GptModel);
 
 class BertEmbeddingsImpl : public schedule::SlotModule {
  public:
   explicit BertEmbeddingsImpl(const ModelSpec& spec) {
-    add_slot("word", embedding(spec.vocab, spec.hidden));
+    add_slot("word", TokenEmbedding(spec.vocab, spec.hidden));
     add_slot("position", embedding(spec.max_seq, spec.hidden));
     add_slot("token_type", embedding(2, spec.hidden));
     add_slot("norm", layer_norm(spec));
-    add_slot("drop", torch::nn::Dropout(spec.dropout));
+    add_slot("drop", dropout(spec.dropout));
   }
   torch::Tensor forward(const torch::Tensor& tokens) {
     torch::Tensor x = call("word", tokens) + call("position", positions(tokens)) +
@@ -79,40 +90,38 @@ class BertHeadImpl : public schedule::SlotModule {
 };
 TORCH_MODULE(BertHead);
 
-class BertModelImpl : public schedule::SlotModule {
+class BertModelImpl : public ZooModel {
  public:
-  explicit BertModelImpl(const ModelSpec& spec) {
-    add_slot("embeddings", BertEmbeddings(spec));
+  explicit BertModelImpl(const ModelSpec& spec) : ZooModel("encoder") {
+    auto embeddings = add_slot("embeddings", BertEmbeddings(spec));
     schedule::Sequence layers;
     for (int64_t i = 0; i < spec.layers; ++i) layers->push_back(BertLayer(spec));
     add_slot("encoder", layers);
     add_slot("head", BertHead(spec));
-    decoder_bias_ = register_parameter("decoder_bias", torch::zeros({spec.vocab}));
+    const torch::Tensor word = embeddings->slot("word").module.get<TokenEmbedding>()->weight;
+    add_slot("decoder", TiedLmHead(word, /*with_bias=*/true));
   }
-  torch::Tensor forward(const torch::Tensor& tokens) {
-    torch::Tensor h = call("head", call("encoder", call("embeddings", tokens)));
-    auto* embeddings = slot("embeddings").module.get<BertEmbeddings>().get();
-    auto* word = embeddings->slot("word").module.get<torch::nn::Embedding>().get();
-    return torch::matmul(h, word->weight.t()) + decoder_bias_;
-  }
-
- private:
-  torch::Tensor decoder_bias_;
+  std::vector<std::string> prologue_slots() const override { return {"embeddings"}; }
+  std::vector<std::string> epilogue_slots() const override { return {"head", "decoder"}; }
+  torch::Tensor prologue(const torch::Tensor& tokens) override { return call("embeddings", tokens); }
+  torch::Tensor epilogue(const torch::Tensor& h) override { return call("decoder", call("head", h)); }
 };
 TORCH_MODULE(BertModel);
 
-class MlpModelImpl : public schedule::SlotModule {
+class MlpModelImpl : public ZooModel {
  public:
-  explicit MlpModelImpl(const ModelSpec& spec) {
-    add_slot("wte", embedding(spec.vocab, spec.hidden));
+  explicit MlpModelImpl(const ModelSpec& spec) : ZooModel("h") {
+    auto wte = add_slot("wte", TokenEmbedding(spec.vocab, spec.hidden));
     schedule::Sequence blocks;
     for (int64_t i = 0; i < spec.layers; ++i) blocks->push_back(MlpBlock(spec));
     add_slot("h", blocks);
     add_slot("ln_f", layer_norm(spec));
+    add_slot("head", TiedLmHead(wte->weight));
   }
-  torch::Tensor forward(const torch::Tensor& tokens) {
-    return tied_head(*this, "wte", call("ln_f", call("h", call("wte", tokens))));
-  }
+  std::vector<std::string> prologue_slots() const override { return {"wte"}; }
+  std::vector<std::string> epilogue_slots() const override { return {"ln_f", "head"}; }
+  torch::Tensor prologue(const torch::Tensor& tokens) override { return call("wte", tokens); }
+  torch::Tensor epilogue(const torch::Tensor& h) override { return call("head", call("ln_f", h)); }
 };
 TORCH_MODULE(MlpModel);
 
@@ -127,9 +136,7 @@ std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_
 }
 
 torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens) {
-  if (auto* gpt = dynamic_cast<GptModelImpl*>(&model)) return gpt->forward(tokens);
-  if (auto* bert = dynamic_cast<BertModelImpl*>(&model)) return bert->forward(tokens);
-  if (auto* mlp = dynamic_cast<MlpModelImpl*>(&model)) return mlp->forward(tokens);
+  if (auto* zoo = dynamic_cast<ZooModel*>(&model)) return zoo->forward(tokens);
   SLAPO_FAIL(ErrorCode::kInvalidArgument, "model_forward: not a zoo model");
 }
 

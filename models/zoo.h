@@ -2,10 +2,14 @@
 // The model zoo: language models written to be schedulable. Each maps token ids [batch, seq]
 // (int64) to logits [batch, seq, vocab]; the LM head is tied to the token embedding.
 //
-//   gpt   wte, wpe, drop, h.<i> (GptBlock), ln_f
-//   bert  embeddings.{word, position, token_type, norm, drop}, encoder.<i> (BertLayer),
-//         head.{dense, act, norm}, and a decoder bias
-//   mlp   wte, h.<i> (MlpBlock), ln_f
+//   gpt   wte, wpe, drop | h.<i> (GptBlock) | ln_f, head (tied to wte)
+//   bert  embeddings.{word, position, token_type, norm, drop} | encoder.<i> (BertLayer) |
+//         head.{dense, act, norm}, decoder (tied to embeddings.word, with a bias)
+//   mlp   wte | h.<i> (MlpBlock) | ln_f, head (tied to wte)
+//
+// Each is a schedule::Pipelined model: prologue | body | epilogue as marked, so a pipeline can cut
+// the body into stages. Dropout is keyed (schedule/keyed_dropout.h): the masks depend on the step
+// and the sample, not on the order of execution.
 
 #include <memory>
 #include <string>

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "schedule/build.h"
+#include "runners/parallel_trainer.h"
 #include "runners/runner.h"
 #include "runners/tracking_allocator.h"
 
@@ -186,9 +186,17 @@ void check_workload(const Workload& w, const Config& config) {
 }
 
 TrialResult measure_trial(const Workload& w, const Config& config) {
+  return measure_trial(w, config, dist::local_groups());
+}
+
+TrialResult measure_trial(const Workload& w, const Config& config, const dist::ParallelGroups& groups) {
   TrialResult result;
   try {
     check_workload(w, config);
+    const models::ParallelKnobs knobs = models::parallel_knobs(spec_of(w), config);
+    SLAPO_CHECK(knobs.world() == groups.layout.world(), ErrorCode::kInvalidArgument, "the configuration (tp=",
+                knobs.tp, " pp=", knobs.pp, " dp=", knobs.dp, ") needs ", knobs.world(), " ranks; this run has ",
+                groups.layout.world(), " (use the single-node runner: --nproc ", knobs.world(), ")");
   } catch (const Error& e) {
     return failed_trial(TrialStatus::kInvalid, e.what());
   }
@@ -208,15 +216,13 @@ TrialResult measure_trial(const Workload& w, const Config& config) {
   const int64_t seq = knob_int(config, "seq_len", w.seq_len > 0 ? w.seq_len : spec.max_seq);
   std::vector<double> step_ms;
   double loss_first = NAN, loss_last = NAN;
+  double comm_s = 0, wait_s = 0, timed_s = 0;
   try {
     const auto build_start = Clock::now();
-    std::shared_ptr<schedule::SlotModule> model;
+    std::unique_ptr<ParallelTrainer> trainer;
     try {
-      model = models::build_model(spec, w.seed);
-      auto sch = schedule::create_schedule(model);
-      models::apply_template(*sch, spec, w.schedule_template(),
-                             config);
-      schedule::build(*sch);
+      TrainerSetup setup{spec, w.schedule_template(), config, w.seed, w.optimizer, w.lr};
+      trainer = std::make_unique<ParallelTrainer>(setup, groups);
     } catch (const c10::OutOfMemoryError&) {
       throw;
     } catch (const std::exception& e) {
@@ -224,21 +230,19 @@ TrialResult measure_trial(const Workload& w, const Config& config) {
     }
     result.metrics[metric::kBuildMs] = ms_since(build_start);
 
-    std::unique_ptr<torch::optim::Optimizer> optimizer;
-    if (w.optimizer == "sgd") optimizer = std::make_unique<torch::optim::SGD>(model->parameters(), torch::optim::SGDOptions(w.lr));
-    else optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(w.lr));
     Batches batches(w, spec.vocab, batch, seq);
-    model->train();
     const auto train_start = Clock::now();
     for (int step = 0; step < w.warmup + w.steps; ++step) {
       auto [tokens, targets] = batches.next();
+      const double comm_before = trainer->communication_seconds();
       const auto start = Clock::now();
-      optimizer->zero_grad();
-      torch::Tensor loss = models::language_model_loss(models::model_forward(*model, tokens), targets);
-      loss.backward();
-      optimizer->step();
-      const double value = loss.item<double>();
-      if (step >= w.warmup) step_ms.push_back(ms_since(start));
+      const double value = trainer->step(tokens, targets, static_cast<uint64_t>(step));
+      if (step >= w.warmup) {
+        step_ms.push_back(ms_since(start));
+        comm_s += trainer->communication_seconds() - comm_before;
+        wait_s += trainer->pipeline_timing().wait_s;
+        timed_s += step_ms.back() / 1000;
+      }
       if (!std::isfinite(value)) {
         return failed_trial(TrialStatus::kRuntimeError, "non-finite loss " + std::to_string(value) + " at step " +
                                                             std::to_string(step));
@@ -267,12 +271,23 @@ TrialResult measure_trial(const Workload& w, const Config& config) {
   result.metrics[metric::kTokensPerS] = tokens / (median / 1000);
   // Model FLOPs: forward + backward (2× forward) of the stated count; recomputation not counted.
   result.metrics[metric::kTflops] = 3 * spec.forward_flops(seq) * static_cast<double>(batch) / (median / 1000) / 1e12;
-  result.metrics[metric::kPeakBytes] = static_cast<double>(tracker.peak_bytes() - baseline);
   result.metrics[metric::kLossFirst] = loss_first;
   result.metrics[metric::kLossLast] = loss_last;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  result.metrics[metric::kMaxRssBytes] = static_cast<double>(usage.ru_maxrss) * 1024;
+  // Across ranks: the largest peak and RSS (the rank that would run out first), the mean shares.
+  torch::Tensor worst = torch::tensor({static_cast<double>(tracker.peak_bytes() - baseline),
+                                       static_cast<double>(usage.ru_maxrss) * 1024}, torch::kDouble);
+  groups.world->all_reduce(worst, schedule::ReduceOp::kMax);
+  torch::Tensor shares = torch::tensor({comm_s / timed_s, wait_s / timed_s}, torch::kDouble);
+  groups.world->all_reduce(shares);
+  shares /= groups.layout.world();
+  result.metrics[metric::kPeakBytes] = worst[0].item<double>();
+  result.metrics[metric::kMaxRssBytes] = worst[1].item<double>();
+  if (groups.layout.world() > 1) {
+    result.metrics[metric::kCommShare] = shares[0].item<double>();
+    result.metrics[metric::kBubbleShare] = shares[1].item<double>();
+  }
   return result;
 }
 

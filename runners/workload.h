@@ -16,6 +16,7 @@
 
 #include "core/config.h"
 #include "core/trial.h"
+#include "dist/world.h"
 
 namespace slapo::runners {
 
@@ -53,5 +54,9 @@ void check_workload(const Workload& workload, const Config& config);
 // candidate's failures: out of memory (the budget included) is `oom`; a schedule that cannot be
 // applied is `schedule_error`; any other exception or a non-finite loss is `runtime_error`.
 TrialResult measure_trial(const Workload& workload, const Config& config);
+// The same as one rank of a job: every rank calls it with its groups; the metrics are the job's
+// (peak memory and RSS: the largest rank; comm_share and bubble_share: means over ranks). The
+// configuration's tp/pp/dp must match the groups' layout.
+TrialResult measure_trial(const Workload& workload, const Config& config, const dist::ParallelGroups& groups);
 
 }  // namespace slapo::runners

@@ -21,6 +21,15 @@ BuildResult build(Schedule& schedule) {
   return result;
 }
 
+std::vector<torch::Tensor> unique_parameters(torch::nn::Module& module) {
+  std::vector<torch::Tensor> out;
+  std::set<const c10::TensorImpl*> seen;
+  for (const auto& p : module.parameters()) {
+    if (seen.insert(p.unsafeGetTensorImpl()).second) out.push_back(p);
+  }
+  return out;
+}
+
 std::string BuildResult::plan_text() const {
   std::ostringstream out;
   auto list = [&](const char* what, const std::vector<std::string>& items) {
@@ -37,6 +46,10 @@ std::string BuildResult::plan_text() const {
   out << "\nsharded:";
   if (plan.shards.empty()) out << " none";
   for (const auto& s : plan.shards) out << " " << s.path << "." << s.param << "@" << s.axis << "/" << s.parts;
+  out << "\n";
+  out << "synced:";
+  if (plan.syncs.empty()) out << " none";
+  for (const auto& s : plan.syncs) out << " " << s.path << " " << s.mode << " " << s.op;
   out << "\n";
   list("pipeline cuts after", plan.cuts);
   size_t params = 0;

@@ -26,4 +26,8 @@ struct BuildResult {
 
 BuildResult build(Schedule& schedule);
 
+// The module's parameters, each tensor once (tied parameters appear under several names, and an
+// optimizer given both would update the tensor twice per step).
+std::vector<torch::Tensor> unique_parameters(torch::nn::Module& module);
+
 }  // namespace slapo::schedule

@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include "schedule/keyed_dropout.h"
 #include "schedule/slot_module.h"
 
 namespace slapo::schedule {
@@ -17,6 +18,7 @@ struct CheckpointState : torch::CustomClassHolder {
   std::vector<std::shared_ptr<RngStream>> streams;
   at::Tensor rng_state;                     // the default generator at forward time
   std::vector<at::Tensor> stream_states;    // each stream at forward time
+  DropoutKey dropout_key;                   // keyed dropout's step and samples at forward time
 };
 
 struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
@@ -25,7 +27,10 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
                                                 c10::intrusive_ptr<CheckpointState> state) {
     state->rng_state = default_rng_state();
     for (const auto& s : state->streams) state->stream_states.push_back(s->state());
+    state->dropout_key = current_dropout_key();
+    if (!state->dropout_key.active) state->dropout_key = fresh_dropout_key();
     std::vector<torch::Tensor> in(inputs.begin(), inputs.end());
+    DropoutScope scope(state->dropout_key);
     torch::Tensor out = forward_tensors(const_cast<torch::nn::AnyModule&>(state->module), in);
     ctx->save_for_backward(in);
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
@@ -49,6 +54,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
+      DropoutScope scope(state->dropout_key);
       out = forward_tensors(state->module, inputs);
     }
     set_default_rng_state(current);

@@ -31,10 +31,19 @@ const std::vector<PrimitiveDoc>& list_primitives() {
        "  replace (by name) and shard (same tensor). Read them with sch[path].annotations(name)."},
       {"shard", "split a parameter or buffer along an axis across the tensor-parallel group",
        "sch[path].shard(name, axis)\n"
-       "  Records that `name` is split along `axis` into tp_size parts (ScheduleOptions). The size\n"
-       "  along the axis must divide; a tensor cannot be sharded twice; tied parameters (one tensor\n"
-       "  under several names) are listed with the shard. Executed across processes by the\n"
-       "  distributed runtime."},
+       "  Splits `name` along `axis` into one part per tensor-parallel rank. With a group in the\n"
+       "  ScheduleOptions this rank keeps its slice (narrowed in place: tied names and optimizers see\n"
+       "  it); without one the split is checked and recorded. The size along the axis must divide; a\n"
+       "  tensor cannot be sharded twice; tied parameters are listed with the shard."},
+      {"sync", "run a collective around the module, with its conjugate in backward",
+       "sch[path].sync(mode, op[, axis])\n"
+       "  mode: fwd_pre (on the inputs), fwd_post (on the output), bwd_post (on the inputs' gradient).\n"
+       "  op: all_reduce, all_gather(axis), reduce_scatter(axis), split(axis; fwd_pre only).\n"
+       "  Megatron's pairs: fwd_post all_reduce is identity in backward; bwd_post all_reduce is\n"
+       "  identity in forward; all_gather's backward keeps this rank's slice. Checked against the\n"
+       "  shards: a Linear needs its weight split along the inputs (axis 1) to all-reduce its output,\n"
+       "  along the outputs (axis 0) to all-gather it; a row-split Linear adds its bias once, after\n"
+       "  the all-reduce. Reduce-scatter on Gloo is an all-reduce and a slice."},
       {"cut_pipeline_stage", "begin a new pipeline stage after this module",
        "sch[path].cut_pipeline_stage()\n"
        "  The module must be a child of a Sequence and not its last child; the root cannot be cut.\n"

@@ -120,6 +120,10 @@ void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const Rep
     } else if (step.primitive == "shard") {
       const std::string name = args.string();
       target.shard(name, args.integer());
+    } else if (step.primitive == "sync") {
+      const std::string mode = args.string(), op = args.string();
+      if (args.done()) target.sync(mode, op);
+      else target.sync(mode, op, args.integer());
     } else if (step.primitive == "replace") {
       SLAPO_CHECK(static_cast<bool>(factory), ErrorCode::kInvalidArgument, "replay step ", index, " (",
                   step.to_string(), "): replacing needs a module factory");

@@ -6,8 +6,14 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "schedule/communicator.h"
+#include "schedule/keyed_dropout.h"
 #include "schedule/rng_stream.h"
 #include "schedule/sequence.h"
+#include "schedule/shard_aware.h"
+
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
 
 namespace slapo::schedule {
 
@@ -34,6 +40,9 @@ std::string quoted(const std::string& s) {
 }
 
 }  // namespace
+
+int64_t ScheduleOptions::tp_parts() const { return tp_group ? tp_group->size() : tp_size; }
+int64_t ScheduleOptions::tp_rank() const { return tp_group ? tp_group->rank() : 0; }
 
 std::string AppliedPrimitive::to_string() const {
   return "sch[" + quoted(path) + "]." + primitive + "(" + args + ")";
@@ -219,6 +228,8 @@ Schedule& Schedule::fork_rng(std::optional<uint64_t> seed) {
   // Without an explicit seed: the options' seed mixed with the path, stable across runs.
   const uint64_t s = seed ? *seed : std::stoull(stable_hash(std::to_string(root_->options.seed) + ":" + path_), nullptr, 16);
   slot.policy.rng = std::make_shared<RngStream>(s);
+  // A keyed dropout draws from its own seed, not from the default generator: re-seed it.
+  if (auto* keyed = dynamic_cast<KeyedDropoutImpl*>(module_.get())) keyed->set_seed(s);
   root_->record.forked.push_back(path_);
   record_primitive("fork_rng", seed ? std::to_string(*seed) : "");
   return *this;
@@ -242,7 +253,7 @@ Schedule& Schedule::shard(const std::string& name, int64_t axis) {
   const int64_t dims = t.dim();
   SLAPO_CHECK(axis >= 0 && axis < dims, ErrorCode::kInvalidArgument, "shard on '", path_, "': axis ", axis,
               " is out of range for '", name, "' of shape ", t.sizes(), " (", dims, " dimensions)");
-  const int64_t parts = root_->options.tp_size;
+  const int64_t parts = root_->options.tp_parts();
   SLAPO_CHECK(t.size(axis) % parts == 0, ErrorCode::kInvalidArgument, "shard on '", path_, "': '", name,
               "' has size ", t.size(axis), " along axis ", axis, ", which does not divide into ", parts, " parts");
   auto previous = root_->sharded.find(t.unsafeGetTensorImpl());
@@ -259,7 +270,110 @@ Schedule& Schedule::shard(const std::string& name, int64_t axis) {
   }
   root_->sharded[t.unsafeGetTensorImpl()] = root_->record.shards.size();
   root_->record.shards.push_back(spec);
+  if (root_->options.tp_group && parts > 1) {
+    // Keep this rank's slice. set_ changes the one tensor that the module, its tied names and an
+    // optimizer made later all hold; the clone drops the rest of the storage.
+    torch::NoGradGuard no_grad;
+    const int64_t len = t.size(axis) / parts;
+    const int64_t rank = root_->options.tp_rank();
+    t.set_(t.narrow(axis, rank * len, len).clone());
+    if (auto* aware = dynamic_cast<ShardAware*>(module_.get())) aware->on_shard(name, axis, parts, rank);
+  }
   record_primitive("shard", quoted(name) + ", " + std::to_string(axis));
+  return *this;
+}
+
+std::vector<std::pair<std::string, const ShardSpec*>> Schedule::shards_below() {
+  std::vector<std::pair<std::string, const ShardSpec*>> out;
+  for (const auto& p : module_->named_parameters()) {
+    auto it = root_->sharded.find(p.value().unsafeGetTensorImpl());
+    if (it != root_->sharded.end()) out.emplace_back(p.key(), &root_->record.shards[it->second]);
+  }
+  for (const auto& b : module_->named_buffers()) {
+    auto it = root_->sharded.find(b.value().unsafeGetTensorImpl());
+    if (it != root_->sharded.end()) out.emplace_back(b.key(), &root_->record.shards[it->second]);
+  }
+  return out;
+}
+
+namespace {
+
+SyncMode parse_sync_mode(const std::string& path, const std::string& mode) {
+  if (mode == "fwd_pre") return SyncMode::kFwdPre;
+  if (mode == "fwd_post") return SyncMode::kFwdPost;
+  if (mode == "bwd_post") return SyncMode::kBwdPost;
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "sync on '", path, "': unknown mode '", mode,
+             "' (modes: fwd_pre, fwd_post, bwd_post)");
+}
+
+SyncOp parse_sync_op(const std::string& path, const std::string& op) {
+  if (op == "all_reduce") return SyncOp::kAllReduce;
+  if (op == "all_gather") return SyncOp::kAllGather;
+  if (op == "reduce_scatter") return SyncOp::kReduceScatter;
+  if (op == "split") return SyncOp::kSplit;
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "sync on '", path, "': unknown op '", op,
+             "' (ops: all_reduce, all_gather, reduce_scatter, split)");
+}
+
+}  // namespace
+
+Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_name, int64_t axis) {
+  const SyncMode mode = parse_sync_mode(path_, mode_name);
+  const SyncOp op = parse_sync_op(path_, op_name);
+  const std::string what = "sync(\"" + mode_name + "\", \"" + op_name + "\") on '" + path_ + "'";
+  SLAPO_CHECK(mode != SyncMode::kBwdPost || op == SyncOp::kAllReduce || op == SyncOp::kReduceScatter,
+              ErrorCode::kInvalidArgument, what, ": bwd_post takes all_reduce or reduce_scatter");
+  SLAPO_CHECK(op != SyncOp::kSplit || mode == SyncMode::kFwdPre, ErrorCode::kInvalidArgument, what,
+              ": split only applies to the inputs (fwd_pre)");
+  // What is sharded here decides which collectives make sense. For a Linear or an Embedding the
+  // layout of the output follows from the weight's axis; other modules need some shard below.
+  const auto shards = shards_below();
+  SLAPO_CHECK(!shards.empty(), ErrorCode::kInvalidArgument, what, ": nothing at or below '", path_,
+              "' is sharded, so there is nothing to synchronize (shard a parameter first)");
+  std::optional<int64_t> weight_axis;
+  for (const auto& [name, spec] : shards) {
+    if (name == "weight") weight_axis = spec->axis;
+  }
+  const bool linear = dynamic_cast<torch::nn::LinearImpl*>(module_.get()) != nullptr;
+  const bool embedding = dynamic_cast<torch::nn::EmbeddingImpl*>(module_.get()) != nullptr;
+  // The output of a Linear is partial sums when its weight is split along the inputs (axis 1) and
+  // split along its last axis when the weight is split along the outputs (axis 0); an embedding's
+  // the other way round.
+  const int64_t partial_axis = linear ? 1 : 0;
+  const int64_t split_axis = linear ? 0 : 1;
+  if ((linear || embedding) && mode == SyncMode::kFwdPost) {
+    const bool wants_partial = op == SyncOp::kAllReduce || op == SyncOp::kReduceScatter;
+    const int64_t needed = wants_partial ? partial_axis : split_axis;
+    SLAPO_CHECK(weight_axis == needed, ErrorCode::kInvalidArgument, what, ": needs 'weight' sharded along axis ",
+                needed, wants_partial ? " (partial sums to reduce)" : " (an output split along its last axis)",
+                weight_axis ? ", but it is sharded along axis " + std::to_string(*weight_axis)
+                            : std::string(", but it is not sharded"));
+    SLAPO_CHECK(op != SyncOp::kAllGather || axis == -1, ErrorCode::kInvalidArgument, what, ": the output is split along",
+                " its last axis (-1), not along axis ", axis);
+  }
+  if (linear && op == SyncOp::kSplit) {
+    SLAPO_CHECK(weight_axis == 1 && axis == -1, ErrorCode::kInvalidArgument, what,
+                ": splitting the input along its last axis needs 'weight' sharded along axis 1 (its inputs)",
+                " and axis -1");
+  }
+  SlotModule& parent = parent_slots("sync");
+  Slot& slot = parent.slot(slot_name_);
+  SLAPO_CHECK(slot.signature.tensors_only && slot.signature.tensor_inputs >= 1 && slot.signature.tensor_inputs <= 4,
+              ErrorCode::kInvalidArgument, what, ": supports modules whose forward takes 1 to 4 tensors and returns",
+              " a tensor; this one is ", slot.signature.text);
+  if (root_->options.tp_group) {
+    slot.policy.syncs.push_back(SyncSpec{mode, op, axis, root_->options.tp_group});
+    if (linear && mode == SyncMode::kFwdPost && op == SyncOp::kAllReduce) {
+      auto* l = dynamic_cast<torch::nn::LinearImpl*>(module_.get());
+      const bool bias_sharded = std::any_of(shards.begin(), shards.end(), [](const auto& s) { return s.first == "bias"; });
+      SLAPO_CHECK(!slot.policy.checkpoint, ErrorCode::kInvalidArgument, what,
+                  ": checkpoint the module around this Linear instead of the Linear itself");
+      slot.policy.bias_after_reduce = l->bias.defined() && !bias_sharded;
+    }
+  }
+  root_->record.syncs.push_back({path_, mode_name, op_name, axis});
+  const bool has_axis = op != SyncOp::kAllReduce;
+  record_primitive("sync", quoted(mode_name) + ", " + quoted(op_name) + (has_axis ? ", " + std::to_string(axis) : ""));
   return *this;
 }
 

@@ -25,9 +25,18 @@
 
 namespace slapo::schedule {
 
+class Communicator;  // schedule/communicator.h
+
 struct ScheduleOptions {
-  int64_t tp_size = 1;  // size of the tensor-parallel group: shard() requires divisibility by it
-  uint64_t seed = 0;    // fork_rng streams without an explicit seed derive theirs from this
+  // The tensor-parallel group of this rank. When set, shard() keeps this rank's slice of the tensor
+  // and sync() runs its collectives over the group. When null, the schedule is a plan only:
+  // shard() checks and records a split into `tp_size` parts, sync() records the collective.
+  std::shared_ptr<Communicator> tp_group;
+  int64_t tp_size = 1;
+  uint64_t seed = 0;  // fork_rng streams without an explicit seed derive theirs from this
+
+  int64_t tp_parts() const;  // the group's size, or tp_size
+  int64_t tp_rank() const;   // this rank in the group, or 0
 };
 
 struct ShardSpec {
@@ -36,6 +45,13 @@ struct ShardSpec {
   int64_t axis = 0;
   int64_t parts = 1;
   std::vector<std::string> tied;  // other full names of the same tensor
+};
+
+struct SyncRecord {
+  std::string path;
+  std::string mode;  // fwd_pre | fwd_post | bwd_post
+  std::string op;    // all_reduce | all_gather | reduce_scatter | split
+  int64_t axis = -1;
 };
 
 struct AppliedPrimitive {
@@ -52,6 +68,7 @@ struct ScheduleRecord {
   std::vector<std::string> forked;        // paths with their own random stream
   std::vector<std::pair<std::string, std::string>> replaced;  // path, type of the new module
   std::vector<ShardSpec> shards;
+  std::vector<SyncRecord> syncs;
   std::vector<std::string> cuts;  // a stage begins after each of these paths
 };
 
@@ -107,9 +124,15 @@ class Schedule {
   Schedule& fork_rng(std::optional<uint64_t> seed = std::nullopt);
   // Attach key = value to a parameter or buffer of this module.
   Schedule& annotate(const std::string& name, const std::string& key, const std::string& value);
-  // Split a parameter or buffer along `axis` across the tensor-parallel group (recorded here;
-  // executed across processes by the distributed runtime).
+  // Split a parameter or buffer along `axis` across the tensor-parallel group: with a group in the
+  // options, this rank keeps its slice (the tensor is narrowed in place, so the module, tied
+  // names and an optimizer made later all see it).
   Schedule& shard(const std::string& name, int64_t axis);
+  // Run a collective around this module's forward over the tensor-parallel group, with its
+  // conjugate in backward: mode "fwd_pre" | "fwd_post" | "bwd_post"; op "all_reduce" |
+  // "all_gather" | "reduce_scatter" | "split" (axis for the last three). Checked against the
+  // shards: a collective that needs a sharded tensor the schedule did not shard is an error.
+  Schedule& sync(const std::string& mode, const std::string& op, int64_t axis = -1);
   // A pipeline stage begins after this module. It must be a child of a Sequence, not the last.
   Schedule& cut_pipeline_stage();
 
@@ -136,6 +159,8 @@ class Schedule {
   void record_primitive(const std::string& primitive, const std::string& args);
   Schedule& root_schedule();
   torch::Tensor tensor_named(const std::string& name, const char* primitive);
+  // The shards of tensors at or below this module: (name relative to it, spec).
+  std::vector<std::pair<std::string, const ShardSpec*>> shards_below();
 
   Root* root_;
   std::unique_ptr<Root> owned_root_;  // set on the root schedule only

@@ -2,6 +2,7 @@
 // Sequence: a schedulable nn::Sequential. Children are slots named "0", "1", ...; forward feeds
 // each one's output to the next. Pipeline cuts (cut_pipeline_stage) are made between them.
 
+#include <cstdint>
 #include <string>
 
 #include <torch/nn/pimpl.h>
@@ -21,6 +22,8 @@ class SequenceImpl : public SlotModule {
   size_t size() const { return slot_names().size(); }
 
   torch::Tensor forward(const torch::Tensor& x);
+  // Children [begin, end) only: one pipeline stage's part.
+  torch::Tensor forward_range(int64_t begin, int64_t end, const torch::Tensor& x);
 };
 TORCH_MODULE(Sequence);
 

@@ -1,9 +1,12 @@
 #include "schedule/slot_module.h"
 
 #include <torch/csrc/autograd/grad_mode.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/nn/modules/linear.h>
 
 #include "core/error.h"
 #include "schedule/checkpoint.h"
+#include "schedule/collectives.h"
 #include "schedule/rng_stream.h"
 
 namespace slapo::schedule {
@@ -44,8 +47,36 @@ void SlotModule::set_slot_module(const std::string& name, torch::nn::AnyModule m
   s.signature = std::move(signature);
 }
 
+namespace {
+
+torch::Tensor apply_sync(const SyncSpec& sync, const torch::Tensor& x) {
+  Communicator& group = *sync.group;
+  if (sync.mode == SyncMode::kBwdPost) {
+    // Forward does the conjugate of what backward must do to the input's gradient.
+    if (sync.op == SyncOp::kAllReduce) return copy_to_group(x, group);
+    return gather_reduce_scatter(x, group, sync.axis);  // kReduceScatter (checked by sync())
+  }
+  switch (sync.op) {
+    case SyncOp::kAllReduce: return reduce_from_group(x, group);
+    case SyncOp::kAllGather: return gather_from_group(x, group, sync.axis);
+    case SyncOp::kReduceScatter: return reduce_scatter_group(x, group, sync.axis);
+    case SyncOp::kSplit: return split_to_group(x, group, sync.axis);
+  }
+  return x;
+}
+
+}  // namespace
+
 torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> inputs) {
+  for (const SyncSpec& sync : s.policy.syncs) {
+    if (sync.mode == SyncMode::kFwdPost) continue;
+    for (torch::Tensor& x : inputs) x = apply_sync(sync, x);
+  }
   auto run = [&]() -> torch::Tensor {
+    if (s.policy.bias_after_reduce) {
+      auto* linear = s.module.get<torch::nn::Linear>().get();
+      return torch::nn::functional::linear(inputs.at(0), linear->weight);
+    }
     if (s.policy.checkpoint && s.module.ptr()->is_training() && torch::GradMode::is_enabled()) {
       std::vector<std::shared_ptr<RngStream>> streams;
       collect_streams(*s.module.ptr(), &streams);
@@ -53,8 +84,15 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
     }
     return forward_tensors(s.module, inputs);
   };
-  if (s.policy.rng) return s.policy.rng->run(run);
-  return run();
+  torch::Tensor out = s.policy.rng ? s.policy.rng->run(run) : run();
+  for (const SyncSpec& sync : s.policy.syncs) {
+    if (sync.mode == SyncMode::kFwdPost) out = apply_sync(sync, out);
+  }
+  if (s.policy.bias_after_reduce) {
+    auto* linear = s.module.get<torch::nn::Linear>().get();
+    if (linear->bias.defined()) out = out + linear->bias;
+  }
+  return out;
 }
 
 torch::Tensor forward_tensors(torch::nn::AnyModule& module, const std::vector<torch::Tensor>& in) {

@@ -72,12 +72,29 @@ Signature signature_of() {
   return signature_of_impl<typename Holder::ContainedType>();
 }
 
-class RngStream;  // schedule/fork_rng.h
+class RngStream;     // schedule/rng_stream.h
+class Communicator;  // schedule/communicator.h
+
+// sync(mode, op): where a collective runs around a slot's forward (Slapo's modes).
+enum class SyncMode { kFwdPre, kFwdPost, kBwdPost };
+// The collective. Each runs with its conjugate in backward (schedule/collectives.h).
+enum class SyncOp { kAllReduce, kAllGather, kReduceScatter, kSplit };
+
+struct SyncSpec {
+  SyncMode mode = SyncMode::kFwdPost;
+  SyncOp op = SyncOp::kAllReduce;
+  int64_t axis = -1;  // for all_gather, reduce_scatter and split
+  std::shared_ptr<Communicator> group;
+};
 
 // How a slot is called; set by schedule primitives.
 struct SlotPolicy {
   bool checkpoint = false;
   std::shared_ptr<RngStream> rng;  // an independent random stream (fork_rng), or none
+  std::vector<SyncSpec> syncs;     // in the order they were applied
+  // A Linear whose weight is sharded along its input features computes partial sums; its bias must
+  // be added once, after the fwd_post all-reduce, not once per rank.
+  bool bias_after_reduce = false;
 };
 
 struct Slot {
@@ -110,7 +127,9 @@ class SlotModule : public torch::nn::Module {
   template <typename... Args>
   torch::Tensor call(const std::string& name, Args&&... args) {
     Slot& s = slot(name);
-    if (!s.policy.checkpoint && !s.policy.rng) return s.module.forward(std::forward<Args>(args)...);
+    if (!s.policy.checkpoint && !s.policy.rng && s.policy.syncs.empty()) {
+      return s.module.forward(std::forward<Args>(args)...);
+    }
     return call_with_policy(s, {args...});
   }
 

@@ -7,6 +7,8 @@
 
 #include <torch/utils.h>
 
+#include "schedule/keyed_dropout.h"
+
 namespace slapo::schedule {
 
 namespace {
@@ -31,6 +33,8 @@ std::pair<torch::Tensor, torch::Tensor> run_once(torch::nn::Module& model, const
   model.train();
   model.zero_grad();
   torch::manual_seed(seed);
+  // Keyed dropout draws from (step, sample): both models get the same key, so the same masks.
+  DropoutScope scope(seed, 0);
   auto [output, loss] = run(model);
   loss.backward();
   return {output.detach(), loss.detach()};

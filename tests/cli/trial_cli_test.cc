@@ -56,10 +56,10 @@ TEST(TrialCliTest, BadInputIsRefusedBeforeAnythingRuns) {
   EXPECT_EQ(budget.exit_code, 2);
   EXPECT_NE(budget.err.find("--memory-budget"), std::string::npos);
   const std::string foreign = slapo::testing::write_temp(
-      "foreign_trial.toml", "[workload]\nmodel = 'gpt-tiny'\n[knobs]\ntp = { values = [1, 2] }\n");
-  Outcome knob = run("trial --space " + foreign + " --config '{\"tp\": 2}'");
+      "foreign_trial.toml", "[workload]\nmodel = 'gpt-tiny'\n[knobs]\nzero_stage = { values = [1, 2] }\n");
+  Outcome knob = run("trial --space " + foreign + " --config '{\"zero_stage\": 2}'");
   EXPECT_EQ(knob.exit_code, 2);
-  EXPECT_NE(knob.err.find("knob 'tp' is not understood by schedule template 'gpt'"), std::string::npos) << knob.err;
+  EXPECT_NE(knob.err.find("knob 'zero_stage' is not understood by schedule template 'gpt'"), std::string::npos) << knob.err;
 }
 
 }  // namespace

@@ -106,9 +106,13 @@ TEST(InProcessRunnerTest, MetricsAndFailures) {
   EXPECT_LE(ok.metrics.at("step_ms_p10"), ok.metrics.at("step_ms_median"));
   EXPECT_LE(ok.metrics.at("step_ms_median"), ok.metrics.at("step_ms_p90"));
   EXPECT_NEAR(ok.metrics.at("tokens_per_s"), ok.metrics.at("samples_per_s") * 16, 1e-6 * ok.metrics.at("tokens_per_s"));
-  const TrialResult unknown = measure_trial(w, config(R"({"tp": 2})"));
+  const TrialResult unknown = measure_trial(w, config(R"({"zero_stage": 2})"));
   EXPECT_EQ(unknown.status, TrialStatus::kInvalid);
-  EXPECT_NE(unknown.error.find("knob 'tp' is not understood"), std::string::npos);
+  EXPECT_NE(unknown.error.find("knob 'zero_stage' is not understood"), std::string::npos);
+  // Two tensor-parallel ranks cannot run in one process: invalid, saying how to run it.
+  const TrialResult layout = measure_trial(w, config(R"({"tp": 2})"));
+  EXPECT_EQ(layout.status, TrialStatus::kInvalid);
+  EXPECT_NE(layout.error.find("needs 2 ranks"), std::string::npos) << layout.error;
 }
 
 TEST(WorkloadTest, ParsesAndRejectsWithTheKey) {

@@ -1,0 +1,131 @@
+#include "dist/gloo_communicator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+
+#include "core/error.h"
+
+namespace slapo::dist {
+
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+class GlooSend : public schedule::SendHandle {
+ public:
+  GlooSend(c10::intrusive_ptr<c10d::Work> work, std::string what) : work_(std::move(work)), what_(std::move(what)) {}
+  void wait() override {
+    try {
+      work_->wait();
+    } catch (const std::exception& e) {
+      SLAPO_FAIL(ErrorCode::kRuntime, what_, " failed: ", first_line(e.what()));
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::string what_;
+};
+
+class GlooCommunicator : public schedule::Communicator {
+ public:
+  GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, std::string name)
+      : pg_(std::move(pg)), name_(std::move(name)) {}
+
+  int rank() const override { return pg_->getRank(); }
+  int size() const override { return pg_->getSize(); }
+  const std::string& name() const override { return name_; }
+
+  void all_reduce(at::Tensor& tensor, schedule::ReduceOp op) override {
+    std::vector<at::Tensor> v{tensor};
+    c10d::AllreduceOptions o;
+    o.reduceOp = op == schedule::ReduceOp::kMax ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
+    run("all_reduce", tensor.nbytes(), [&] { pg_->allreduce(v, o)->wait(); });
+  }
+
+  std::vector<at::Tensor> all_gather(const at::Tensor& tensor) override {
+    std::vector<at::Tensor> in{tensor.contiguous()};
+    std::vector<std::vector<at::Tensor>> out(1);
+    for (int i = 0; i < size(); ++i) out[0].push_back(at::empty_like(in[0]));
+    run("all_gather", tensor.nbytes() * static_cast<size_t>(size()), [&] { pg_->allgather(out, in)->wait(); });
+    return out[0];
+  }
+
+  void broadcast(at::Tensor& tensor, int root) override {
+    std::vector<at::Tensor> v{tensor};
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    run("broadcast", tensor.nbytes(), [&] { pg_->broadcast(v, o)->wait(); });
+  }
+
+  std::unique_ptr<schedule::SendHandle> send(const at::Tensor& tensor, int peer, int tag) override {
+    std::vector<at::Tensor> v{tensor};
+    c10::intrusive_ptr<c10d::Work> work;
+    run("send", tensor.nbytes(), [&] { work = pg_->send(v, peer, tag); });
+    return std::make_unique<GlooSend>(std::move(work), "send to rank " + std::to_string(peer) + " of group '" + name_ + "'");
+  }
+
+  void recv(at::Tensor& tensor, int peer, int tag) override {
+    std::vector<at::Tensor> v{tensor};
+    run("recv from rank " + std::to_string(peer), tensor.nbytes(), [&] { pg_->recv(v, peer, tag)->wait(); });
+  }
+
+  void barrier() override {
+    run("barrier", 0, [&] { pg_->barrier()->wait(); });
+  }
+
+ private:
+  template <typename Fn>
+  void run(const std::string& what, size_t bytes, Fn&& fn) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      fn();
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      SLAPO_FAIL(ErrorCode::kRuntime, what, " on group '", name_, "' (rank ", rank(), " of ", size(),
+                 ") failed: ", first_line(e.what()));
+    }
+    stats_.calls += 1;
+    stats_.bytes += static_cast<int64_t>(bytes);
+    stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
+  std::string name_;
+};
+
+std::shared_ptr<::gloo::transport::Device> make_device(const std::string& hostname) {
+  if (!hostname.empty()) return c10d::ProcessGroupGloo::createDeviceForHostname(hostname);
+  if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+    return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+}  // namespace
+
+std::shared_ptr<schedule::Communicator> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
+                                                        const std::string& name, const std::vector<int>& members,
+                                                        int global_rank, const GlooOptions& options) {
+  const auto it = std::find(members.begin(), members.end(), global_rank);
+  SLAPO_INTERNAL_ASSERT(it != members.end(), "rank is not a member of the group it creates");
+  const int rank = static_cast<int>(it - members.begin());
+  auto o = c10d::ProcessGroupGloo::Options::create(options.timeout);
+  o->devices.push_back(make_device(options.hostname));
+  o->threads = 1;
+  try {
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
+    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, static_cast<int>(members.size()), o);
+    return std::make_shared<GlooCommunicator>(std::move(pg), name);
+  } catch (const std::exception& e) {
+    SLAPO_FAIL(ErrorCode::kRuntime, "joining group '", name, "' as rank ", rank, " of ", members.size(),
+               " failed: ", first_line(e.what()));
+  }
+}
+
+}  // namespace slapo::dist

@@ -1,0 +1,117 @@
+#include "runners/parallel_trainer.h"
+
+#include <set>
+
+#include <torch/nn/module.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+
+#include "core/error.h"
+#include "models/templates.h"
+#include "models/zoo.h"
+#include "schedule/data_parallel.h"
+
+namespace slapo::runners {
+
+ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups groups) : groups_(std::move(groups)) {
+  const models::ParallelKnobs knobs = models::parallel_knobs(setup.spec, setup.config);
+  const dist::Layout& layout = groups_.layout;
+  SLAPO_CHECK(knobs.tp == layout.tp && knobs.pp == layout.pp && knobs.dp == layout.dp, ErrorCode::kInvalidArgument,
+              "the configuration asks for tp=", knobs.tp, " dp=", knobs.dp, " pp=", knobs.pp, " (", knobs.world(),
+              " ranks) but this job is ", layout.to_string(), " (", layout.world(), " ranks)");
+  model_ = models::build_model(setup.spec, setup.seed);
+  schedule::ScheduleOptions options;
+  options.tp_group = groups_.tp;
+  options.seed = setup.seed;
+  auto sch = schedule::create_schedule(model_, options);
+  models::apply_template(*sch, setup.spec, setup.template_name, setup.config);
+  built_ = schedule::build(*sch);
+  schedule_text_ = sch->to_string();
+
+  schedule::StagePlan plan = schedule::plan_stages(*model_, built_.plan.cuts);
+  schedule::PipelineOptions po;
+  po.micro_batches = knobs.micro_batches;
+  po.schedule = schedule::parse_pipeline_schedule(knobs.pipeline_schedule);
+  runner_ = std::make_unique<schedule::PipelineRunner>(model_, plan, groups_.pp, po);
+  if (layout.pp == 1) {
+    plan.blocks = {{0, plan.blocks.back().second}};
+    plan.stages = 1;
+  }
+  const int64_t stage = groups_.pp_rank();
+  params_ = schedule::stage_parameters(*model_, plan, stage);
+
+  if (layout.pp > 1) {
+    std::set<const c10::TensorImpl*> mine;
+    for (const auto& [name, t] : params_) mine.insert(t.unsafeGetTensorImpl());
+    // The tensors both ends of the pipeline hold (a tied embedding and LM head).
+    if (stage == 0 || stage == plan.stages - 1) {
+      std::set<const c10::TensorImpl*> last;
+      for (const auto& [name, t] : schedule::stage_parameters(*model_, plan, plan.stages - 1)) last.insert(t.unsafeGetTensorImpl());
+      for (const auto& [name, t] : schedule::stage_parameters(*model_, plan, 0)) {
+        if (last.count(t.unsafeGetTensorImpl())) tied_.push_back(t);
+      }
+    }
+    // Release what other stages own: this rank's memory is its stage's.
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      if (!mine.count(p.unsafeGetTensorImpl()) && p.numel() > 0) {
+        p.set_(torch::empty({0}, p.options()));
+        p.requires_grad_(false);
+      }
+    }
+  }
+  std::vector<torch::Tensor> tensors;
+  for (const auto& [name, t] : params_) tensors.push_back(t);
+  if (setup.optimizer == "sgd") {
+    optimizer_ = std::make_unique<torch::optim::SGD>(tensors, torch::optim::SGDOptions(setup.lr));
+  } else {
+    optimizer_ = std::make_unique<torch::optim::AdamW>(tensors, torch::optim::AdamWOptions(setup.lr));
+  }
+  model_->train();
+}
+
+ParallelTrainer::~ParallelTrainer() = default;
+
+const schedule::ShardSpec* ParallelTrainer::shard_of(const std::string& name) const {
+  for (const schedule::ShardSpec& s : built_.plan.shards) {
+    const std::string full = s.path.empty() ? s.param : s.path + "." + s.param;
+    if (full == name) return &s;
+    for (const std::string& tied : s.tied) {
+      if (tied == name) return &s;
+    }
+  }
+  return nullptr;
+}
+
+double ParallelTrainer::step(const torch::Tensor& tokens, const torch::Tensor& targets, uint64_t step_index,
+                             bool update) {
+  optimizer_->zero_grad();
+  const int64_t dp = groups_.layout.dp;
+  const int64_t batch = tokens.size(0);
+  SLAPO_CHECK(batch % dp == 0, ErrorCode::kInvalidArgument, "batch_size ", batch, " does not split into dp = ", dp,
+              " data-parallel ranks");
+  const int64_t per_rank = batch / dp;
+  const int64_t first = groups_.dp_rank() * per_rank;
+  const double loss = runner_->run(tokens.narrow(0, first, per_rank), targets.narrow(0, first, per_rank),
+                                   models::language_model_loss, step_index, first);
+  if (!tied_.empty() && groups_.ends) schedule::sum_gradients(tied_, *groups_.ends);
+  std::vector<torch::Tensor> tensors;
+  for (const auto& [name, t] : params_) tensors.push_back(t);
+  schedule::average_gradients(tensors, *groups_.dp);
+  if (update) optimizer_->step();
+  // The global mean: each data-parallel replica's last stage (tensor rank 0) contributes its share.
+  const bool reports = runner_->last() && groups_.tp_rank() == 0;
+  torch::Tensor total = torch::full({1}, reports ? loss / static_cast<double>(dp) : 0.0, torch::kDouble);
+  groups_.world->all_reduce(total);
+  return total.item<double>();
+}
+
+double ParallelTrainer::communication_seconds() const {
+  double s = 0;
+  for (const auto* g : {&groups_.tp, &groups_.dp, &groups_.pp, &groups_.ends}) {
+    if (*g) s += (*g)->stats().seconds;
+  }
+  return s;
+}
+
+}  // namespace slapo::runners

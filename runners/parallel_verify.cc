@@ -1,0 +1,141 @@
+#include "runners/parallel_verify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "models/zoo.h"
+#include "runners/parallel_trainer.h"
+#include "schedule/build.h"
+#include "schedule/keyed_dropout.h"
+
+namespace slapo::runners {
+
+namespace {
+
+std::pair<torch::Tensor, torch::Tensor> batch_for_step(const models::ModelSpec& spec, uint64_t seed, int step,
+                                                       int64_t batch, int64_t seq) {
+  torch::manual_seed(seed + 1000 + static_cast<uint64_t>(step));
+  torch::Tensor t = torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong);
+  return {t.narrow(1, 0, seq), t.narrow(1, 1, seq)};
+}
+
+}  // namespace
+
+double ParallelVerifyReport::loss_relative() const { return std::fabs(loss - loss_ref) / std::max(std::fabs(loss_ref), 1e-30); }
+
+double ParallelVerifyReport::curve_max_abs() const {
+  double worst = curve.size() == curve_ref.size() ? 0 : INFINITY;
+  for (size_t i = 0; i < curve.size() && i < curve_ref.size(); ++i) worst = std::max(worst, std::fabs(curve[i] - curve_ref[i]));
+  return worst;
+}
+
+bool ParallelVerifyReport::within(double tolerance, double curve_tolerance) const {
+  return loss_relative() <= tolerance && worst_grad_relative() <= tolerance && curve_max_abs() <= curve_tolerance &&
+         !grads.empty();
+}
+
+std::string ParallelVerifyReport::summary() const {
+  std::ostringstream out;
+  out << "rank " << rank << " (" << layout << "): loss " << loss << " vs " << loss_ref << " (rel " << loss_relative()
+      << "), " << grads.size() << " gradients, worst rel " << worst_grad_relative();
+  if (!grads.empty()) out << " (" << grads.front().name << ")";
+  out << ", loss curve over " << curve.size() << " steps max |diff| " << curve_max_abs();
+  if (!unmatched.empty()) out << ", " << unmatched.size() << " parameters not in the original";
+  return out.str();
+}
+
+ParallelVerifyReport verify_parallel(const Workload& w, const Config& config, const dist::ParallelGroups& groups,
+                                     int steps, double lr) {
+  check_workload(w, config);
+  models::ModelSpec spec = models::model_preset(w.model);
+  if (w.vocab > 0) spec.vocab = w.vocab;
+  auto knob = [&](const char* name, int64_t fallback) {
+    const Value* v = config.find(name);
+    return v ? static_cast<int64_t>(as_number(*v)) : fallback;
+  };
+  const int64_t batch = knob("batch_size", w.batch_size);
+  const int64_t seq = knob("seq_len", w.seq_len > 0 ? w.seq_len : spec.max_seq);
+
+  ParallelVerifyReport report;
+  report.rank = groups.rank;
+  report.layout = groups.layout.to_string();
+
+  // The original, alone, on the whole batch.
+  auto original = models::build_model(spec, w.seed);
+  original->train();
+  std::vector<torch::Tensor> original_params = schedule::unique_parameters(*original);
+  torch::optim::AdamW ref_optimizer(original_params, torch::optim::AdamWOptions(lr));
+  auto reference_step = [&](int step) {
+    auto [tokens, targets] = batch_for_step(spec, w.seed, step, batch, seq);
+    ref_optimizer.zero_grad();
+    schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
+    torch::Tensor loss = models::language_model_loss(models::model_forward(*original, tokens), targets);
+    loss.backward();
+    return loss.item<double>();
+  };
+
+  TrainerSetup setup{spec, w.schedule_template(), config, w.seed, "adamw", lr};
+  ParallelTrainer trainer(setup, groups);
+  report.schedule_text = trainer.schedule_text();
+
+  // Step 0: gradients.
+  report.loss_ref = reference_step(0);
+  {
+    auto [tokens, targets] = batch_for_step(spec, w.seed, 0, batch, seq);
+    report.loss = trainer.step(tokens, targets, 0, /*update=*/false);
+  }
+  std::map<std::string, torch::Tensor> reference;
+  for (const auto& p : original->named_parameters()) reference[p.key()] = p.value();
+  const int64_t tp_rank = groups.tp_rank();
+  for (const auto& [name, param] : trainer.parameters()) {
+    auto it = reference.find(name);
+    if (it == reference.end()) {
+      report.unmatched.push_back(name);
+      continue;
+    }
+    torch::Tensor ref = it->second.grad();
+    if (const schedule::ShardSpec* shard = trainer.shard_of(name)) {
+      const int64_t len = ref.size(shard->axis) / shard->parts;
+      ref = ref.narrow(shard->axis, tp_rank * len, len);
+    }
+    GradDiff d;
+    d.name = name;
+    const torch::Tensor got = param.grad();
+    if (!ref.defined() || !got.defined() || ref.sizes() != got.sizes()) {
+      d.max_abs = INFINITY;
+    } else {
+      d.max_abs = (ref.to(torch::kDouble) - got.to(torch::kDouble)).abs().max().item<double>();
+      d.max_ref = ref.to(torch::kDouble).abs().max().item<double>();
+    }
+    report.grads.push_back(d);
+  }
+  double largest = 0;
+  for (const GradDiff& d : report.grads) largest = std::max(largest, d.max_ref);
+  for (GradDiff& d : report.grads) d.floor = 1e-3 * largest;
+  std::sort(report.grads.begin(), report.grads.end(),
+            [](const GradDiff& a, const GradDiff& b) { return a.relative() > b.relative(); });
+
+  // The loss curve: the same optimizer steps on both, from the same weights.
+  ref_optimizer.step();
+  for (int step = 1; step <= steps; ++step) {
+    report.curve_ref.push_back(reference_step(step));
+    ref_optimizer.step();
+  }
+  {
+    // Step 0 again with the update this time (the gradients above were left in place).
+    auto [tokens, targets] = batch_for_step(spec, w.seed, 0, batch, seq);
+    trainer.step(tokens, targets, 0, /*update=*/true);
+  }
+  for (int step = 1; step <= steps; ++step) {
+    auto [tokens, targets] = batch_for_step(spec, w.seed, step, batch, seq);
+    report.curve.push_back(trainer.step(tokens, targets, static_cast<uint64_t>(step)));
+  }
+  return report;
+}
+
+}  // namespace slapo::runners

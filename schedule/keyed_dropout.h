@@ -1,0 +1,77 @@
+#pragma once
+// KeyedDropout: dropout whose mask is a function of (module seed, step, global sample index), not
+// of the order in which the process happened to draw random numbers.
+//
+// Why: a pipeline runs micro-batches stage by stage, data parallelism gives each rank other samples,
+// and tensor parallelism computes a slice of a tensor per rank. With LibTorch's dropout (one
+// sequential generator) none of them could draw the masks the single-process model draws, so
+// "the schedule does not change the math" could not be checked with dropout on. A keyed mask is
+// the same for a sample wherever and whenever it is computed:
+//
+//   sample i of step t in module m:  mask = bernoulli(1 - p) from a generator seeded by
+//                                    mix(seed_m, t, offset + i), over the per-sample shape
+//
+// The trainer says which step and which global samples a forward covers (DropoutScope); without a
+// scope, each forward draws as a new step of its own, starting at sample 0. Checkpointing keeps
+// the key of the forward for the recompute in backward, so recomputed masks are the same.
+//
+// Sharded data: after shard_mask(axis, parts, rank) the module sees a slice of the tensor (e.g.
+// the heads of one tensor-parallel rank). By default it draws the full per-sample mask and keeps
+// its slice — the masks of the single-process model, at the price of drawing them all. With
+// `independent` it draws only its slice from a stream keyed by the rank too: Megatron's choice
+// (fork_rng per TP rank), cheaper, the same distribution, but not the single-process masks.
+
+#include <cstdint>
+#include <optional>
+
+#include <torch/nn/cloneable.h>
+#include <torch/nn/pimpl.h>
+
+namespace slapo::schedule {
+
+struct DropoutKey {
+  bool active = false;  // false: no scope is open
+  uint64_t step = 0;
+  int64_t sample_offset = 0;  // the global index of the batch's first sample
+};
+
+// The key of the innermost open scope on this thread.
+DropoutKey current_dropout_key();
+// A step number no scope and no other fresh key uses, for forwards outside any scope.
+DropoutKey fresh_dropout_key();
+
+// Which step and which global samples the forwards in this scope cover. Nested scopes restore the
+// outer one.
+class DropoutScope {
+ public:
+  DropoutScope(uint64_t step, int64_t sample_offset) : DropoutScope(DropoutKey{true, step, sample_offset}) {}
+  explicit DropoutScope(DropoutKey key);
+  ~DropoutScope();
+  DropoutScope(const DropoutScope&) = delete;
+  DropoutScope& operator=(const DropoutScope&) = delete;
+
+ private:
+  DropoutKey outer_;
+};
+
+class KeyedDropoutImpl : public torch::nn::Cloneable<KeyedDropoutImpl> {
+ public:
+  KeyedDropoutImpl(double p, uint64_t seed);
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& x);
+
+  // This module now sees slice `rank` of `parts` along `axis` (≥ 1; axis 0 is the batch).
+  void shard_mask(int64_t axis, int64_t parts, int64_t rank, bool independent = false);
+  void set_seed(uint64_t seed) { seed_ = seed; }
+  uint64_t seed() const { return seed_; }
+  double p() const { return p_; }
+
+ private:
+  double p_;
+  uint64_t seed_;
+  int64_t axis_ = 0, parts_ = 1, rank_ = 0;
+  bool independent_ = false;
+};
+TORCH_MODULE(KeyedDropout);
+
+}  // namespace slapo::schedule
