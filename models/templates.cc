@@ -102,11 +102,12 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
   SLAPO_CHECK(!(spec.family == "bert" && embed == "hidden" && p.tp > 1), ErrorCode::kInvalidArgument,
               "knob 'embed_shard': 'hidden' is not supported for bert (its decoder bias would be added once per",
               " rank); use vocab or replicated");
-  const int64_t divides[][2] = {{spec.heads, p.tp}, {spec.ffn, p.tp}, {spec.vocab, p.tp}};
-  const char* what[] = {"heads", "ffn", "vocab"};
-  for (int i = 0; i < 3; ++i) {
-    SLAPO_CHECK(divides[i][0] % p.tp == 0, ErrorCode::kInvalidArgument, "knob 'tp': ", p.tp, " does not divide ",
-                what[i], " = ", divides[i][0], " of '", spec.preset, "'");
+  // What tensor parallelism splits must split evenly (MLP models have no attention heads).
+  const std::vector<std::pair<const char*, int64_t>> split = {
+      {"heads", spec.family == "mlp" ? p.tp : spec.heads}, {"ffn", spec.ffn}, {"vocab", spec.vocab}, {"hidden", spec.hidden}};
+  for (const auto& [what, size] : split) {
+    SLAPO_CHECK(size % p.tp == 0, ErrorCode::kInvalidArgument, "knob 'tp': ", p.tp, " does not divide ", what, " = ",
+                size, " of '", spec.preset, "'");
   }
 }
 

@@ -1,0 +1,149 @@
+// Distributed execution across real processes over Gloo on this machine: collectives, GPipe vs
+// 1F1B, faults, two jobs at once, and `slapo-tune verify --nproc` for every parallel layout of the
+// templates against the single-process model (float32, tiny presets, dropout on).
+
+#include <chrono>
+#include <future>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/process.h"
+#include "dist/launcher.h"
+
+namespace {
+
+using slapo::dist::LaunchOptions;
+using slapo::dist::LaunchResult;
+
+LaunchResult launch(const std::string& mode, int nproc, int collective_timeout_s = 30, double timeout_s = 120) {
+  LaunchOptions o;
+  o.nproc = nproc;
+  o.argv = {RANK_PROGRAM, mode};
+  o.env = {{"OMP_NUM_THREADS", "1"}, {"OMP_WAIT_POLICY", "passive"}};
+  o.collective_timeout_s = collective_timeout_s;
+  o.timeout_s = timeout_s;
+  return slapo::dist::launch_ranks(o);
+}
+
+std::string outputs(const LaunchResult& r) {
+  std::string all;
+  for (size_t i = 0; i < r.ranks.size(); ++i) all += "[rank " + std::to_string(i) + "] " + r.ranks[i].out + r.ranks[i].err;
+  return all;
+}
+
+TEST(DistTest, CollectivesAndTheirConjugates) {
+  const LaunchResult r = launch("collectives", 2);
+  EXPECT_TRUE(r.ok()) << r.failure() << "\n" << outputs(r);
+  EXPECT_GT(r.port, 0);
+}
+
+TEST(DistTest, GPipeAndOneFOneBGiveIdenticalGradients) {
+  const LaunchResult r = launch("schedules", 4);
+  EXPECT_TRUE(r.ok()) << r.failure() << "\n" << outputs(r);
+  for (const auto& rank : r.ranks) EXPECT_NE(rank.out.find("gradients identical"), std::string::npos) << rank.out;
+}
+
+TEST(DistTest, ARankThatDiesFailsThePeersQuickly) {
+  const auto start = std::chrono::steady_clock::now();
+  const LaunchResult r = launch("die", 2, /*collective_timeout_s=*/20);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_EQ(r.ranks[1].exit_code, 3);
+  EXPECT_EQ(r.ranks[0].exit_code, 0) << outputs(r);  // it saw the failure and said so
+  EXPECT_NE(r.ranks[0].out.find("all_reduce on group 'dp"), std::string::npos) << r.ranks[0].out;
+  EXPECT_LT(s, 15.0) << "a dead peer must not cost the whole timeout";
+  EXPECT_NE(r.failure().find("rank 1 exited with 3"), std::string::npos) << r.failure();
+}
+
+TEST(DistTest, ARankThatHangsFailsThePeersAtTheTimeout) {
+  const auto start = std::chrono::steady_clock::now();
+  const LaunchResult r = launch("hang", 2, /*collective_timeout_s=*/2, /*timeout_s=*/8);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_EQ(r.ranks[0].exit_code, 0) << outputs(r);
+  EXPECT_NE(r.ranks[0].out.find("failed after"), std::string::npos) << r.ranks[0].out;
+  EXPECT_TRUE(r.ranks[1].timed_out);  // the launcher's limit ended the hung one
+  EXPECT_LT(s, 30.0);
+  EXPECT_NE(r.failure().find("rank 1 was killed at the time limit"), std::string::npos) << r.failure();
+}
+
+TEST(DistTest, TwoJobsAtOnceDoNotCollide) {
+  auto a = std::async(std::launch::async, [] { return launch("collectives", 2); });
+  auto b = std::async(std::launch::async, [] { return launch("collectives", 2); });
+  const LaunchResult ra = a.get(), rb = b.get();
+  EXPECT_TRUE(ra.ok()) << ra.failure() << outputs(ra);
+  EXPECT_TRUE(rb.ok()) << rb.failure() << outputs(rb);
+  EXPECT_NE(ra.port, rb.port);
+}
+
+// ---- verify --nproc: every layout matches the single-process model --------------------------
+
+struct Layout {
+  const char* name;
+  const char* space;
+  const char* config;
+  int nproc;
+};
+
+// Test names carry the layout's name; gtest would print the struct's bytes otherwise.
+void PrintTo(const Layout& l, std::ostream* os) { *os << l.name; }
+
+std::string space_path(const char* name) { return std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/" + name; }
+
+class VerifyLayoutTest : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(VerifyLayoutTest, MatchesTheSingleProcessModel) {
+  const Layout& l = GetParam();
+  slapo::ProcessOptions o;
+  o.timeout_s = 300;
+  const slapo::ProcessResult r = slapo::run_process(
+      {SLAPO_TUNE, "verify", "--space", space_path(l.space), "--config", l.config, "--nproc", std::to_string(l.nproc),
+       "--steps", "10", "--tolerance", "1e-5", "--curve-tolerance", "1e-4"},
+      o);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  size_t verified = 0;
+  for (size_t at = r.out.find("verified rank"); at != std::string::npos; at = r.out.find("verified rank", at + 1)) ++verified;
+  EXPECT_EQ(verified, static_cast<size_t>(l.nproc)) << r.out;
+}
+
+// The knobs every configuration of gpt-tiny-parallel.toml names, with the layout in front.
+#define GPT(layout, rest)                                                                                           \
+  "{" layout ", \"attn\": \"naive\", \"ckpt_ratio\": 0.5, \"pipeline_schedule\": \"1f1b\", \"micro_batches\": 2" \
+  rest "}"
+#define SHARDS(attn, mlp, embed) ", \"attn_shard\": \"" attn "\", \"mlp_shard\": \"" mlp "\", \"embed_shard\": \"" embed "\""
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, VerifyLayoutTest,
+    ::testing::Values(
+        Layout{"tp2_megatron", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 2, \"pp\": 1, \"dp\": 1", SHARDS("col_row", "col_row", "vocab")), 2},
+        Layout{"tp2_row_col_hidden", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 2, \"pp\": 1, \"dp\": 1", SHARDS("row_col", "row_col", "hidden")), 2},
+        Layout{"tp2_replicated_embedding", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 2, \"pp\": 1, \"dp\": 1", SHARDS("col_row", "row_col", "replicated")), 2},
+        Layout{"pp2", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 1, \"pp\": 2, \"dp\": 1", SHARDS("col_row", "col_row", "vocab")), 2},
+        Layout{"dp2", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 1, \"pp\": 1, \"dp\": 2", SHARDS("col_row", "col_row", "vocab")), 2},
+        Layout{"tp2_pp2", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 2, \"pp\": 2, \"dp\": 1", SHARDS("col_row", "col_row", "vocab")), 4},
+        Layout{"tp2_pp2_dp2", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 2, \"pp\": 2, \"dp\": 2", SHARDS("col_row", "col_row", "vocab")), 8},
+        Layout{"tp2_pp2_dp2_row_col", "gpt-tiny-parallel.toml",
+               GPT("\"tp\": 2, \"pp\": 2, \"dp\": 2", SHARDS("row_col", "row_col", "hidden")), 8},
+        Layout{"tp2_fused_qkv", "gpt-tiny-parallel.toml",
+               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"fused_qkv\", \"ckpt_ratio\": 0.0, \"pipeline_schedule\": "
+               "\"gpipe\", \"micro_batches\": 1" SHARDS("col_row", "col_row", "vocab") "}",
+               2},
+        Layout{"tp2_baddbmm_row_col", "gpt-tiny-parallel.toml",
+               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"baddbmm\", \"ckpt_ratio\": 1.0, \"pipeline_schedule\": "
+               "\"gpipe\", \"micro_batches\": 4" SHARDS("row_col", "col_row", "vocab") "}",
+               2},
+        Layout{"bert_tp2_pp2", "bert-tiny-parallel.toml",
+               "{\"tp\": 2, \"pp\": 2, \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}", 4},
+        Layout{"mlp_tp2_dp2", "mlp-tiny-parallel.toml",
+               "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\"}", 4}),
+    [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
+
+}  // namespace
