@@ -16,6 +16,8 @@
 #include "core/error.h"
 #include "db/database.h"
 #include "cli/runner_setup.h"
+#include "dist/world.h"
+#include "models/templates.h"
 #include "runners/workload.h"
 
 namespace po = boost::program_options;
@@ -133,9 +135,36 @@ int run_worker(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   SLAPO_CHECK(!workload_json.empty() && !config_json.empty(), ErrorCode::kInvalidArgument,
               "worker: --workload and --config are required");
-  const runners::Workload workload = runners::Workload::from_json(workload_json, "--workload");
-  const Config config = Config::from_json(config_json, "--config");
-  const TrialResult result = runners::measure_trial(workload, config);
+  runners::Workload workload = runners::Workload::from_json(workload_json, "--workload");
+  Config config = Config::from_json(config_json, "--config");
+  if (!dist::RankEnv::present()) {
+    out << runners::measure_trial(workload, config).to_json() << std::endl;
+    return kExitOk;
+  }
+  // One rank of a single-node (or torchrun-launched) trial.
+  TrialResult result;
+  try {
+    const dist::RankEnv env = dist::RankEnv::from_env();
+    const models::ModelSpec spec = models::model_preset(workload.model);
+    const models::ParallelKnobs knobs = models::parallel_knobs(spec, config);
+    dist::Layout layout;
+    layout.tp = static_cast<int>(knobs.tp);
+    layout.pp = static_cast<int>(knobs.pp);
+    // Data parallelism fills the ranks the configuration does not name.
+    layout.dp = config.contains("dp") ? static_cast<int>(knobs.dp) : std::max(1, env.world_size / (layout.tp * layout.pp));
+    if (!config.contains("dp")) config.set("dp", Value(static_cast<int64_t>(layout.dp)));
+    // The workload's threads are the trial's budget, shared by its ranks.
+    workload.threads = std::max(1, workload.threads / env.world_size);
+    if (layout.world() != env.world_size) {
+      result = failed_trial(TrialStatus::kInvalid, "the configuration (" + layout.to_string() + ") needs " +
+                                                       std::to_string(layout.world()) + " ranks; this trial has " +
+                                                       std::to_string(env.world_size) + " (--nproc)");
+    } else {
+      result = runners::measure_trial(workload, config, dist::connect(env, layout));
+    }
+  } catch (const Error& e) {
+    result = failed_trial(is_user_error(e.code()) ? TrialStatus::kInvalid : TrialStatus::kRuntimeError, e.what());
+  }
   out << result.to_json() << std::endl;
   return kExitOk;
 }

@@ -24,11 +24,16 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: slapo-tune single-device --space FILE [options] [-- CMD ARGS...]\n"
+    "       slapo-tune single-node --nproc N --space FILE [options] [-- CMD ARGS...]\n"
     "\n"
     "Tunes the space file's [workload] (or the command after --) on this machine: the strategy\n"
     "proposes configurations, out-of-memory dominance prunes the ones proven to run out of memory,\n"
     "the runner measures the rest, and every trial is recorded in --db. Running the same command\n"
-    "again continues the same task and measures nothing twice.\n";
+    "again continues the same task and measures nothing twice.\n"
+    "\n"
+    "single-node runs every trial as N ranks (torchrun's variables, Gloo on the CPU): the\n"
+    "configuration's tp, pp and dp lay them out (dp fills what tp and pp leave), and a command\n"
+    "after -- is started N times the way torchrun starts a script.\n";
 
 std::string format_number(std::optional<double> v) {
   if (!v) return "-";
@@ -39,7 +44,10 @@ std::string format_number(std::optional<double> v) {
 
 }  // namespace
 
-int run_single_device(const std::vector<std::string>& all_args, std::ostream& out, std::ostream& err) {
+namespace {
+
+int tune(const std::vector<std::string>& all_args, std::ostream& out, std::ostream& err, bool single_node) {
+  const char* name = single_node ? "single-node" : "single-device";
   auto [args, command] = split_command(all_args);
   RunnerFlags flags;
   flags.command = command;
@@ -69,7 +77,14 @@ int run_single_device(const std::vector<std::string>& all_args, std::ostream& ou
     out << kUsage << "\n" << desc;
     return kExitOk;
   }
-  SLAPO_CHECK(!space_file.empty(), ErrorCode::kInvalidArgument, "single-device: --space FILE is required");
+  SLAPO_CHECK(!space_file.empty(), ErrorCode::kInvalidArgument, name, ": --space FILE is required");
+  if (single_node) {
+    SLAPO_CHECK(vm["nproc"].defaulted() == false && flags.nproc >= 2, ErrorCode::kInvalidArgument,
+                "single-node: --nproc N (2 or more ranks per trial) is required");
+  } else {
+    SLAPO_CHECK(flags.nproc == 1, ErrorCode::kInvalidArgument, "single-device: --nproc ", flags.nproc,
+                " runs several ranks per trial: use slapo-tune single-node");
+  }
   const space::Space declared = load_space(space_file, params);
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, space_file, ": the space is empty");
@@ -135,6 +150,16 @@ int run_single_device(const std::vector<std::string>& all_args, std::ostream& ou
     }
   }
   return summary.best ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
+int run_single_device(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return tune(args, out, err, /*single_node=*/false);
+}
+
+int run_single_node(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  return tune(args, out, err, /*single_node=*/true);
 }
 
 }  // namespace slapo::cli

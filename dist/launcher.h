@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/process.h"
+#include "core/ranks.h"
 
 namespace slapo::dist {
 
@@ -22,9 +23,6 @@ struct LaunchOptions {
   std::map<std::string, std::string> env;   // added to every rank's environment
   double timeout_s = 0;                     // kills every rank still running after it; 0: none
   int collective_timeout_s = 30;            // SLAPO_DIST_TIMEOUT for the ranks
-  // When set, MASTER_ADDR/MASTER_PORT are these and no store is hosted (an external one is used).
-  std::string master_addr;
-  int master_port = 0;
 };
 
 struct LaunchResult {
@@ -35,8 +33,8 @@ struct LaunchResult {
   std::string failure() const;
 };
 
-// Runs the ranks and waits for all of them. Throws Error(kRuntime) only when the store cannot be
-// hosted; a rank's failure is in the result.
+// Hosts the store, runs the ranks (core/ranks.h) and waits for all of them. Throws
+// Error(kRuntime) only when the store cannot be hosted; a rank's failure is in the result.
 LaunchResult launch_ranks(const LaunchOptions& options);
 
 }  // namespace slapo::dist

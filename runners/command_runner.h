@@ -7,11 +7,17 @@
 // output. The trial is `oom` when the exit code equals `oom_exit_code` or the output matches
 // `oom_pattern` (case-insensitive); a non-zero exit is `runtime_error`, a signal `crashed`, the
 // time limit `timeout`, and an exit without the metric `runtime_error`.
+//
+// With nproc > 1 each trial starts that many copies at once, the way torchrun does (RANK,
+// LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT on a free port; rank 0 hosts
+// the store, as torch.distributed's env:// expects). The metric is rank 0's; any rank out of
+// memory makes the trial `oom`, any rank that crashed `crashed`, and so on.
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/process.h"
 #include "runners/runner.h"
 
 namespace slapo::runners {
@@ -24,6 +30,7 @@ struct CommandOptions {
   std::string oom_pattern = "out of memory";
   double timeout_s = 0;  // 0: none
   size_t log_lines = 30;
+  int nproc = 1;  // ranks per trial
 };
 
 class CommandRunner : public Runner {
@@ -33,12 +40,16 @@ class CommandRunner : public Runner {
   explicit CommandRunner(CommandOptions options);
   std::vector<TrialResult> run(const std::vector<Config>& candidates) override;
   std::string kind() const override { return "command"; }
+  int world_size() const override { return options_.nproc; }
 
   // The argv and environment a configuration runs with (for tests and --dry-run).
   std::vector<std::string> argv_for(const Config& config) const;
   static std::map<std::string, std::string> env_for(const Config& config);
 
  private:
+  // What one process's run says about the trial.
+  TrialResult judge(const ProcessResult& p) const;
+
   CommandOptions options_;
 };
 

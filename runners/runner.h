@@ -24,6 +24,10 @@ class Runner {
   virtual int world_size() const { return 1; }
 };
 
+// One trial run as several ranks: the result of the rank that shows the cause (out of memory,
+// crashed, timed out, ... in that order, its error prefixed by "rank N: "), else rank 0's.
+TrialResult combine_ranks(const std::vector<TrialResult>& ranks);
+
 // Metric names shared by runners, the database and the CLI.
 namespace metric {
 inline constexpr const char* kSamplesPerS = "samples_per_s";

@@ -1,12 +1,33 @@
 #include "runners/subprocess_runner.h"
 
 #include "core/error.h"
-#include "core/process.h"
 
 namespace slapo::runners {
 
 SubprocessRunner::SubprocessRunner(SubprocessOptions options) : options_(std::move(options)) {
   SLAPO_CHECK(!options_.worker.empty(), ErrorCode::kInvalidArgument, "subprocess runner: no worker command");
+}
+
+TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_lines) {
+  SLAPO_CHECK(p.started, ErrorCode::kNotFound, "worker: ", p.error);
+  const std::string log = tail_lines(p.err + p.out, log_lines);
+  TrialResult r;
+  if (p.timed_out) {
+    r = failed_trial(TrialStatus::kTimeout, "killed after the time limit of " + std::to_string(timeout_s) + " s");
+  } else if (p.signal != 0) {
+    r = failed_trial(TrialStatus::kCrashed, "worker killed by " + signal_name(p.signal));
+  } else if (p.exit_code != 0) {
+    r = failed_trial(TrialStatus::kRuntimeError, "worker exited with code " + std::to_string(p.exit_code));
+  } else {
+    try {
+      r = TrialResult::from_json(tail_lines(p.out, 1), "worker output");
+    } catch (const Error& e) {
+      r = failed_trial(TrialStatus::kCrashed, std::string("garbled worker output: ") + e.what());
+    }
+  }
+  r.metrics["wall_s"] = p.duration_s;
+  if (r.status != TrialStatus::kOk && r.log_tail.empty()) r.log_tail = log;
+  return r;
 }
 
 std::vector<TrialResult> SubprocessRunner::run(const std::vector<Config>& candidates) {
@@ -16,25 +37,7 @@ std::vector<TrialResult> SubprocessRunner::run(const std::vector<Config>& candid
     argv.insert(argv.end(), {"--workload", options_.workload_json, "--config", config.to_json()});
     const ProcessResult p = run_process(argv, {options_.env, options_.timeout_s});
     SLAPO_CHECK(p.started, ErrorCode::kNotFound, "subprocess runner: ", p.error);
-    const std::string log = tail_lines(p.err + p.out, options_.log_lines);
-    TrialResult r;
-    if (p.timed_out) {
-      r = failed_trial(TrialStatus::kTimeout, "killed after the time limit of " + std::to_string(options_.timeout_s) + " s");
-    } else if (p.signal != 0) {
-      r = failed_trial(TrialStatus::kCrashed, "worker killed by " + signal_name(p.signal));
-    } else if (p.exit_code != 0) {
-      r = failed_trial(TrialStatus::kRuntimeError, "worker exited with code " + std::to_string(p.exit_code));
-    } else {
-      const std::string last = tail_lines(p.out, 1);
-      try {
-        r = TrialResult::from_json(last, "worker output");
-      } catch (const Error& e) {
-        r = failed_trial(TrialStatus::kCrashed, std::string("garbled worker output: ") + e.what());
-      }
-    }
-    r.metrics["wall_s"] = p.duration_s;
-    if (r.status != TrialStatus::kOk && r.log_tail.empty()) r.log_tail = log;
-    results.push_back(std::move(r));
+    results.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
   }
   return results;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/process.h"
 #include "runners/runner.h"
 
 namespace slapo::runners {
@@ -21,6 +22,10 @@ struct SubprocessOptions {
   std::map<std::string, std::string> env;
   size_t log_lines = 30;  // how much of the output a failed trial keeps
 };
+
+// What a worker process's run says about its trial: its JSON result (last line of output), or the
+// failure (time limit, signal, non-zero exit, garbled output) with the tail of its log.
+TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_lines);
 
 class SubprocessRunner : public Runner {
  public:

@@ -50,8 +50,12 @@ TEST(TrialCliTest, BadInputIsRefusedBeforeAnythingRuns) {
   Outcome outside = run("trial --space " + kSpace + " --config '{\"batch_size\": 3, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'");
   EXPECT_EQ(outside.exit_code, 2);
   EXPECT_NE(outside.err.find("knob 'batch_size': 3 is not in its domain"), std::string::npos) << outside.err;
-  Outcome nproc = run("trial --space " + kSpace + kConfig + " --nproc 2");
+  Outcome nproc = run("trial --space " + kSpace + kConfig + " --nproc 0");
   EXPECT_EQ(nproc.exit_code, 2);
+  EXPECT_NE(nproc.err.find("--nproc 0: expected a number of ranks from 1 to 1024"), std::string::npos) << nproc.err;
+  Outcome inprocess = run("trial --space " + kSpace + kConfig + " --runner inprocess --nproc 2");
+  EXPECT_EQ(inprocess.exit_code, 2);
+  EXPECT_NE(inprocess.err.find("--runner inprocess runs one rank"), std::string::npos) << inprocess.err;
   Outcome budget = run("trial --space " + kSpace + kConfig + " --memory-budget 2GB2");
   EXPECT_EQ(budget.exit_code, 2);
   EXPECT_NE(budget.err.find("--memory-budget"), std::string::npos);

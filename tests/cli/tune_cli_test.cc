@@ -67,4 +67,28 @@ TEST(TuneCliTest, BadInput) {
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
 }
 
+TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
+  const std::string db = temp_db("single_node");
+  const std::string space = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-single-node.toml";
+  Outcome tuned = run("single-node --nproc 2 --space " + space + " --db " + db + " --trials 3 --json");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
+  const auto summary = nlohmann::json::parse(last_line(tuned.out));
+  EXPECT_EQ(summary["measured"], 3);
+  EXPECT_TRUE(summary["best_config"].is_object());
+  Outcome tasks = run("db tasks --db " + db + " --format json");
+  const auto task = nlohmann::json::parse(tasks.out).at(0);
+  EXPECT_EQ(task["runner"], "single-node") << tasks.out;
+  EXPECT_EQ(task["world_size"], 2) << tasks.out;
+  Outcome replayed = run("replay --db " + db + " --task 1");
+  EXPECT_EQ(replayed.exit_code, 0) << replayed.out << replayed.err;
+  EXPECT_NE(replayed.out.find("samples_per_s"), std::string::npos) << replayed.out;
+
+  Outcome missing = run("single-node --space " + space + " --db " + db);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("single-node: --nproc N (2 or more ranks per trial) is required"), std::string::npos);
+  Outcome wrong = run("single-device --nproc 2 --space " + space + " --db " + db);
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("use slapo-tune single-node"), std::string::npos) << wrong.err;
+}
+
 }  // namespace

@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "core/error.h"
 #include "runners/command_runner.h"
 #include "runners/inprocess_runner.h"
+#include "runners/single_node_runner.h"
 #include "runners/subprocess_runner.h"
 #include "runners/workload.h"
 
@@ -217,6 +219,98 @@ TEST(CommandRunnerTest, DrivesAPythonPyTorchScript) {
   const TrialResult r = CommandRunner(o).run({c})[0];
   EXPECT_EQ(r.status, TrialStatus::kOk) << r.error << r.log_tail;
   EXPECT_GT(r.metrics.at("throughput"), 0);
+}
+
+// ---- several ranks per trial ------------------------------------------------------------------
+
+// A fake worker rank: rank 1 misbehaves as the config's "mode" says; every other rank reports.
+SingleNodeOptions fake_ranks(double timeout_s = 5) {
+  SingleNodeOptions o;
+  o.worker = {"sh", "-c",
+              "if [ \"$RANK\" = 1 ]; then case \"$4\" in"
+              "  *segv*) kill -SEGV $$ ;;"
+              "  *oom*) echo '{\"status\": \"oom\", \"error\": \"budget\", \"metrics\": {}}'; exit 0 ;;"
+              "  *hang*) sleep 60 ;;"
+              "esac; fi;"
+              "case \"$4\" in"
+              "  *ok*) printf '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": %s}}\\n' 1$RANK$WORLD_SIZE ;;"
+              "  *) echo '{\"status\": \"runtime_error\", \"error\": \"peer closed\", \"metrics\": {}}' ;;"
+              "esac",
+              "worker"};
+  o.workload_json = "{}";
+  o.nproc = 2;
+  o.timeout_s = timeout_s;
+  return o;
+}
+
+TEST(SingleNodeRunnerTest, ARankThatFailsFailsTheTrialNotTheTuner) {
+  SingleNodeRunner runner(fake_ranks(1.0));
+  EXPECT_EQ(runner.kind(), "single-node");
+  EXPECT_EQ(runner.world_size(), 2);
+  const auto results = runner.run({config(R"({"mode": "segv"})"), config(R"({"mode": "oom"})"),
+                                   config(R"({"mode": "hang"})"), config(R"({"mode": "ok"})")});
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[0].status, TrialStatus::kCrashed);
+  EXPECT_EQ(results[0].error, "rank 1: worker killed by SIGSEGV");
+  EXPECT_EQ(results[1].status, TrialStatus::kOom);  // the cause, not rank 0's consequence
+  EXPECT_EQ(results[1].error, "rank 1: budget");
+  EXPECT_EQ(results[2].status, TrialStatus::kTimeout);
+  EXPECT_EQ(results[3].status, TrialStatus::kOk) << results[3].error;
+  EXPECT_EQ(results[3].metrics.at("samples_per_s"), 102);  // rank 0's ("1$RANK$WORLD_SIZE")
+}
+
+TEST(SingleNodeRunnerTest, RealRanksTrainTheTemplateLayout) {
+  SingleNodeOptions o;
+  o.worker = {SLAPO_TUNE, "worker"};
+  o.workload_json = R"({"model": "gpt-tiny", "batch_size": 8, "seq_len": 16, "warmup": 1, "steps": 2})";
+  o.nproc = 2;
+  o.timeout_s = 120;
+  SingleNodeRunner runner(o);
+  const auto results = runner.run({config(R"({"tp": 2, "micro_batches": 2})"), config(R"({"pp": 2, "micro_batches": 2})"),
+                                   config(R"({"micro_batches": 2})"), config(R"({"tp": 2, "pp": 2})")});
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(results[i].status, TrialStatus::kOk) << i << ": " << results[i].error << results[i].log_tail;
+    EXPECT_GT(results[i].metrics.at("samples_per_s"), 0);
+    EXPECT_GT(results[i].metrics.at("comm_share"), 0);  // data parallelism fills the ranks of the third
+    EXPECT_TRUE(std::isfinite(results[i].metrics.at("loss_last")));
+  }
+  EXPECT_GT(results[1].metrics.at("bubble_share"), 0);
+  // Four ranks' worth of layout on two: refused before anything runs, with the reason.
+  EXPECT_EQ(results[3].status, TrialStatus::kInvalid);
+  EXPECT_NE(results[3].error.find("needs 4 ranks; this trial has 2"), std::string::npos) << results[3].error;
+}
+
+TEST(CommandRunnerTest, SeveralRanksStartTheWayTorchrunDoes) {
+  CommandOptions o;
+  o.argv = {"sh", "-c", "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT\";"
+                        "echo \"throughput: 1$RANK\"; [ \"$RANK\" = 1 ] && [ \"$SLAPO_MODE\" = oom ] && echo 'CUDA out of memory';"
+                        "exit 0"};
+  o.nproc = 3;
+  CommandRunner runner(o);
+  EXPECT_EQ(runner.world_size(), 3);
+  const auto results = runner.run({config(R"({"mode": "ok"})"), config(R"({"mode": "oom"})")});
+  EXPECT_EQ(results[0].status, TrialStatus::kOk) << results[0].error << results[0].log_tail;
+  EXPECT_EQ(results[0].metrics.at("throughput"), 10);  // rank 0's metric
+  EXPECT_EQ(results[1].status, TrialStatus::kOom);
+  EXPECT_EQ(results[1].error, "rank 1: the output reports running out of memory");
+}
+
+TEST(CommandRunnerTest, APythonTorchDistributedScriptJoinsThroughOurVariables) {
+  if (access("/usr/bin/python3", X_OK) != 0 ||
+      std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh installs it)";
+  }
+  CommandOptions o;
+  o.argv = {"/usr/bin/python3", "-c",
+            "import torch, torch.distributed as dist\n"
+            "dist.init_process_group('gloo')\n"  // env:// from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+            "x = torch.ones(4) * (dist.get_rank() + 1); dist.all_reduce(x)\n"
+            "print(f'throughput: {x[0].item()}')\n"};
+  o.nproc = 2;
+  o.timeout_s = 120;
+  const TrialResult r = CommandRunner(o).run({Config()})[0];
+  EXPECT_EQ(r.status, TrialStatus::kOk) << r.error << r.log_tail;
+  EXPECT_EQ(r.metrics.at("throughput"), 3);  // 1 + 2: the ranks met
 }
 
 }  // namespace

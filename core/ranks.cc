@@ -1,0 +1,93 @@
+#include "core/ranks.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include "core/error.h"
+
+namespace slapo {
+
+namespace {
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  const size_t nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+bool failed(const ProcessResult& r) { return !r.started || r.timed_out || r.signal != 0 || r.exit_code != 0; }
+
+std::string describe(size_t rank, const ProcessResult& r) {
+  const std::string who = "rank " + std::to_string(rank);
+  if (!r.started) return who + " could not start: " + r.error;
+  const std::string log = last_line(r.err.empty() ? r.out : r.err);
+  std::string what;
+  if (r.timed_out) what = who + " was killed at the time limit";
+  else if (r.signal != 0) what = who + " was killed by " + signal_name(r.signal);
+  else what = who + " exited with " + std::to_string(r.exit_code);
+  return log.empty() ? what : what + ": " + log;
+}
+
+}  // namespace
+
+int free_tcp_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  SLAPO_CHECK(fd >= 0, ErrorCode::kIo, "socket: ", std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int saved = errno;
+  close(fd);
+  SLAPO_CHECK(ok, ErrorCode::kIo, "cannot find a free port: ", std::strerror(saved));
+  return ntohs(addr.sin_port);
+}
+
+std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
+  SLAPO_CHECK(options.nproc >= 1, ErrorCode::kInvalidArgument, "--nproc ", options.nproc, " must be at least 1");
+  SLAPO_CHECK(!options.argv.empty(), ErrorCode::kInvalidArgument, "ranks: no command to run");
+  const int port = options.master_port > 0 ? options.master_port : free_tcp_port();
+  std::vector<ProcessResult> results(static_cast<size_t>(options.nproc));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < options.nproc; ++rank) {
+    ProcessOptions po;
+    po.env = options.env;
+    po.env["RANK"] = std::to_string(rank);
+    po.env["LOCAL_RANK"] = std::to_string(rank);
+    po.env["WORLD_SIZE"] = std::to_string(options.nproc);
+    po.env["LOCAL_WORLD_SIZE"] = std::to_string(options.nproc);
+    po.env["MASTER_ADDR"] = options.master_addr;
+    po.env["MASTER_PORT"] = std::to_string(port);
+    po.timeout_s = options.timeout_s;
+    threads.emplace_back([&results, &options, rank, po] {
+      results[static_cast<size_t>(rank)] = run_process(options.argv, po);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+std::string first_rank_failure(const std::vector<ProcessResult>& ranks) {
+  // A rank that died on its own explains more than the peers that failed because of it.
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].signal != 0 || !ranks[i].started) return describe(i, ranks[i]);
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (failed(ranks[i]) && !ranks[i].timed_out) return describe(i, ranks[i]);
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (failed(ranks[i])) return describe(i, ranks[i]);
+  }
+  return "";
+}
+
+}  // namespace slapo
