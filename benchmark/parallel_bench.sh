@@ -25,9 +25,12 @@ import json, sys
 name, base, p, m = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 r = json.load(sys.stdin)
 x = r["metrics"]
+if r["status"] != "ok":
+    print(f"{name:<34} {r['status']}: {r['error']}")
+    sys.exit(0)
 formula = (p - 1) / (m + p - 1) if p > 1 else 0.0
-print(f"{name:<34} {x[\"step_ms_median\"]:10.1f} {x[\"step_ms_median\"] / base:8.2f} "
-      f"{x.get(\"bubble_share\", 0):10.3f} {formula:10.3f} {x.get(\"comm_share\", 0):10.3f}")
+ms, bubble, comm = x["step_ms_median"], x.get("bubble_share", 0), x.get("comm_share", 0)
+print(f"{name:<34} {ms:10.1f} {ms / base:8.2f} {bubble:10.3f} {formula:10.3f} {comm:10.3f}")
 ' "$1" "$base" "$4" "$5"
 }
 
