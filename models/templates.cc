@@ -136,16 +136,16 @@ ParallelKnobs parallel_knobs(const ModelSpec& spec, const Config& config) {
                 to_string(*v));
     SLAPO_CHECK(static_cast<int64_t>(list->size()) == p.pp - 1, ErrorCode::kInvalidArgument, "knob 'cuts': ",
                 list->size(), " cuts for pp = ", p.pp, " stages (needs ", p.pp - 1, ")");
-    int64_t previous = -1;
+    int64_t previous = 0;
     for (int64_t c : *list) {
-      SLAPO_CHECK(c > previous && c < spec.layers - 1, ErrorCode::kInvalidArgument, "knob 'cuts': ", to_string(*v),
-                  " must increase and stay within blocks 0..", spec.layers - 2, " (a stage begins after each)");
+      SLAPO_CHECK(c > previous && c < spec.layers, ErrorCode::kInvalidArgument, "knob 'cuts': ", to_string(*v),
+                  " must increase within blocks 1..", spec.layers - 1, " (the blocks where stages 2, 3, ... begin)");
       previous = c;
     }
     p.cuts = *list;
   } else {
-    // Even stages: stage i ends after block round((i + 1) · layers / pp) − 1.
-    for (int64_t i = 0; i + 1 < p.pp; ++i) p.cuts.push_back((i + 1) * spec.layers / p.pp - 1);
+    // Even stages: stage i + 1 begins at block (i + 1) · layers / pp.
+    for (int64_t i = 0; i + 1 < p.pp; ++i) p.cuts.push_back((i + 1) * spec.layers / p.pp);
   }
   return p;
 }
@@ -249,7 +249,7 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::s
   }
   const int64_t ckpt = checkpointed_blocks(spec, config);
   for (int64_t i = 0; i < ckpt; ++i) sch[block(i)].checkpoint();
-  for (int64_t cut : p.cuts) sch[block(cut)].cut_pipeline_stage();
+  for (int64_t begin : p.cuts) sch[block(begin - 1)].cut_pipeline_stage();
 }
 
 }  // namespace slapo::models

@@ -12,7 +12,8 @@
 //                hidden units) | "replicated"
 //   tp, pp, dp   the parallel layout: tensor-parallel ranks, pipeline stages, data-parallel
 //                replicas (tp·pp·dp ranks in all); the shard knobs matter when tp > 1
-//   cuts         the blocks after which a pipeline stage begins (pp − 1 of them; default: even)
+//   cuts         the blocks where pipeline stages 2, 3, ... begin, ascending (pp − 1 of them, as
+//                a space file's cuts knob gives them; default: even stages)
 //   micro_batches, pipeline_schedule ("1f1b" | "gpipe"), batch_size, seq_len: read by the runner
 // A knob the template does not understand is an error before anything is built.
 
@@ -47,7 +48,7 @@ struct ParallelKnobs {
   int64_t tp = 1, pp = 1, dp = 1;
   int64_t micro_batches = 1;
   std::string pipeline_schedule = "1f1b";
-  std::vector<int64_t> cuts;  // pp − 1 block indices
+  std::vector<int64_t> cuts;  // pp − 1 block indices where stages 2, 3, ... begin
   int64_t world() const { return tp * pp * dp; }
 };
 ParallelKnobs parallel_knobs(const ModelSpec& spec, const Config& config);

@@ -553,6 +553,7 @@ class Compiler {
       if (k->kind != KnobKind::kCuts) continue;
       std::set<std::string> names;
       for (const std::string* text : {&k->layers, &k->stages, &k->min_stage, &k->max_stage}) {
+        if (text->empty()) continue;  // min and max are optional (their defaults come later)
         collect_names(*parse_at(*text, k->where, "knob '" + k->name + "'"), &names);
       }
       size_t last_dep = 0;

@@ -141,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
                "\"gpipe\", \"micro_batches\": 4" SHARDS("row_col", "col_row", "vocab") "}",
                2},
         Layout{"bert_tp2_pp2", "bert-tiny-parallel.toml",
-               "{\"tp\": 2, \"pp\": 2, \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}", 4},
+               "{\"tp\": 2, \"pp\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}", 4},
         Layout{"mlp_tp2_dp2", "mlp-tiny-parallel.toml",
                "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\"}", 4}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });

@@ -193,5 +193,32 @@ TEST(DataParallelTest, GradientsAreAveragedInBuckets) {
   EXPECT_TRUE(torch::equal(params[1].grad(), torch::full({256}, 2.0f)));
 }
 
+TEST(TemplateTest, PipelineCutsComeFromTheKnobOrAreEven) {
+  const models::ModelSpec spec = models::model_preset("gpt-mini");  // 6 blocks, 8 heads
+  auto cuts_of = [&](const std::string& json) {
+    auto sch = create_schedule(models::build_model(spec, 0));
+    models::apply_template(*sch, spec, "gpt", Config::from_json(json));
+    return build(*sch).plan.cuts;
+  };
+  EXPECT_EQ(cuts_of(R"({"pp": 2})"), std::vector<std::string>{"h.2"});  // stage 2 begins at block 3
+  EXPECT_EQ(cuts_of(R"({"pp": 2, "cuts": [4]})"), std::vector<std::string>{"h.3"});
+  EXPECT_EQ(cuts_of(R"({"pp": 3})"), (std::vector<std::string>{"h.1", "h.3"}));
+  EXPECT_NE(error_of([&] { cuts_of(R"({"pp": 2, "cuts": [0]})"); }).find("must increase within blocks 1..5"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cuts_of(R"({"pp": 3, "cuts": [2]})"); }).find("1 cuts for pp = 3 stages (needs 2)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cuts_of(R"({"pp": 7})"); }).find("knob 'pp': 7 stages for 6 blocks"), std::string::npos);
+  EXPECT_NE(error_of([&] { cuts_of(R"({"tp": 3})"); }).find("knob 'tp': 3 does not divide heads = 8"), std::string::npos);
+  EXPECT_NE(error_of([&] { cuts_of(R"({"mlp_shard": "diagonal"})"); }).find("'diagonal' is not a layout (col_row, row_col)"),
+            std::string::npos);
+  // A schedule with a real group must match the configuration's tp.
+  ScheduleOptions o;
+  o.tp_group = std::make_shared<LocalCommunicator>("tp");
+  auto sch = create_schedule(models::build_model(spec, 0), o);
+  EXPECT_NE(error_of([&] { models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"tp": 2})")); })
+                .find("knob 'tp' = 2 but this schedule's tensor-parallel group has 1 rank(s)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace slapo::schedule

@@ -50,6 +50,17 @@ one = "zeta >= 2"
   EXPECT_EQ(c.size(), 10u * 5 * 2 * 2 * 2 * 2);
 }
 
+TEST(SpaceFileTest, CutPointsWithoutMinAndMaxUseTheDefaults) {
+  // min defaults to 1 layer per stage and max to all of them.
+  const CompiledSpace c = CompiledSpace::compile(parse_space(R"(
+[knobs]
+pp   = { values = [1, 2, 3] }
+cuts = { layers = 4, stages = "pp" }
+)", "s.toml"));
+  // pp=1: one way; pp=2: 3 cut positions; pp=3: C(3, 2) = 3.
+  EXPECT_EQ(c.size(), 1u + 3 + 3);
+}
+
 TEST(SpaceFileTest, ConstraintGroupsNameEachMember) {
   const CompiledSpace c = CompiledSpace::compile(parse_space(R"(
 [knobs]
