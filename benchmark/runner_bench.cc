@@ -1,8 +1,10 @@
 // Runner benchmarks (docs/benchmarks.md). Run: ./build/benchmark/runner_bench
 //
 // BM_Overhead/<runner>: one gpt-tiny trial (1 warm-up + 1 timed step); overhead_ms is the wall
-//   time of run() minus what the trial itself reports (build_ms + train_ms): process start,
-//   LibTorch loading, JSON, allocator set-up.
+//   time of run() minus what the trial itself reports (build_ms + train_ms): process start or
+//   fork, LibTorch loading, JSON, allocator set-up. 0: in-process; 1: subprocess, a new process per
+//   trial; 2: subprocess through the fork server (its start is paid once, before the first
+//   measured iteration).
 // BM_GptMiniNoise: 5 repeats of the same gpt-mini trial (batch 8, seq 128, 2 warm-up + 5 timed
 //   steps, 2 threads) in-process; cv_percent is the coefficient of variation of samples/s.
 
@@ -39,7 +41,9 @@ void BM_Overhead(benchmark::State& state) {
     runners::SubprocessOptions o;
     o.worker = {slapo_tune(), "worker"};
     o.workload_json = kTiny;
+    o.fork_server = state.range(0) == 2;
     runner = std::make_unique<runners::SubprocessRunner>(o);
+    if (o.fork_server) runner->run({Config()});  // starts the server
   }
   double overhead_ms = 0;
   for (auto _ : state) {
@@ -52,10 +56,10 @@ void BM_Overhead(benchmark::State& state) {
     }
     overhead_ms += wall_ms - r.metrics.at("build_ms") - r.metrics.at("train_ms");
   }
-  state.SetLabel(runner->kind());
+  state.SetLabel(state.range(0) == 2 ? "subprocess (fork server)" : runner->kind());
   state.counters["overhead_ms"] = overhead_ms / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_Overhead)->Arg(0)->Arg(1)->Iterations(10)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Overhead)->Arg(0)->Arg(1)->Arg(2)->Iterations(10)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_GptMiniNoise(benchmark::State& state) {
   runners::InProcessRunner runner(runners::Workload::from_json(

@@ -78,6 +78,8 @@ void BM_TunerOverhead(benchmark::State& state, const std::string& strategy) {
 }
 BENCHMARK_CAPTURE(BM_TunerOverhead, random, std::string("random"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_TunerOverhead, coordinate, std::string("coordinate"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TunerOverhead, bayes, std::string("bayes"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TunerOverhead, auto, std::string("auto"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -29,6 +29,7 @@ int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream
 int run_replay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_single_device(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_single_node(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int run_report(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int run_version(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // The path of the running slapo-tune (for starting workers).

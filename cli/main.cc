@@ -15,6 +15,7 @@ namespace {
 const slapo::cli::Command kCommands[] = {
     {"single-device", "tune: search the space, measure, record every trial, report the best", slapo::cli::run_single_device},
     {"single-node", "tune with N ranks per trial on this machine (tp, pp, dp)", slapo::cli::run_single_node},
+    {"report", "a task's tuning as one HTML file: heat map, convergence, top configurations", slapo::cli::run_report},
     {"space", "inspect a search space: show, count, list, sample", slapo::cli::run_space},
     {"verify", "check that a scheduled model computes what the original does", slapo::cli::run_verify},
     {"primitives", "list the schedule primitives, or print one's help", slapo::cli::run_primitives},

@@ -21,6 +21,8 @@ void add_runner_options(po::options_description& options, RunnerFlags* f) {
   options.add_options()
       ("runner", po::value<std::string>(&f->runner)->default_value("subprocess"), "inprocess, subprocess or single-node (the default with --nproc > 1)")
       ("nproc", po::value<int>(&f->nproc)->default_value(1), "ranks per trial")
+      ("no-fork-server", po::bool_switch(&f->no_fork_server),
+       "subprocess runner: start a new process per trial instead of forking one that has LibTorch loaded")
       ("memory-budget", po::value<std::string>(&f->memory_budget), "tensor memory budget, e.g. 2GiB: past it a trial is oom")
       ("timeout", po::value<double>(&f->timeout_s)->default_value(600), "seconds before a trial is killed (0: none)")
       ("metric-regex", po::value<std::string>(&f->metric_regex), "command runner: regex with one group around the metric")
@@ -53,7 +55,8 @@ RunnerSetup command_setup(const runners::CommandOptions& c) {
   return setup;
 }
 
-RunnerSetup workload_setup(const runners::Workload& workload, const std::string& kind, double timeout_s, int nproc) {
+RunnerSetup workload_setup(const runners::Workload& workload, const std::string& kind, double timeout_s, int nproc,
+                           bool fork_server) {
   RunnerSetup setup;
   setup.objective = runners::metric::kSamplesPerS;
   setup.workload_key = workload.to_json();
@@ -72,6 +75,7 @@ RunnerSetup workload_setup(const runners::Workload& workload, const std::string&
     s.worker = {self_executable(), "worker"};
     s.workload_json = workload.to_json();
     s.timeout_s = timeout_s;
+    s.fork_server = fork_server;
     setup.runner = std::make_unique<runners::SubprocessRunner>(s);
   }
   return setup;
@@ -102,7 +106,7 @@ RunnerSetup make_runner(const RunnerFlags& f, const space::Space& space) {
   const space::CompiledSpace compiled = space::CompiledSpace::compile(space);
   if (compiled.size() > 0) runners::check_workload(workload, compiled.at(0));
   const std::string kind = f.nproc > 1 ? "single-node" : f.runner;
-  return workload_setup(workload, kind, f.timeout_s, f.nproc);
+  return workload_setup(workload, kind, f.timeout_s, f.nproc, !f.no_fork_server);
 }
 
 RunnerSetup runner_for_task(const db::TaskRecord& task, int steps) {
@@ -120,7 +124,7 @@ RunnerSetup runner_for_task(const db::TaskRecord& task, int steps) {
   }
   runners::Workload workload = runners::Workload::from_json(task.key.workload_json, "task " + std::to_string(task.id));
   if (steps > 0) workload.steps = steps;
-  return workload_setup(workload, task.key.runner, 600, static_cast<int>(task.key.world_size));
+  return workload_setup(workload, task.key.runner, 600, static_cast<int>(task.key.world_size), /*fork_server=*/true);
 }
 
 db::TaskKey task_key(const RunnerSetup& setup, const space::Space& space) {

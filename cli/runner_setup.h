@@ -22,6 +22,7 @@ struct RunnerFlags {
   std::string memory_budget;
   double timeout_s = 600;
   int nproc = 1;
+  bool no_fork_server = false;  // the subprocess runner starts a new process per trial
   std::string metric_regex;
   std::string oom_pattern;
   int oom_exit_code = -1;

@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/config_arg.h"
 #include "core/error.h"
+#include "core/process.h"
 #include "db/database.h"
 #include "cli/runner_setup.h"
 #include "dist/world.h"
@@ -117,13 +118,53 @@ int run_trial(const std::vector<std::string>& all_args, std::ostream& out, std::
   return result.status == TrialStatus::kOk ? kExitOk : kExitFailure;
 }
 
+namespace {
+
+// `worker --serve`: the fork server. This process has loaded LibTorch but runs no tensor operation
+// (a fork after an OpenMP parallel region deadlocks): per request line {"workload", "config",
+// "timeout_s"} it forks a child that measures the trial, and answers one line with what the child
+// did (its output, exit code or signal, whether it timed out). A trial costs a fork instead of a
+// process start that loads LibTorch.
+int serve(std::ostream& out) {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    nlohmann::json request = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json response;
+    if (!request.is_object() || !request.contains("workload") || !request.contains("config")) {
+      response = {{"started", false}, {"error", "fork server: not a request: " + line.substr(0, 200)}};
+    } else {
+      const std::string workload_json = request["workload"].get<std::string>();
+      const std::string config_json = request["config"].get<std::string>();
+      ProcessOptions po;
+      po.timeout_s = request.value("timeout_s", 0.0);
+      const ProcessResult r = fork_and_run(
+          [&] {
+            const runners::Workload workload = runners::Workload::from_json(workload_json, "--workload");
+            const Config config = Config::from_json(config_json, "--config");
+            std::cout << runners::measure_trial(workload, config).to_json() << std::endl;
+            return 0;
+          },
+          po);
+      response = {{"started", r.started},    {"error", r.error},   {"timed_out", r.timed_out},
+                  {"exit_code", r.exit_code}, {"signal", r.signal}, {"out", r.out},
+                  {"err", r.err},             {"duration_s", r.duration_s}};
+    }
+    out << response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
 int run_worker(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string workload_json, config_json;
+  bool serve_requests = false;
   po::options_description options("options");
   options.add_options()
       ("help,h", "show this help")
       ("workload", po::value<std::string>(&workload_json), "the workload as JSON")
-      ("config", po::value<std::string>(&config_json), "the configuration as JSON");
+      ("config", po::value<std::string>(&config_json), "the configuration as JSON")
+      ("serve", po::bool_switch(&serve_requests), "fork server: one trial per request line on standard input");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(options).run(), vm);
   po::notify(vm);
@@ -133,6 +174,7 @@ int run_worker(const std::vector<std::string>& args, std::ostream& out, std::ost
            "worker; exits 0 whenever it could report, whatever the trial's status).\n";
     return kExitOk;
   }
+  if (serve_requests) return serve(out);
   SLAPO_CHECK(!workload_json.empty() && !config_json.empty(), ErrorCode::kInvalidArgument,
               "worker: --workload and --config are required");
   runners::Workload workload = runners::Workload::from_json(workload_json, "--workload");

@@ -60,7 +60,7 @@ int tune(const std::vector<std::string>& all_args, std::ostream& out, std::ostre
       ("help,h", "show this help")
       ("space", po::value<std::string>(&space_file), "space file")
       ("db", po::value<std::string>(&db_path)->default_value("tune.db"), "tuning database (created when absent)")
-      ("strategy", po::value<std::string>(&options.strategy)->default_value("auto"), "auto, exhaustive, random, coordinate, slapo")
+      ("strategy", po::value<std::string>(&options.strategy)->default_value("auto"), "auto, bayes, exhaustive, random, coordinate, slapo")
       ("trials", po::value<size_t>(&options.trials)->default_value(20), "measured trials of the task in all (0: no limit)")
       ("time-limit", po::value<double>(&options.time_limit_s)->default_value(0), "seconds for this run (0: none)")
       ("patience", po::value<size_t>(&options.patience)->default_value(0), "stop after N trials without a better one")

@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
@@ -20,6 +22,48 @@ namespace {
 void append_capped(std::string* buffer, const char* data, size_t n, size_t cap) {
   buffer->append(data, n);
   if (buffer->size() > cap) buffer->erase(0, buffer->size() - cap);
+}
+
+void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
+             std::chrono::steady_clock::time_point start, ProcessResult* out) {
+  ProcessResult& result = *out;
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  bool open[2] = {true, true};
+  char buffer[65536];
+  while (open[0] || open[1]) {
+    int wait_ms = -1;
+    if (options.timeout_s > 0) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (elapsed >= options.timeout_s) {
+        result.timed_out = true;
+        kill(-pid, SIGKILL);
+        break;
+      }
+      wait_ms = static_cast<int>((options.timeout_s - elapsed) * 1000) + 1;
+    }
+    for (int i = 0; i < 2; ++i) fds[i].fd = open[i] ? (i == 0 ? out_fd : err_fd) : -1;
+    const int ready = poll(fds, 2, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (!open[i] || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n <= 0) {
+        open[i] = false;
+      } else {
+        append_capped(i == 0 ? &result.out : &result.err, buffer, static_cast<size_t>(n), options.max_output_bytes);
+      }
+    }
+  }
+  close(out_fd);
+  close(err_fd);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  // Whatever it left behind in its group goes too.
+  kill(-pid, SIGKILL);
+  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
 }
 
 }  // namespace
@@ -96,44 +140,46 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     return result;
   }
   result.started = true;
+  collect(pid, out_pipe[0], err_pipe[0], options, start, &result);
+  return result;
+}
 
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  bool open[2] = {true, true};
-  char buffer[65536];
-  while (open[0] || open[1]) {
-    int wait_ms = -1;
-    if (options.timeout_s > 0) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (elapsed >= options.timeout_s) {
-        result.timed_out = true;
-        kill(-pid, SIGKILL);
-        break;
-      }
-      wait_ms = static_cast<int>((options.timeout_s - elapsed) * 1000) + 1;
-    }
-    for (int i = 0; i < 2; ++i) fds[i].fd = open[i] ? (i == 0 ? out_pipe[0] : err_pipe[0]) : -1;
-    const int ready = poll(fds, 2, wait_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    for (int i = 0; i < 2; ++i) {
-      if (!open[i] || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
-      if (n <= 0) {
-        open[i] = false;
-      } else {
-        append_capped(i == 0 ? &result.out : &result.err, buffer, static_cast<size_t>(n), options.max_output_bytes);
-      }
-    }
+ProcessResult fork_and_run(const std::function<int()>& body, const ProcessOptions& options) {
+  ProcessResult result;
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    result.error = std::string("pipe: ") + std::strerror(errno);
+    return result;
   }
-  close(out_pipe[0]);
-  close(err_pipe[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    result.error = std::string("fork: ") + std::strerror(errno);
+    return result;
   }
-  // Whatever it left behind in its group goes too.
-  kill(-pid, SIGKILL);
-  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  if (pid == 0) {
+    // The child: its own process group, output to the pipes, no input, the environment added.
+    setpgid(0, 0);
+    signal(SIGPIPE, SIG_DFL);
+    const int null = open("/dev/null", O_RDONLY);
+    dup2(null, 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_pipe[1], 2);
+    for (const auto& [k, v] : options.env) setenv(k.c_str(), v.c_str(), 1);
+    int code = 1;
+    try {
+      code = body();
+    } catch (...) {
+    }
+    fflush(stdout);
+    fflush(stderr);
+    _exit(code);
+  }
+  setpgid(pid, pid);  // also from here, so a kill at once reaches the group
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  result.started = true;
+  collect(pid, out_pipe[0], err_pipe[0], options, start, &result);
   return result;
 }
 

@@ -5,6 +5,7 @@
 // The child is started with posix_spawn (fork+exec): a bare fork of a process that has run an
 // OpenMP region deadlocks in the child (libgomp).
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,13 @@ struct ProcessResult {
 // Runs argv[0] (searched in PATH when it has no slash) with argv, waits for it, returns what
 // happened. Never throws for the child's failures.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
+
+// Runs `body` in a fork of this process (its own process group, standard output and error
+// captured, no input, `options.env` added), with the same time limit and result as run_process;
+// the child exits with body's return value. REQUIRES: this process has not run an OpenMP parallel
+// region (libgomp deadlocks in such a child) — the fork server (`slapo-tune worker --serve`)
+// forks before any.
+ProcessResult fork_and_run(const std::function<int()>& body, const ProcessOptions& options = {});
 
 // The last `lines` lines of `text`.
 std::string tail_lines(const std::string& text, size_t lines);

@@ -6,9 +6,11 @@
 // cannot take the tuner with it.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/coprocess.h"
 #include "core/process.h"
 #include "runners/runner.h"
 
@@ -21,6 +23,10 @@ struct SubprocessOptions {
   double timeout_s = 600;     // per trial; 0: none
   std::map<std::string, std::string> env;
   size_t log_lines = 30;  // how much of the output a failed trial keeps
+  // Through a fork server (`worker --serve`, started once with `worker` + {"--serve"}): each trial
+  // is a fork of a process that has LibTorch loaded, not a new process that loads it. The trial is
+  // as isolated (its own process, its own group); a fork server that dies is started again.
+  bool fork_server = false;
 };
 
 // What a worker process's run says about its trial: its JSON result (last line of output), or the
@@ -30,12 +36,16 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
 class SubprocessRunner : public Runner {
  public:
   explicit SubprocessRunner(SubprocessOptions options);
+  ~SubprocessRunner() override;
   // Throws Error(kNotFound) only when the worker cannot be started at all.
   std::vector<TrialResult> run(const std::vector<Config>& candidates) override;
   std::string kind() const override { return "subprocess"; }
 
  private:
+  ProcessResult run_forked(const Config& config);
+
   SubprocessOptions options_;
+  std::unique_ptr<Coprocess> server_;
 };
 
 }  // namespace slapo::runners

@@ -5,7 +5,9 @@
 //   coordinate  coordinate descent: from a random start, measure the neighbours (one knob one
 //               step), move to the best improving one; at a local optimum restart at random
 //   slapo       Slapo's own heuristic (batch size, then checkpoint ratio by binary search)
-//   auto        exhaustive when the whole space fits the trial budget, otherwise coordinate
+//   bayes       model-based: Gaussian processes for the objective and for feasibility, expected
+//               improvement (tuner/model_based.h)
+//   auto        bayes; exhaustive for spaces of at most 4 configurations (nothing to model)
 
 #include <algorithm>
 #include <map>
@@ -13,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "tuner/model_based.h"
 #include "tuner/strategy.h"
 
 namespace slapo::tuner {
@@ -296,34 +299,34 @@ class SlapoHeuristic : public Strategy {
   std::map<std::string, std::optional<double>> results_;
 };
 
-// Exhaustive when the whole space fits the budget; coordinate descent otherwise.
+// The default: the model-based search, which reached the optimum of every recorded objective table
+// in the fewest trials (docs/benchmarks.md); a space of a handful of points is simply measured.
 class Auto : public Strategy {
  public:
-  explicit Auto(size_t budget) : budget_(budget) {}
   std::string name() const override { return "auto"; }
   void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) override {
-    if (space.size() <= budget_) inner_ = std::make_unique<Exhaustive>();
-    else inner_ = std::make_unique<CoordinateDescent>();
+    if (space.size() <= 4) inner_ = std::make_unique<Exhaustive>();
+    else inner_ = make_model_based_strategy(/*memory_frontier=*/true);
     inner_->begin(space, seed, minimize);
   }
   std::vector<Config> propose(size_t n, const KnownFn& known) override { return inner_->propose(n, known); }
   void observe(const std::vector<Observation>& o) override { inner_->observe(o); }
 
  private:
-  size_t budget_;
   std::unique_ptr<Strategy> inner_;
 };
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"auto", "exhaustive", "random", "coordinate", "slapo"}; }
+std::vector<std::string> strategy_names() { return {"auto", "bayes", "exhaustive", "random", "coordinate", "slapo"}; }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget) {
   if (name == "exhaustive") return std::make_unique<Exhaustive>();
   if (name == "random") return std::make_unique<RandomSearch>();
   if (name == "coordinate") return std::make_unique<CoordinateDescent>();
   if (name == "slapo") return std::make_unique<SlapoHeuristic>();
-  if (name == "auto") return std::make_unique<Auto>(budget);
+  if (name == "bayes") return make_model_based_strategy();
+  if (name == "auto") return std::make_unique<Auto>();
   std::string names;
   for (const std::string& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
   SLAPO_FAIL(ErrorCode::kInvalidArgument, "--strategy ", name, ": unknown (strategies: ", names, ")");

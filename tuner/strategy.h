@@ -37,7 +37,8 @@ class Strategy {
   virtual void observe(const std::vector<Observation>& observations) = 0;
 };
 
-// exhaustive | random | coordinate | slapo | auto. `budget` (the trial budget) lets auto choose.
+// auto | bayes | exhaustive | random | coordinate | slapo. (`budget`, the trial budget, is kept
+// for strategies that plan by it.)
 // Throws Error(kInvalidArgument) listing the strategies for an unknown name.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget);
 std::vector<std::string> strategy_names();

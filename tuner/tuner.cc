@@ -1,7 +1,7 @@
 #include "tuner/tuner.h"
 
 #include <chrono>
-#include <set>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "tuner/memory_dominance.h"
@@ -27,7 +27,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, options.trials);
   strategy->begin(space, options.seed, options.minimize);
   MemoryDominance dominance(space);
-  std::set<std::string> known;  // canonical JSON of every recorded configuration
+  std::unordered_set<std::string> known;  // canonical JSON of every recorded configuration
   std::optional<double> best;
   auto better = [&](double v) { return !best || (options.minimize ? v < *best : v > *best); };
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/cli/cli_support.h"
@@ -60,9 +62,9 @@ TEST(TuneCliTest, TunesACommand) {
 
 TEST(TuneCliTest, BadInput) {
   const std::string db = temp_db("bad");
-  Outcome strategy = run("single-device --space " + kSpace + " --db " + db + " --strategy bayes");
+  Outcome strategy = run("single-device --space " + kSpace + " --db " + db + " --strategy hyperband");
   EXPECT_EQ(strategy.exit_code, 2);
-  EXPECT_NE(strategy.err.find("--strategy bayes: unknown"), std::string::npos);
+  EXPECT_NE(strategy.err.find("--strategy hyperband: unknown (strategies: auto, bayes,"), std::string::npos) << strategy.err;
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
 }
@@ -89,6 +91,42 @@ TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
   Outcome wrong = run("single-device --nproc 2 --space " + space + " --db " + db);
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_NE(wrong.err.find("use slapo-tune single-node"), std::string::npos) << wrong.err;
+}
+
+TEST(ReportCliTest, OneSelfContainedHtmlFile) {
+  const std::string db = temp_db("report");
+  Outcome tuned = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 6 --json");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
+  const std::string html_path = ::testing::TempDir() + "/report_" + std::to_string(getpid()) + ".html";
+  Outcome r = run("report --db " + db + " --out " + html_path + " --x batch_size --y ckpt_ratio");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::ifstream in(html_path);
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(html.find("<h1>Tuning report: task 1</h1>"), std::string::npos);
+  EXPECT_NE(html.find("Objective over batch_size × ckpt_ratio"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Convergence</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Top configurations</h2>"), std::string::npos);
+  size_t svgs = 0;
+  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
+  EXPECT_EQ(svgs, 2u);
+  size_t rows = 0;
+  for (size_t at = html.find("<tr><td>"); at != std::string::npos; at = html.find("<tr><td>", at + 1)) ++rows;
+  EXPECT_EQ(rows, 6u);  // six ok trials in the top table
+  // Self-contained: nothing fetched, nothing run.
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_EQ(html.find("src="), std::string::npos);
+  EXPECT_EQ(html.find("href="), std::string::npos);
+
+  Outcome knob = run("report --db " + db + " --out " + html_path + " --x nosuch");
+  EXPECT_EQ(knob.exit_code, 2);
+  EXPECT_NE(knob.err.find("report: task 1 has no knob 'nosuch' (knobs: batch_size, ckpt_ratio, attn)"), std::string::npos)
+      << knob.err;
+  Outcome no_out = run("report --db " + db);
+  EXPECT_EQ(no_out.exit_code, 2);
+  EXPECT_NE(no_out.err.find("report: --out FILE is required"), std::string::npos);
+  Outcome no_db = run("report --db /nonexistent/x.db --out " + html_path);
+  EXPECT_EQ(no_db.exit_code, 2) << no_db.err;
 }
 
 }  // namespace

@@ -221,6 +221,53 @@ TEST(CommandRunnerTest, DrivesAPythonPyTorchScript) {
   EXPECT_GT(r.metrics.at("throughput"), 0);
 }
 
+// ---- the fork server ----------------------------------------------------------------------------
+
+TEST(ForkServerTest, TrialsAreForkedFromOneServer) {
+  SubprocessOptions o;
+  o.worker = {SLAPO_TUNE, "worker"};
+  o.workload_json = R"({"model": "gpt-tiny", "batch_size": 4, "seq_len": 16, "warmup": 1, "steps": 1, "threads": 1})";
+  o.fork_server = true;
+  o.timeout_s = 60;
+  SubprocessRunner runner(o);
+  const auto results = runner.run({config(R"({"ckpt_ratio": 0.5})"), config(R"({"zero_stage": 1})"),
+                                   config(R"({"attn": "baddbmm"})")});
+  EXPECT_EQ(results[0].status, TrialStatus::kOk) << results[0].error << results[0].log_tail;
+  EXPECT_GT(results[0].metrics.at("samples_per_s"), 0);
+  EXPECT_EQ(results[1].status, TrialStatus::kInvalid);  // refused in the child, the server goes on
+  EXPECT_NE(results[1].error.find("knob 'zero_stage' is not understood"), std::string::npos) << results[1].error;
+  EXPECT_EQ(results[2].status, TrialStatus::kOk) << results[2].error << results[2].log_tail;
+  // A fork costs far less than a new process that loads LibTorch (~0.4 s here).
+  EXPECT_LT(results[2].metrics.at("wall_s"), results[2].metrics.at("build_ms") / 1000 + 0.3);
+
+  // The time limit kills the forked child; the server answers the next request.
+  o.timeout_s = 0.3;
+  o.workload_json = R"({"model": "gpt-mini", "batch_size": 64, "seq_len": 256, "warmup": 5, "steps": 50, "threads": 1})";
+  SubprocessRunner slow(o);
+  const auto late = slow.run({config("{}")});
+  EXPECT_EQ(late[0].status, TrialStatus::kTimeout) << late[0].error;
+}
+
+TEST(ForkServerTest, AServerThatDiesIsStartedAgain) {
+  SubprocessOptions o;
+  // Answers one request, then exits: the second trial finds it gone, the third a new one.
+  o.worker = {"sh", "-c",
+              "read request; printf '%s\\n' '{\"started\": true, \"timed_out\": false, \"exit_code\": 0, \"signal\": 0, "
+              "\"out\": \"{\\\"status\\\": \\\"ok\\\", \\\"error\\\": \\\"\\\", \\\"metrics\\\": "
+              "{\\\"samples_per_s\\\": 7}}\\n\", \"err\": \"\", \"duration_s\": 0.01}'",
+              "worker"};
+  o.workload_json = "{}";
+  o.fork_server = true;
+  o.timeout_s = 5;
+  SubprocessRunner runner(o);
+  const auto results = runner.run({config(R"({"a": 1})"), config(R"({"a": 2})"), config(R"({"a": 3})")});
+  EXPECT_EQ(results[0].status, TrialStatus::kOk) << results[0].error << results[0].log_tail;
+  EXPECT_EQ(results[0].metrics.at("samples_per_s"), 7);
+  EXPECT_EQ(results[1].status, TrialStatus::kRuntimeError);
+  EXPECT_NE(results[1].log_tail.find("the fork server stopped answering"), std::string::npos) << results[1].log_tail;
+  EXPECT_EQ(results[2].status, TrialStatus::kOk) << results[2].error;
+}
+
 // ---- several ranks per trial ------------------------------------------------------------------
 
 // A fake worker rank: rank 1 misbehaves as the config's "mode" says; every other rank reports.

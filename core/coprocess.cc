@@ -1,0 +1,129 @@
+#include "core/coprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+
+extern char** environ;
+
+namespace slapo {
+
+std::unique_ptr<Coprocess> Coprocess::start(const std::vector<std::string>& argv,
+                                            const std::map<std::string, std::string>& extra_env) {
+  SLAPO_CHECK(!argv.empty(), ErrorCode::kInvalidArgument, "coprocess: empty command");
+  int in_pipe[2], out_pipe[2];
+  SLAPO_CHECK(pipe2(in_pipe, O_CLOEXEC) == 0 && pipe2(out_pipe, O_CLOEXEC) == 0, ErrorCode::kIo, "pipe: ",
+              std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [k, v] : extra_env) env[k] = v;
+  std::vector<std::string> env_strings, argv_copy = argv;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  if (rc != 0) {
+    close(in_pipe[1]);
+    close(out_pipe[0]);
+    SLAPO_FAIL(ErrorCode::kNotFound, "cannot run '", argv[0], "': ", std::strerror(rc));
+  }
+  std::unique_ptr<Coprocess> c(new Coprocess());
+  c->pid_ = pid;
+  c->in_ = in_pipe[1];
+  c->out_ = out_pipe[0];
+  return c;
+}
+
+Coprocess::~Coprocess() {
+  if (in_ >= 0) close(in_);
+  if (out_ >= 0) close(out_);
+  if (pid_ > 0) {
+    kill(-pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+bool Coprocess::write_line(const std::string& line) {
+  const std::string data = line + "\n";
+  size_t done = 0;
+  while (done < data.size()) {
+    // MSG_NOSIGNAL does not apply to pipes: a closed reader would raise SIGPIPE, so block it here.
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    const ssize_t n = write(in_, data.data() + done, data.size() - done);
+    const int saved = errno;
+    if (n < 0 && saved == EPIPE) {
+      timespec zero{0, 0};
+      sigtimedwait(&block, nullptr, &zero);  // consume the pending SIGPIPE
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (n < 0) {
+      if (saved == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+std::optional<std::string> Coprocess::read_line(double timeout_s) {
+  const auto start = std::chrono::steady_clock::now();
+  char chunk[65536];
+  while (true) {
+    const size_t nl = buffer_.find('\n');
+    if (nl != std::string::npos) {
+      std::string line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      return line;
+    }
+    int wait_ms = -1;
+    if (timeout_s > 0) {
+      const double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (left <= 0) return std::nullopt;
+      wait_ms = static_cast<int>(left * 1000) + 1;
+    }
+    pollfd fd{out_, POLLIN, 0};
+    const int ready = poll(&fd, 1, wait_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;  // the deadline check above ends it
+    const ssize_t n = read(out_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return std::nullopt;
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace slapo

@@ -1,0 +1,27 @@
+#pragma once
+// The model-based strategy ("bayes"): Bayesian optimization on the encoded space.
+//
+//   objective model   a Gaussian process on encode(c) → the objective (log-scaled when positive,
+//                     negated when minimizing), over the configurations measured ok
+//   feasibility model a Gaussian process on encode(c) → +1 (ok) / −1 (failed: out of memory, ...),
+//                     read as P(feasible) = Φ(μ / σ)
+//   acquisition       expected improvement × P(feasible), over the unmeasured configurations
+//                     (all of them in spaces up to 4,096; otherwise 512 uniform samples plus the
+//                     neighbours of the best few measured)
+//
+// It starts from uniform samples (3; 1 with the memory frontier; fewer when earlier trials are
+// resumed) and refits the length scale and noise by marginal likelihood every 8 observations.
+
+#include <memory>
+
+#include "tuner/strategy.h"
+
+namespace slapo::tuner {
+
+// With `memory_frontier` (the default strategy, "auto"), knobs that save memory at a price in
+// speed (mem = "down") are searched from the least setting that fits: while any configuration is
+// on that frontier (for each such knob, the next lower setting does not exist or ran out of
+// memory), only frontier configurations are proposed; then the whole space.
+std::unique_ptr<Strategy> make_model_based_strategy(bool memory_frontier = false);
+
+}  // namespace slapo::tuner
