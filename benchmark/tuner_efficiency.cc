@@ -4,7 +4,9 @@
 //                                      benchmark/tables/bert-mini-batch-ckpt [--seeds 30]
 //
 // A table is a space file (NAME.toml) and every configuration of it measured on this machine
-// (NAME.json: `slapo-tune db export --format json` of an exhaustive run). A table-lookup runner
+// (NAME.json: `slapo-tune db export --format json` of an exhaustive run; NAME.2.json, NAME.3.json,
+// ... for more passes: a configuration's objective is then its median over the passes, and it is
+// out of memory when most passes say so). A table-lookup runner
 // replays the measurements, so every strategy is judged on the same real objective, with its real
 // out-of-memory region, and each of 30 seeds costs milliseconds. For each strategy: the measured
 // trials until the table's optimum is first measured (pruned points are not trials), and the best
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -34,31 +37,57 @@ struct Table {
   space::Space declared;
   std::map<std::string, TrialResult> results;  // canonical config → what was measured
   double optimum = 0;
-  bool minimize = false;
+  size_t passes = 1;  // recordings merged
 };
 
 Table load_table(const std::string& base) {
   Table t;
   t.name = base.substr(base.find_last_of('/') + 1);
   t.declared = space::load_space_file(base + ".toml");
-  std::ifstream in(base + ".json");
-  SLAPO_CHECK(in.good(), ErrorCode::kNotFound, base, ".json: cannot open (record it: see docs/benchmarks.md)");
-  const nlohmann::json rows = nlohmann::json::parse(in);
+  std::vector<std::string> passes = {base + ".json"};
+  for (int i = 2;; ++i) {
+    const std::string more = base + "." + std::to_string(i) + ".json";
+    if (!std::ifstream(more).good()) break;
+    passes.push_back(more);
+  }
+  std::map<std::string, std::vector<double>> objectives;  // config → ok objectives
+  std::map<std::string, int> failures;
+  std::map<std::string, std::string> failure_status;
+  for (const std::string& path : passes) {
+    std::ifstream in(path);
+    SLAPO_CHECK(in.good(), ErrorCode::kNotFound, path, ": cannot open (record it: see docs/benchmarks.md)");
+    for (const auto& row : nlohmann::json::parse(in)) {
+      const std::string key = Config::from_json(row["config"].dump()).canonical_json();
+      const std::string status = row["status"];
+      if (status == "ok") {
+        objectives[key].push_back(row["objective"].get<double>());
+      } else {
+        ++failures[key];
+        failure_status[key] = status;
+      }
+    }
+  }
+  t.passes = passes.size();
   double best = -INFINITY;
-  for (const auto& row : rows) {
-    const Config config = Config::from_json(row["config"].dump());
+  std::set<std::string> keys;
+  for (const auto& [k, v] : objectives) keys.insert(k);
+  for (const auto& [k, v] : failures) keys.insert(k);
+  for (const std::string& key : keys) {
+    std::vector<double>& v = objectives[key];
     TrialResult r;
-    const std::string status = row["status"];
-    // A pruned point was proven out of memory by a recorded trial: that is what it is.
-    r.status = status == "pruned" ? TrialStatus::kOom : trial_status_from_string(status).value_or(TrialStatus::kRuntimeError);
-    if (r.status == TrialStatus::kOk) {
-      const double v = row["objective"].get<double>();
-      r.metrics["samples_per_s"] = v;
-      best = std::max(best, v);
+    if (static_cast<int>(v.size()) > failures[key]) {
+      std::sort(v.begin(), v.end());
+      const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      r.metrics["samples_per_s"] = median;
+      best = std::max(best, median);
     } else {
+      // A pruned point was proven out of memory by a recorded trial: that is what it is.
+      const std::string status = failure_status[key];
+      r.status = status == "pruned" ? TrialStatus::kOom
+                                    : trial_status_from_string(status).value_or(TrialStatus::kRuntimeError);
       r.error = "recorded " + status;
     }
-    t.results[config.canonical_json()] = r;
+    t.results[key] = r;
   }
   t.optimum = best;
   return t;
@@ -154,9 +183,10 @@ int main(int argc, char** argv) {
       const space::CompiledSpace space = space::CompiledSpace::compile(table.declared);
       size_t ok = 0;
       for (const auto& [k, r] : table.results) ok += r.status == TrialStatus::kOk;
-      std::printf("\n%s: %llu configurations (%zu ok, %zu out of memory or failed), optimum %.4g samples/s, %d seeds\n",
+      std::printf("\n%s: %llu configurations (%zu ok, %zu out of memory or failed; median of %zu passes), optimum "
+                  "%.4g samples/s, %d seeds\n",
                   table.name.c_str(), static_cast<unsigned long long>(space.size()), ok, table.results.size() - ok,
-                  table.optimum, seeds);
+                  table.passes, table.optimum, seeds);
       std::printf("%-11s %14s %14s %10s %10s %10s\n", "strategy", "to optimum", "p90", "best@10", "best@20", "best@30");
       std::map<std::string, double> medians;
       for (const std::string& strategy : strategies) {

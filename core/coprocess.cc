@@ -12,8 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
-
-extern char** environ;
+#include "core/process.h"
 
 namespace slapo {
 
@@ -31,22 +30,9 @@ std::unique_ptr<Coprocess> Coprocess::start(const std::vector<std::string>& argv
   posix_spawnattr_init(&attr);
   posix_spawnattr_setpgroup(&attr, 0);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry(*e);
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  for (const auto& [k, v] : extra_env) env[k] = v;
-  std::vector<std::string> env_strings, argv_copy = argv;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
+  SpawnArgs spawn(argv, extra_env);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
+  const int rc = posix_spawnp(&pid, spawn.argv()[0], &actions, &attr, spawn.argv(), spawn.envp());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(in_pipe[0]);

@@ -84,6 +84,22 @@ std::string tail_lines(const std::string& text, size_t lines) {
   return text.substr(pos);
 }
 
+SpawnArgs::SpawnArgs(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra)
+    : argv_(argv) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (const auto& [k, v] : extra) env[k] = v;
+  for (const auto& [k, v] : env) env_.push_back(k + "=" + v);
+  for (auto& s : env_) env_ptrs_.push_back(s.data());
+  env_ptrs_.push_back(nullptr);
+  for (auto& s : argv_) argv_ptrs_.push_back(s.data());
+  argv_ptrs_.push_back(nullptr);
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
   ProcessResult result;
   if (argv.empty()) {
@@ -110,25 +126,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
 
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry(*e);
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
-  }
-  for (const auto& [k, v] : options.env) env[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
-
+  SpawnArgs spawn(argv, options.env);
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), envp.data());
+  const int rc = posix_spawnp(&pid, spawn.argv()[0], &actions, &attr, spawn.argv(), spawn.envp());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(out_pipe[1]);

@@ -29,6 +29,19 @@ struct ProcessResult {
   double duration_s = 0;
 };
 
+// argv and an environment — this process's, with `extra` added or overriding — as the arrays
+// posix_spawn takes, kept alive as long as this object.
+class SpawnArgs {
+ public:
+  SpawnArgs(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra);
+  char* const* argv() { return argv_ptrs_.data(); }
+  char* const* envp() { return env_ptrs_.data(); }
+
+ private:
+  std::vector<std::string> argv_, env_;
+  std::vector<char*> argv_ptrs_, env_ptrs_;
+};
+
 // Runs argv[0] (searched in PATH when it has no slash) with argv, waits for it, returns what
 // happened. Never throws for the child's failures.
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options = {});

@@ -55,12 +55,13 @@ torch::Tensor KeyedDropoutImpl::forward(const torch::Tensor& x) {
   SLAPO_CHECK(parts_ == 1 || axis_ < x.dim(), ErrorCode::kInvalidArgument, "dropout: sharded along axis ", axis_,
               " but the input has shape ", x.sizes());
   // The shape this rank draws: the full one (all ranks' slices), unless independent.
-  const bool slice = parts_ > 1 && !independent_;
+  const bool independent = independent_ || forked_;
+  const bool slice = parts_ > 1 && !independent;
   std::vector<int64_t> full = x.sizes().vec();
   if (slice) full[axis_] *= parts_;
   torch::Tensor noise = at::empty(full, x.options());
   for (int64_t i = 0; i < x.size(0); ++i) {
-    at::Generator gen = at::detail::createCPUGenerator(mask_seed(seed_, k.step, k.sample_offset + i, independent_ ? rank_ : 0));
+    at::Generator gen = at::detail::createCPUGenerator(mask_seed(seed_, k.step, k.sample_offset + i, independent ? rank_ : 0));
     noise[i].bernoulli_(1 - p_, gen);
   }
   if (slice) noise = noise.narrow(axis_, rank_ * x.size(axis_), x.size(axis_));

@@ -18,8 +18,8 @@
 // Sharded data: after shard_mask(axis, parts, rank) the module sees a slice of the tensor (e.g.
 // the heads of one tensor-parallel rank). By default it draws the full per-sample mask and keeps
 // its slice — the masks of the single-process model, at the price of drawing them all. With
-// `independent` it draws only its slice from a stream keyed by the rank too: Megatron's choice
-// (fork_rng per TP rank), cheaper, the same distribution, but not the single-process masks.
+// `independent` (or after fork_rng) it draws only its slice from a stream keyed by the rank too:
+// Megatron's choice, cheaper, the same distribution, but not the single-process masks.
 
 #include <cstdint>
 #include <optional>
@@ -63,6 +63,12 @@ class KeyedDropoutImpl : public torch::nn::Cloneable<KeyedDropoutImpl> {
   // This module now sees slice `rank` of `parts` along `axis` (≥ 1; axis 0 is the batch).
   void shard_mask(int64_t axis, int64_t parts, int64_t rank, bool independent = false);
   void set_seed(uint64_t seed) { seed_ = seed; }
+  // fork_rng: its own seed, and — once its mask is sharded — its own stream on each rank of the
+  // group (as if shard_mask(..., independent = true)).
+  void fork(uint64_t seed) {
+    seed_ = seed;
+    forked_ = true;
+  }
   uint64_t seed() const { return seed_; }
   double p() const { return p_; }
 
@@ -71,6 +77,7 @@ class KeyedDropoutImpl : public torch::nn::Cloneable<KeyedDropoutImpl> {
   uint64_t seed_;
   int64_t axis_ = 0, parts_ = 1, rank_ = 0;
   bool independent_ = false;
+  bool forked_ = false;
 };
 TORCH_MODULE(KeyedDropout);
 

@@ -228,8 +228,9 @@ Schedule& Schedule::fork_rng(std::optional<uint64_t> seed) {
   // Without an explicit seed: the options' seed mixed with the path, stable across runs.
   const uint64_t s = seed ? *seed : std::stoull(stable_hash(std::to_string(root_->options.seed) + ":" + path_), nullptr, 16);
   slot.policy.rng = std::make_shared<RngStream>(s);
-  // A keyed dropout draws from its own seed, not from the default generator: re-seed it.
-  if (auto* keyed = dynamic_cast<KeyedDropoutImpl*>(module_.get())) keyed->set_seed(s);
+  // A keyed dropout draws from its own seed, not from the default generator: re-seed it, and
+  // where its data is sharded each tensor-parallel rank gets its own stream.
+  if (auto* keyed = dynamic_cast<KeyedDropoutImpl*>(module_.get())) keyed->fork(s);
   root_->record.forked.push_back(path_);
   record_primitive("fork_rng", seed ? std::to_string(*seed) : "");
   return *this;
@@ -356,11 +357,7 @@ Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_nam
                 ": splitting the input along its last axis needs 'weight' sharded along axis 1 (its inputs)",
                 " and axis -1");
   }
-  SlotModule& parent = parent_slots("sync");
-  Slot& slot = parent.slot(slot_name_);
-  SLAPO_CHECK(slot.signature.tensors_only && slot.signature.tensor_inputs >= 1 && slot.signature.tensor_inputs <= 4,
-              ErrorCode::kInvalidArgument, what, ": supports modules whose forward takes 1 to 4 tensors and returns",
-              " a tensor; this one is ", slot.signature.text);
+  Slot& slot = policy_slot("sync");
   if (root_->options.tp_group) {
     slot.policy.syncs.push_back(SyncSpec{mode, op, axis, root_->options.tp_group});
     if (linear && mode == SyncMode::kFwdPost && op == SyncOp::kAllReduce) {

@@ -128,6 +128,11 @@ TEST(KeyedDropoutTest, AShardDrawsItsSliceOfTheFullMask) {
   EXPECT_TRUE(torch::equal(half(x.narrow(1, 2, 2)), full.narrow(1, 2, 2)));
   EXPECT_FALSE(torch::equal(independent(x.narrow(1, 2, 2)), full.narrow(1, 2, 2)));
   EXPECT_NE(error_of([&] { half->shard_mask(0, 2, 0); }).find("axis 0 is the batch"), std::string::npos);
+  // fork_rng on a sharded mask: this rank's own stream, like independent (same seed, same masks).
+  KeyedDropout forked(0.3, 9);
+  forked->shard_mask(1, 2, 1);
+  forked->fork(9);
+  EXPECT_TRUE(torch::equal(forked(x.narrow(1, 2, 2)), independent(x.narrow(1, 2, 2))));
 }
 
 TEST(PipelineTest, MicroBatchesAccumulateTheFullBatchGradient) {
