@@ -44,9 +44,9 @@ double number_knob(const Value& v, const std::string& name) {
 
 const std::vector<TemplateInfo>& schedule_templates() {
   static const std::vector<TemplateInfo> templates = {
-      {"gpt", "gpt", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard"}},
-      {"bert", "bert", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard"}},
-      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers", "mlp_shard", "embed_shard"}},
+      {"gpt", "gpt", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose"}},
+      {"bert", "bert", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose"}},
+      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers", "mlp_shard", "embed_shard", "decompose"}},
   };
   return templates;
 }
@@ -95,6 +95,10 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
     const std::string layout = string_knob(config, knob, "col_row");
     SLAPO_CHECK(layout == "col_row" || layout == "row_col", ErrorCode::kInvalidArgument, "knob '", knob, "': '",
                 layout, "' is not a layout (col_row, row_col)");
+  }
+  if (const Value* d = config.find("decompose")) {
+    SLAPO_CHECK(std::holds_alternative<bool>(*d), ErrorCode::kInvalidArgument, "knob 'decompose': expected true or false, found ",
+                to_string(*d));
   }
   const std::string embed = string_knob(config, "embed_shard", "vocab");
   SLAPO_CHECK(embed == "vocab" || embed == "hidden" || embed == "replicated", ErrorCode::kInvalidArgument,
@@ -237,6 +241,13 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::s
   const std::string blocks = blocks_path(spec);
   const std::string attn = string_knob(config, "attn", "naive");
   auto block = [&](int64_t i) { return blocks + "." + std::to_string(i); };
+  // decompose comes first: it must precede shard.
+  const Value* decompose = config.find("decompose");
+  if (decompose && std::get<bool>(*decompose)) {
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      for (const char* linear : {"mlp.fc_in", "mlp.fc_out"}) sch[block(i) + "." + linear].decompose();
+    }
+  }
   if (p.tp > 1) {
     shard_embedding(sch, spec, string_knob(config, "embed_shard", "vocab"));
     for (int64_t i = 0; i < spec.layers; ++i) {

@@ -10,6 +10,7 @@
 //   mlp_shard    "col_row" (fc_in by outputs, fc_out by inputs) | "row_col"
 //   embed_shard  "vocab" (embedding and tied LM head split by vocabulary) | "hidden" (split by
 //                hidden units) | "replicated"
+//   decompose    true: each block's MLP Linears become matmul + bias add (before any shard)
 //   tp, pp, dp   the parallel layout: tensor-parallel ranks, pipeline stages, data-parallel
 //                replicas (tp·pp·dp ranks in all); the shard knobs matter when tp > 1
 //   cuts         the blocks where pipeline stages 2, 3, ... begin, ascending (pp − 1 of them, as

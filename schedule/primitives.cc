@@ -44,6 +44,13 @@ const std::vector<PrimitiveDoc>& list_primitives() {
        "  shards: a Linear needs its weight split along the inputs (axis 1) to all-reduce its output,\n"
        "  along the outputs (axis 0) to all-gather it; a row-split Linear adds its bias once, after\n"
        "  the all-reduce. Reduce-scatter on Gloo is an all-reduce and a slice."},
+      {"decompose", "split a Linear into its matrix product and a separate bias add",
+       "sch[path].decompose()\n"
+       "  The nn::Linear at `path` becomes a DecomposedLinear with the same weight and bias tensors\n"
+       "  (same names; shards, annotations and optimizers still see them): matmul(x, weight^T), then\n"
+       "  + bias, as two operations, so that in a traced graph the bias add can fuse with what\n"
+       "  follows. Must come before shard (a sharded Linear is refused); sync treats a decomposed\n"
+       "  Linear as a Linear (a row-split one adds its bias after the all-reduce)."},
       {"cut_pipeline_stage", "begin a new pipeline stage after this module",
        "sch[path].cut_pipeline_stage()\n"
        "  The module must be a child of a Sequence and not its last child; the root cannot be cut.\n"

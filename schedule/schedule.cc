@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "schedule/communicator.h"
+#include "schedule/decomposed_linear.h"
 #include "schedule/keyed_dropout.h"
 #include "schedule/rng_stream.h"
 #include "schedule/sequence.h"
@@ -335,7 +336,8 @@ Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_nam
   for (const auto& [name, spec] : shards) {
     if (name == "weight") weight_axis = spec->axis;
   }
-  const bool linear = dynamic_cast<torch::nn::LinearImpl*>(module_.get()) != nullptr;
+  const bool linear = dynamic_cast<torch::nn::LinearImpl*>(module_.get()) != nullptr ||
+                      dynamic_cast<DecomposedLinearImpl*>(module_.get()) != nullptr;
   const bool embedding = dynamic_cast<torch::nn::EmbeddingImpl*>(module_.get()) != nullptr;
   // The output of a Linear is partial sums when its weight is split along the inputs (axis 1) and
   // split along its last axis when the weight is split along the outputs (axis 0); an embedding's
@@ -361,16 +363,33 @@ Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_nam
   if (root_->options.tp_group) {
     slot.policy.syncs.push_back(SyncSpec{mode, op, axis, root_->options.tp_group});
     if (linear && mode == SyncMode::kFwdPost && op == SyncOp::kAllReduce) {
-      auto* l = dynamic_cast<torch::nn::LinearImpl*>(module_.get());
+      const bool has_bias = module_->named_parameters(false).contains("bias");
       const bool bias_sharded = std::any_of(shards.begin(), shards.end(), [](const auto& s) { return s.first == "bias"; });
       SLAPO_CHECK(!slot.policy.checkpoint, ErrorCode::kInvalidArgument, what,
                   ": checkpoint the module around this Linear instead of the Linear itself");
-      slot.policy.bias_after_reduce = l->bias.defined() && !bias_sharded;
+      slot.policy.bias_after_reduce = has_bias && !bias_sharded;
     }
   }
   root_->record.syncs.push_back({path_, mode_name, op_name, axis});
   const bool has_axis = op != SyncOp::kAllReduce;
   record_primitive("sync", quoted(mode_name) + ", " + quoted(op_name) + (has_axis ? ", " + std::to_string(axis) : ""));
+  return *this;
+}
+
+Schedule& Schedule::decompose() {
+  auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(module_);
+  SLAPO_CHECK(linear != nullptr, ErrorCode::kInvalidArgument, "decompose on '", path_,
+              "': only an nn::Linear can be decomposed (this is ", module_->name(), ")");
+  for (const char* name : {"weight", "bias"}) {
+    if (!module_->named_parameters(false).contains(name)) continue;
+    SLAPO_CHECK(!root_->sharded.count(module_->named_parameters(false)[name].unsafeGetTensorImpl()),
+                ErrorCode::kInvalidArgument, "decompose on '", path_, "': must come before shard, but '", name,
+                "' is already sharded");
+  }
+  replace(DecomposedLinear(*linear));
+  // replace() recorded itself; the schedule text says what was meant.
+  root_->record.applied.back() = AppliedPrimitive{path_, "decompose", ""};
+  root_->record.replaced.back().second = "decompose";
   return *this;
 }
 

@@ -135,6 +135,9 @@ class Schedule {
   Schedule& sync(const std::string& mode, const std::string& op, int64_t axis = -1);
   // A pipeline stage begins after this module. It must be a child of a Sequence, not the last.
   Schedule& cut_pipeline_stage();
+  // An nn::Linear becomes a DecomposedLinear: the same parameters, the product and the bias add as
+  // two operations (so the add can fuse with what follows). Must come before shard.
+  Schedule& decompose();
 
   // ---- queries --------------------------------------------------------------------------------
   // Annotations of this module's parameter or buffer `name`.

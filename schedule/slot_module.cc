@@ -74,8 +74,8 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
   }
   auto run = [&]() -> torch::Tensor {
     if (s.policy.bias_after_reduce) {
-      auto* linear = s.module.get<torch::nn::Linear>().get();
-      return torch::nn::functional::linear(inputs.at(0), linear->weight);
+      // A Linear or a DecomposedLinear: the product alone; the bias comes after the reduce.
+      return torch::nn::functional::linear(inputs.at(0), s.module.ptr()->named_parameters(false)["weight"]);
     }
     if (s.policy.checkpoint && s.module.ptr()->is_training() && torch::GradMode::is_enabled()) {
       std::vector<std::shared_ptr<RngStream>> streams;
@@ -89,8 +89,8 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
     if (sync.mode == SyncMode::kFwdPost) out = apply_sync(sync, out);
   }
   if (s.policy.bias_after_reduce) {
-    auto* linear = s.module.get<torch::nn::Linear>().get();
-    if (linear->bias.defined()) out = out + linear->bias;
+    const auto params = s.module.ptr()->named_parameters(false);
+    if (params.contains("bias")) out = out + params["bias"];
   }
   return out;
 }

@@ -143,7 +143,12 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{"bert_tp2_pp2", "bert-tiny-parallel.toml",
                "{\"tp\": 2, \"pp\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}", 4},
         Layout{"mlp_tp2_dp2", "mlp-tiny-parallel.toml",
-               "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\"}", 4}),
+               "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\", \"decompose\": false}", 4},
+        // Decomposed Linears (matmul + bias add) sharded both ways: the row-split one adds its bias after the reduce.
+        Layout{"mlp_tp2_decomposed", "mlp-tiny-parallel.toml",
+               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\", \"decompose\": true}", 2},
+        Layout{"mlp_tp2_decomposed_row_col", "mlp-tiny-parallel.toml",
+               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\", \"decompose\": true}", 2}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -11,9 +11,12 @@
 #include "models/zoo.h"
 #include "schedule/build.h"
 #include "schedule/data_parallel.h"
+#include "schedule/decomposed_linear.h"
 #include "schedule/keyed_dropout.h"
 #include "schedule/pipeline.h"
+#include "schedule/replay.h"
 #include "schedule/schedule.h"
+#include "schedule/verify.h"
 
 namespace slapo::schedule {
 namespace {
@@ -25,6 +28,12 @@ std::string error_of(const std::function<void()>& fn) {
     return e.what();
   }
   return "";
+}
+
+void cuts_of_config(const std::string& json) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto sch = create_schedule(models::build_model(spec, 0));
+  models::apply_template(*sch, spec, "gpt", Config::from_json(json));
 }
 
 std::unique_ptr<Schedule> planned(int64_t tp) {
@@ -222,6 +231,40 @@ TEST(TemplateTest, PipelineCutsComeFromTheKnobOrAreEven) {
   auto sch = create_schedule(models::build_model(spec, 0), o);
   EXPECT_NE(error_of([&] { models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"tp": 2})")); })
                 .find("knob 'tp' = 2 but this schedule's tensor-parallel group has 1 rank(s)"),
+            std::string::npos);
+}
+
+TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 3);
+  auto scheduled = models::build_model(spec, 3);
+  auto sch = create_schedule(scheduled);
+  models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
+  (*sch)["h.0.attn.q_proj"].decompose();
+  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>((*sch)["h.1.mlp.fc_out"].module()), nullptr);
+  EXPECT_NE(sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos) << sch->to_string();
+  torch::manual_seed(0);
+  const torch::Tensor tokens = torch::randint(128, {2, 16}, torch::kLong);
+  auto run = [&](torch::nn::Module& m) {
+    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), tokens);
+    return std::make_pair(logits, models::language_model_loss(logits, tokens));
+  };
+  const VerifyReport r = verify(*original, *scheduled, run, 5);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty());  // same parameter names
+  // Replays from its text.
+  auto fresh = create_schedule(models::build_model(spec, 3));
+  replay(*fresh, parse_schedule_text(sch->to_string()), models::replace_with_zoo_module);
+  EXPECT_EQ(fresh->to_string(), sch->to_string());
+  // Misuse.
+  auto planned2 = planned(2);
+  (*planned2)["h.0.mlp.fc_in"].shard("weight", 0);
+  EXPECT_NE(error_of([&] { (*planned2)["h.0.mlp.fc_in"].decompose(); })
+                .find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is already sharded"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (*planned2)["h.0.ln_1"].decompose(); }).find("only an nn::Linear can be decomposed"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cuts_of_config(R"({"decompose": 1})"); }).find("knob 'decompose': expected true or false"),
             std::string::npos);
 }
 
