@@ -4,6 +4,9 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/library.h>
 
 #include "core/error.h"
 
@@ -48,25 +51,70 @@ void KeyedDropoutImpl::shard_mask(int64_t axis, int64_t parts, int64_t rank, boo
   independent_ = independent;
 }
 
-torch::Tensor KeyedDropoutImpl::forward(const torch::Tensor& x) {
-  if (!is_training() || p_ == 0 || x.numel() == 0) return x;
+namespace {
+
+// The scaled mask (0 or 1/(1−p)) for `x` under the current dropout scope.
+at::Tensor keyed_noise(const at::Tensor& x, double p, uint64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                       bool independent) {
   const DropoutKey k = scope.active ? scope : fresh_dropout_key();
   SLAPO_CHECK(x.dim() >= 2, ErrorCode::kInvalidArgument, "dropout: expects [batch, ...], got ", x.sizes());
-  SLAPO_CHECK(parts_ == 1 || axis_ < x.dim(), ErrorCode::kInvalidArgument, "dropout: sharded along axis ", axis_,
+  SLAPO_CHECK(parts == 1 || axis < x.dim(), ErrorCode::kInvalidArgument, "dropout: sharded along axis ", axis,
               " but the input has shape ", x.sizes());
   // The shape this rank draws: the full one (all ranks' slices), unless independent.
-  const bool independent = independent_ || forked_;
-  const bool slice = parts_ > 1 && !independent;
+  const bool slice = parts > 1 && !independent;
   std::vector<int64_t> full = x.sizes().vec();
-  if (slice) full[axis_] *= parts_;
-  torch::Tensor noise = at::empty(full, x.options());
+  if (slice) full[axis] *= parts;
+  at::Tensor noise = at::empty(full, x.options());
   for (int64_t i = 0; i < x.size(0); ++i) {
-    at::Generator gen = at::detail::createCPUGenerator(mask_seed(seed_, k.step, k.sample_offset + i, independent ? rank_ : 0));
-    noise[i].bernoulli_(1 - p_, gen);
+    at::Generator gen = at::detail::createCPUGenerator(mask_seed(seed, k.step, k.sample_offset + i, independent ? rank : 0));
+    noise[i].bernoulli_(1 - p, gen);
   }
-  if (slice) noise = noise.narrow(axis_, rank_ * x.size(axis_), x.size(axis_));
-  noise.div_(1 - p_);
-  return x * noise;
+  if (slice) noise = noise.narrow(axis, rank * x.size(axis), x.size(axis));
+  noise.div_(1 - p);
+  return noise;
+}
+
+at::Tensor keyed_dropout_cpu(const at::Tensor& x, double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                             bool independent) {
+  return x * keyed_noise(x, p, static_cast<uint64_t>(seed), axis, parts, rank, independent);
+}
+
+struct KeyedDropoutFunction : public torch::autograd::Function<KeyedDropoutFunction> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, double p, int64_t seed,
+                            int64_t axis, int64_t parts, int64_t rank, bool independent) {
+    at::Tensor noise = keyed_noise(x, p, static_cast<uint64_t>(seed), axis, parts, rank, independent);
+    ctx->save_for_backward({noise});
+    return x * noise;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const at::Tensor noise = ctx->get_saved_variables()[0];
+    return {grads[0] * noise, {}, {}, {}, {}, {}, {}};
+  }
+};
+
+at::Tensor keyed_dropout_autograd(const at::Tensor& x, double p, int64_t seed, int64_t axis, int64_t parts,
+                                  int64_t rank, bool independent) {
+  return KeyedDropoutFunction::apply(x, p, seed, axis, parts, rank, independent);
+}
+
+}  // namespace
+
+// An operator, so that a traced graph records one `slapo::keyed_dropout` node that draws its mask
+// from the dropout scope when the graph runs (the ops inside take a generator, which the tracer
+// cannot record, and a traced step and sample offset would be frozen).
+TORCH_LIBRARY(slapo, m) {
+  m.def("keyed_dropout(Tensor x, float p, int seed, int axis, int parts, int rank, bool independent) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(slapo, CPU, m) { m.impl("keyed_dropout", keyed_dropout_cpu); }
+TORCH_LIBRARY_IMPL(slapo, Autograd, m) { m.impl("keyed_dropout", keyed_dropout_autograd); }
+
+torch::Tensor KeyedDropoutImpl::forward(const torch::Tensor& x) {
+  if (!is_training() || p_ == 0 || x.numel() == 0) return x;
+  static const auto op = c10::Dispatcher::singleton()
+                             .findSchemaOrThrow("slapo::keyed_dropout", "")
+                             .typed<at::Tensor(const at::Tensor&, double, int64_t, int64_t, int64_t, int64_t, bool)>();
+  return op.call(x, p_, static_cast<int64_t>(seed_), axis_, parts_, rank_, independent_ || forked_);
 }
 
 }  // namespace slapo::schedule

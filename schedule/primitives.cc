@@ -51,6 +51,16 @@ const std::vector<PrimitiveDoc>& list_primitives() {
        "  + bias, as two operations, so that in a traced graph the bias add can fuse with what\n"
        "  follows. Must come before shard (a sharded Linear is refused); sync treats a decomposed\n"
        "  Linear as a Linear (a row-split one adds its bias after the all-reduce)."},
+      {"trace", "run the module as a traced TorchScript graph (trace by need)",
+       "sch[path].trace([example_inputs])\n"
+       "  Traces the module's forward into a TorchScript graph that runs in its place; its parameters\n"
+       "  stay where they are and enter the graph as inputs, so gradients reach them. One graph per\n"
+       "  input and parameter shape, each checked against the eager forward when traced. With\n"
+       "  example inputs the first trace happens now; without, at the first call. A forward that\n"
+       "  reads tensor values in C++ (data-dependent control flow) is refused with the reason.\n"
+       "sch[path].print_graph()      the graph as TorchScript IR\n"
+       "sch[path].find(regex)        paths at or below that match (no trace needed)\n"
+       "sch[path].find_pattern(ir)   matches of a TorchScript IR pattern in the traced graph"},
       {"cut_pipeline_stage", "begin a new pipeline stage after this module",
        "sch[path].cut_pipeline_stage()\n"
        "  The module must be a child of a Sequence and not its last child; the root cannot be cut.\n"

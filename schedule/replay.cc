@@ -109,6 +109,8 @@ void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const Rep
     ArgReader args(step.args, index);
     if (step.primitive == "checkpoint") {
       target.checkpoint();
+    } else if (step.primitive == "trace") {
+      target.trace();  // traced at its first call
     } else if (step.primitive == "decompose") {
       target.decompose();
     } else if (step.primitive == "cut_pipeline_stage") {

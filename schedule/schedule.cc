@@ -8,6 +8,12 @@
 #include "core/text.h"
 #include "schedule/communicator.h"
 #include "schedule/decomposed_linear.h"
+#include "schedule/traced_graph.h"
+
+#include <regex>
+
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/ir/subgraph_matcher.h>
 #include "schedule/keyed_dropout.h"
 #include "schedule/rng_stream.h"
 #include "schedule/sequence.h"
@@ -391,6 +397,67 @@ Schedule& Schedule::decompose() {
   root_->record.applied.back() = AppliedPrimitive{path_, "decompose", ""};
   root_->record.replaced.back().second = "decompose";
   return *this;
+}
+
+Schedule& Schedule::trace(const std::vector<torch::Tensor>& example_inputs) {
+  Slot& slot = policy_slot("trace");
+  SLAPO_CHECK(!slot.policy.traced, ErrorCode::kInvalidArgument, "trace on '", path_, "': already traced");
+  SLAPO_CHECK(!slot.policy.checkpoint, ErrorCode::kInvalidArgument, "trace on '", path_,
+              "': it is checkpointed; checkpoint a module around it instead");
+  auto traced = std::make_shared<TracedGraph>(slot.module, path_);
+  if (!example_inputs.empty()) {
+    SLAPO_CHECK(example_inputs.size() == slot.signature.tensor_inputs, ErrorCode::kInvalidArgument, "trace on '",
+                path_, "': its forward takes ", slot.signature.tensor_inputs, " tensors, ", example_inputs.size(),
+                " example inputs given");
+    traced->run(example_inputs);  // traces and checks now
+  }
+  slot.policy.traced = traced;
+  record_primitive("trace", "");
+  return *this;
+}
+
+std::string Schedule::print_graph() {
+  Slot& slot = policy_slot("print_graph");
+  SLAPO_CHECK(slot.policy.traced && slot.policy.traced->graph(), ErrorCode::kInvalidArgument, "print_graph on '",
+              path_, "': not traced", slot.policy.traced ? " yet (it is traced at its first call)" : " (use trace)");
+  return slot.policy.traced->graph_text();
+}
+
+std::vector<std::string> Schedule::find(const std::string& path_regex) {
+  std::regex re;
+  try {
+    re = std::regex(path_regex);
+  } catch (const std::regex_error& e) {
+    SLAPO_FAIL(ErrorCode::kParse, "find on '", path_, "': '", path_regex, "' is not a regular expression: ", e.what());
+  }
+  std::vector<std::string> out;
+  for (const auto& [p, s] : named_schedules()) {
+    if (std::regex_match(p, re)) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<std::vector<std::string>> Schedule::find_pattern(const std::string& pattern) {
+  Slot& slot = policy_slot("find");
+  SLAPO_CHECK(slot.policy.traced && slot.policy.traced->graph(), ErrorCode::kInvalidArgument, "find on '", path_,
+              "': a subgraph pattern needs a traced graph (trace it with example inputs first)");
+  auto pattern_graph = std::make_shared<torch::jit::Graph>();
+  try {
+    torch::jit::parseIR(pattern, pattern_graph.get());
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    SLAPO_FAIL(ErrorCode::kParse, "find on '", path_, "': malformed pattern: ", what.substr(0, what.find('\n')));
+  }
+  std::vector<std::vector<std::string>> out;
+  for (const torch::jit::Match& m : torch::jit::findPatternMatches(*pattern_graph, *slot.policy.traced->graph())) {
+    std::vector<std::string> kinds;
+    for (const torch::jit::Node* n : pattern_graph->nodes()) {
+      auto it = m.nodes_map.find(n);
+      if (it != m.nodes_map.end()) kinds.push_back(it->second->kind().toQualString());
+    }
+    out.push_back(std::move(kinds));
+  }
+  return out;
 }
 
 Schedule& Schedule::cut_pipeline_stage() {

@@ -139,6 +139,21 @@ class Schedule {
   // two operations (so the add can fuse with what follows). Must come before shard.
   Schedule& decompose();
 
+  // ---- static graph ---------------------------------------------------------------------------
+  // Trace this module's forward into a TorchScript graph that runs in its place (its parameters
+  // stay where they are, as graph inputs). With example inputs it is traced and checked now;
+  // without, at its first call ("trace by need"). A module whose forward reads tensor values in
+  // C++ cannot be traced, and says so. Not with checkpoint on the same module.
+  Schedule& trace(const std::vector<torch::Tensor>& example_inputs = {});
+  // The traced graph as TorchScript IR. Throws when the module is not traced (or not yet run).
+  std::string print_graph();
+  // The paths at or below this module that match `path_regex` (ECMAScript, the whole path).
+  std::vector<std::string> find(const std::string& path_regex);
+  // Where the TorchScript IR `pattern` (a graph(...) text) occurs in this module's traced graph:
+  // one entry per match, listing the matched nodes' kinds in graph order. No match: empty. A
+  // malformed pattern throws Error(kParse) saying where.
+  std::vector<std::vector<std::string>> find_pattern(const std::string& pattern);
+
   // ---- queries --------------------------------------------------------------------------------
   // Annotations of this module's parameter or buffer `name`.
   std::map<std::string, std::string> annotations(const std::string& name);

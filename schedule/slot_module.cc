@@ -8,6 +8,7 @@
 #include "schedule/checkpoint.h"
 #include "schedule/collectives.h"
 #include "schedule/rng_stream.h"
+#include "schedule/traced_graph.h"
 
 namespace slapo::schedule {
 
@@ -77,6 +78,7 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
       // A Linear or a DecomposedLinear: the product alone; the bias comes after the reduce.
       return torch::nn::functional::linear(inputs.at(0), s.module.ptr()->named_parameters(false)["weight"]);
     }
+    if (s.policy.traced) return s.policy.traced->run(inputs);
     if (s.policy.checkpoint && s.module.ptr()->is_training() && torch::GradMode::is_enabled()) {
       std::vector<std::shared_ptr<RngStream>> streams;
       collect_streams(*s.module.ptr(), &streams);

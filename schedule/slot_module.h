@@ -73,6 +73,7 @@ Signature signature_of() {
 }
 
 class RngStream;     // schedule/rng_stream.h
+class TracedGraph;   // schedule/traced_graph.h
 class Communicator;  // schedule/communicator.h
 
 // sync(mode, op): where a collective runs around a slot's forward (Slapo's modes).
@@ -95,6 +96,8 @@ struct SlotPolicy {
   // A Linear whose weight is sharded along its input features computes partial sums; its bias must
   // be added once, after the fwd_post all-reduce, not once per rank.
   bool bias_after_reduce = false;
+  // trace(): the module's forward runs as a TorchScript graph.
+  std::shared_ptr<TracedGraph> traced;
 };
 
 struct Slot {
@@ -127,7 +130,7 @@ class SlotModule : public torch::nn::Module {
   template <typename... Args>
   torch::Tensor call(const std::string& name, Args&&... args) {
     Slot& s = slot(name);
-    if (!s.policy.checkpoint && !s.policy.rng && s.policy.syncs.empty()) {
+    if (!s.policy.checkpoint && !s.policy.rng && s.policy.syncs.empty() && !s.policy.traced) {
       return s.module.forward(std::forward<Args>(args)...);
     }
     return call_with_policy(s, {args...});

@@ -268,5 +268,90 @@ TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
             std::string::npos);
 }
 
+// ---- static graph ----------------------------------------------------------------------------
+
+// A forward that reads a tensor value in C++: a trace would freeze the branch it took.
+class BranchyImpl : public SlotModule {
+ public:
+  BranchyImpl() { add_slot("fc", torch::nn::Linear(4, 4)); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = call("fc", x);
+    return y.sum().item<float>() > 0 ? y : -y;
+  }
+};
+TORCH_MODULE(Branchy);
+
+class HolderImpl : public SlotModule {
+ public:
+  HolderImpl() { add_slot("inner", Branchy()); }
+  torch::Tensor forward(const torch::Tensor& x) { return call("inner", x); }
+};
+
+TEST(TraceTest, TracedModulesRunInPlaceWithTheSameMath) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 7);
+  auto scheduled = models::build_model(spec, 7);
+  auto sch = create_schedule(scheduled);
+  scheduled->train();
+  (*sch)["h.0"].trace({torch::randn({2, 16, 32})});
+  (*sch)["h.1.mlp.fc_in"].decompose();
+  (*sch)["h.1.mlp"].trace();  // by need
+  const std::string ir = (*sch)["h.0"].print_graph();
+  EXPECT_NE(ir.find("aten::gelu"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("slapo::keyed_dropout"), std::string::npos) << ir;  // dropout stays keyed
+  EXPECT_NE(sch->to_string().find("sch[\"h.0\"].trace()"), std::string::npos);
+  torch::manual_seed(1);
+  const torch::Tensor tokens = torch::randint(128, {2, 16}, torch::kLong);
+  auto run = [&](torch::nn::Module& m) {
+    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), tokens);
+    return std::make_pair(logits, models::language_model_loss(logits, tokens));
+  };
+  const VerifyReport r = verify(*original, *scheduled, run, 9);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty());
+  EXPECT_GT(r.grads.size(), 20u);
+  // Another shape: traced again, still right.
+  const torch::Tensor other = torch::randint(128, {3, 8}, torch::kLong);
+  auto run_other = [&](torch::nn::Module& m) {
+    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), other);
+    return std::make_pair(logits, models::language_model_loss(logits, other));
+  };
+  EXPECT_TRUE(verify(*original, *scheduled, run_other, 10).within(1e-5));
+  EXPECT_NE((*sch)["h.1.mlp"].print_graph().find("aten::matmul"), std::string::npos);
+}
+
+TEST(TraceTest, FindByPathAndByPattern) {
+  auto sch = create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1));
+  EXPECT_EQ(sch->find(R"(h\.\d+\.mlp\.fc_(in|out))"),
+            (std::vector<std::string>{"h.0.mlp.fc_in", "h.0.mlp.fc_out", "h.1.mlp.fc_in", "h.1.mlp.fc_out"}));
+  EXPECT_TRUE((*sch)["h.0"].find("nothing.*").empty());
+  EXPECT_NE(error_of([&] { sch->find("(("); }).find("is not a regular expression"), std::string::npos);
+  Schedule& mlp = (*sch)["h.0.mlp"];
+  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("needs a traced graph"),
+            std::string::npos);
+  mlp.trace({torch::randn({2, 16, 32})});
+  const auto gelu = mlp.find_pattern(R"(
+graph(%x, %approximate):
+  %y = aten::gelu(%x, %approximate)
+  return (%y))");
+  ASSERT_EQ(gelu.size(), 1u);
+  EXPECT_EQ(gelu[0], std::vector<std::string>{"aten::gelu"});
+  EXPECT_TRUE(mlp.find_pattern("graph(%x, %dim, %dtype):\n  %y = aten::softmax(%x, %dim, %dtype)\n  return (%y)").empty());
+  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  %y = aten::gelu(%x\n"); }).find("malformed pattern"),
+            std::string::npos);
+}
+
+TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
+  auto holder = std::make_shared<HolderImpl>();
+  auto sch = create_schedule(holder);
+  const std::string error = error_of([&] { (*sch)["inner"].trace({torch::randn({2, 4})}); });
+  EXPECT_NE(error.find("cannot trace 'inner'"), std::string::npos) << error;
+  EXPECT_NE(error_of([&] {
+              (*sch)["inner"].checkpoint();
+              (*sch)["inner"].trace();
+            }).find("it is checkpointed"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace slapo::schedule
