@@ -1,5 +1,6 @@
 #include "schedule/traced_graph.h"
 
+#include <cmath>
 #include <sstream>
 
 #include <torch/csrc/jit/api/function_impl.h>
@@ -105,14 +106,19 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
       const at::Tensor& state;
       ~Restore() { set_default_rng_state(state); }
     } restore{rng_state};
-    for (int variant = 0; variant < 3; ++variant) {
+    // The examples, then six random inputs: a value-dependent branch that agrees with the
+    // example on all six has a chance of 1 in 64 when each draw goes either way.
+    for (int variant = 0; variant < 7; ++variant) {
       std::vector<at::Tensor> xs;
       for (const at::Tensor& x : inputs) {
         if (variant == 0) {
           xs.push_back(x);
         } else if (at::isFloatingType(x.scalar_type())) {
-          xs.push_back(at::randn_like(x) * (x.numel() > 1 ? x.std().item<double>() : 1.0) +
-                       (x.numel() > 0 ? x.mean().item<double>() : 0.0));
+          // Alternately around the example's mean and around zero (a sign test on a sum would
+          // rarely flip around a mean far from zero).
+          const double mean = x.numel() > 0 ? x.mean().item<double>() : 0.0;
+          const double std = x.numel() > 1 ? x.std().item<double>() : 1.0;
+          xs.push_back(variant % 2 ? at::randn_like(x) * std + mean : at::randn_like(x) * (std + std::fabs(mean)));
         } else {
           const int64_t lo = x.numel() > 0 ? x.min().item<int64_t>() : 0;
           const int64_t hi = x.numel() > 0 ? x.max().item<int64_t>() : 1;
@@ -126,8 +132,8 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
       for (const at::Tensor& p : params) run_stack.emplace_back(p);
       entry->function->run(run_stack);
       const at::Tensor traced = run_stack.at(0).toTensor();
-      SLAPO_CHECK(traced.sizes() == eager.sizes() && at::allclose(traced, eager, 1e-5, 1e-6), ErrorCode::kInvalidArgument,
-                  "cannot trace '", path_, "': the traced graph differs from its forward on ",
+      SLAPO_CHECK(traced.sizes() == eager.sizes() && at::allclose(traced, eager, 1e-5, 1e-6, /*equal_nan=*/true),
+                  ErrorCode::kInvalidArgument, "cannot trace '", path_, "': the traced graph differs from its forward on ",
                   variant == 0 ? "the example inputs" : "other inputs of the same shape",
                   " (the forward depends on tensor values it reads in C++: data-dependent control flow)");
     }
