@@ -44,9 +44,11 @@ double number_knob(const Value& v, const std::string& name) {
 
 const std::vector<TemplateInfo>& schedule_templates() {
   static const std::vector<TemplateInfo> templates = {
-      {"gpt", "gpt", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose"}},
-      {"bert", "bert", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose"}},
-      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers", "mlp_shard", "embed_shard", "decompose"}},
+      {"gpt", "gpt", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose",
+                      "fuse_bias_gelu"}},
+      {"bert", "bert", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose",
+                        "fuse_bias_gelu"}},
+      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers", "mlp_shard", "embed_shard", "decompose", "fuse_bias_gelu"}},
   };
   return templates;
 }
@@ -91,14 +93,20 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
   SLAPO_CHECK(attn == "naive" || attn == "fused_qkv" || attn == "baddbmm", ErrorCode::kInvalidArgument,
               "knob 'attn': '", attn, "' is not an attention implementation (naive, fused_qkv, baddbmm)");
   const ParallelKnobs p = parallel_knobs(spec, config);
+  const Value* fuse = config.find("fuse_bias_gelu");
+  SLAPO_CHECK(!(fuse && std::holds_alternative<bool>(*fuse) && std::get<bool>(*fuse) && p.tp > 1),
+              ErrorCode::kInvalidArgument, "knob 'fuse_bias_gelu': not with tp > 1 yet (a traced MLP cannot hold ",
+              "its tensor-parallel collectives)");
   for (const char* knob : {"attn_shard", "mlp_shard"}) {
     const std::string layout = string_knob(config, knob, "col_row");
     SLAPO_CHECK(layout == "col_row" || layout == "row_col", ErrorCode::kInvalidArgument, "knob '", knob, "': '",
                 layout, "' is not a layout (col_row, row_col)");
   }
-  if (const Value* d = config.find("decompose")) {
-    SLAPO_CHECK(std::holds_alternative<bool>(*d), ErrorCode::kInvalidArgument, "knob 'decompose': expected true or false, found ",
-                to_string(*d));
+  for (const char* knob : {"decompose", "fuse_bias_gelu"}) {
+    if (const Value* d = config.find(knob)) {
+      SLAPO_CHECK(std::holds_alternative<bool>(*d), ErrorCode::kInvalidArgument, "knob '", knob,
+                  "': expected true or false, found ", to_string(*d));
+    }
   }
   const std::string embed = string_knob(config, "embed_shard", "vocab");
   SLAPO_CHECK(embed == "vocab" || embed == "hidden" || embed == "replicated", ErrorCode::kInvalidArgument,
@@ -246,6 +254,15 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::s
   if (decompose && std::get<bool>(*decompose)) {
     for (int64_t i = 0; i < spec.layers; ++i) {
       for (const char* linear : {"mlp.fc_in", "mlp.fc_out"}) sch[block(i) + "." + linear].decompose();
+    }
+  }
+  // Fusion: each MLP's fc_in decomposed, the MLP traced (at its first call), bias + GELU fused.
+  const Value* fuse = config.find("fuse_bias_gelu");
+  if (fuse && std::get<bool>(*fuse)) {
+    for (int64_t i = 0; i < spec.layers; ++i) {
+      schedule::Schedule& fc_in = sch[block(i) + ".mlp.fc_in"];
+      if (std::dynamic_pointer_cast<torch::nn::LinearImpl>(fc_in.module())) fc_in.decompose();
+      sch[block(i) + ".mlp"].trace().fuse("bias_gelu", "native");
     }
   }
   if (p.tp > 1) {

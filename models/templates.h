@@ -11,6 +11,8 @@
 //   embed_shard  "vocab" (embedding and tied LM head split by vocabulary) | "hidden" (split by
 //                hidden units) | "replicated"
 //   decompose    true: each block's MLP Linears become matmul + bias add (before any shard)
+//   fuse_bias_gelu  true: each MLP traced, its fc_in's bias add and GELU fused into the project's
+//                kernel (slapo::bias_gelu); not with tp > 1 yet
 //   tp, pp, dp   the parallel layout: tensor-parallel ranks, pipeline stages, data-parallel
 //                replicas (tp·pp·dp ranks in all); the shard knobs matter when tp > 1
 //   cuts         the blocks where pipeline stages 2, 3, ... begin, ascending (pp − 1 of them, as

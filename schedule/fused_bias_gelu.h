@@ -16,4 +16,8 @@ namespace slapo::schedule {
 // x: [..., H] float32; bias: [H]. Differentiable in both.
 at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& bias);
 
+// Makes sure this file (and its operator registration) is linked into a program that only names
+// the operator in a graph.
+void bias_gelu_kernel_linked();
+
 }  // namespace slapo::schedule

@@ -61,6 +61,12 @@ const std::vector<PrimitiveDoc>& list_primitives() {
        "sch[path].print_graph()      the graph as TorchScript IR\n"
        "sch[path].find(regex)        paths at or below that match (no trace needed)\n"
        "sch[path].find_pattern(ir)   matches of a TorchScript IR pattern in the traced graph"},
+      {"fuse", "replace a known chain in a traced graph by one fused operator",
+       "sch[path].fuse(chain[, compiler])\n"
+       "  On a traced module, every occurrence of `chain` becomes one operator, now and in graphs\n"
+       "  traced later. Chains: bias_gelu (an add of a bias, then GELU; decompose() the Linear first)\n"
+       "  -> slapo::bias_gelu. compiler: native (the project's kernels); nnc is refused where\n"
+       "  LibTorch's fuser has no working CPU backend (this build has no LLVM)."},
       {"cut_pipeline_stage", "begin a new pipeline stage after this module",
        "sch[path].cut_pipeline_stage()\n"
        "  The module must be a child of a Sequence and not its last child; the root cannot be cut.\n"

@@ -109,6 +109,9 @@ void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const Rep
     ArgReader args(step.args, index);
     if (step.primitive == "checkpoint") {
       target.checkpoint();
+    } else if (step.primitive == "fuse") {
+      const std::string chain = args.string();
+      target.fuse(chain, args.done() ? "native" : args.string());
     } else if (step.primitive == "trace") {
       target.trace();  // traced at its first call
     } else if (step.primitive == "decompose") {

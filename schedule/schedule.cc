@@ -8,6 +8,7 @@
 #include "core/text.h"
 #include "schedule/communicator.h"
 #include "schedule/decomposed_linear.h"
+#include "schedule/fused_bias_gelu.h"
 #include "schedule/traced_graph.h"
 
 #include <regex>
@@ -458,6 +459,44 @@ std::vector<std::vector<std::string>> Schedule::find_pattern(const std::string& 
     out.push_back(std::move(kinds));
   }
   return out;
+}
+
+Schedule& Schedule::fuse(const std::string& chain, const std::string& compiler, size_t* matches) {
+  Slot& slot = policy_slot("fuse");
+  SLAPO_CHECK(compiler == "native" || compiler == "nnc", ErrorCode::kInvalidArgument, "fuse on '", path_,
+              "': unknown compiler '", compiler, "' (native, nnc)");
+  // NNC's CPU code generation needs LLVM, which Debian's LibTorch is built without (its fallback
+  // interpreter is ~1000x slower than eager).
+  SLAPO_CHECK(compiler != "nnc", ErrorCode::kInvalidArgument, "fuse on '", path_,
+              "': compiler 'nnc' has no working CPU backend in this LibTorch (built without LLVM); use 'native'");
+  SLAPO_CHECK(slot.policy.traced, ErrorCode::kInvalidArgument, "fuse on '", path_,
+              "': fusion rewrites a traced graph; trace() the module first");
+  struct Chain {
+    const char* name;
+    const char* pattern;
+    const char* replacement;
+  };
+  static const Chain chains[] = {
+      {"bias_gelu",
+       "graph(%x, %b, %alpha, %approximate):\n"
+       "  %y = aten::add(%x, %b, %alpha)\n"
+       "  %z = aten::gelu(%y, %approximate)\n"
+       "  return (%z)",
+       "graph(%x, %b, %alpha, %approximate):\n"
+       "  %z = slapo::bias_gelu(%x, %b)\n"
+       "  return (%z)"},
+  };
+  const Chain* found = nullptr;
+  for (const Chain& c : chains) {
+    if (chain == c.name) found = &c;
+  }
+  SLAPO_CHECK(found != nullptr, ErrorCode::kInvalidArgument, "fuse on '", path_, "': unknown chain '", chain,
+              "' (chains: bias_gelu)");
+  bias_gelu_kernel_linked();
+  const size_t n = slot.policy.traced->add_rewrite(found->pattern, found->replacement);
+  if (matches) *matches = n;
+  record_primitive("fuse", quoted(chain) + ", " + quoted(compiler));
+  return *this;
 }
 
 Schedule& Schedule::cut_pipeline_stage() {

@@ -153,6 +153,12 @@ class Schedule {
   // one entry per match, listing the matched nodes' kinds in graph order. No match: empty. A
   // malformed pattern throws Error(kParse) saying where.
   std::vector<std::vector<std::string>> find_pattern(const std::string& pattern);
+  // Replaces every occurrence of a known chain in this module's traced graph by one fused operator:
+  // "bias_gelu" (an add of a bias, then GELU — after decompose() — into slapo::bias_gelu).
+  // compiler "native": the project's kernels; "nnc": LibTorch's fuser, refused where it has no
+  // working CPU backend (this build). Applies to graphs traced later too. Returns *this; the
+  // number of matches in the graphs traced so far is in *matches when given.
+  Schedule& fuse(const std::string& chain, const std::string& compiler = "native", size_t* matches = nullptr);
 
   // ---- queries --------------------------------------------------------------------------------
   // Annotations of this module's parameter or buffer `name`.

@@ -6,7 +6,10 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/ir/irparser.h>
+#include <torch/csrc/jit/ir/subgraph_matcher.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/subgraph_rewrite.h>
 
 #include "core/error.h"
 #include "schedule/keyed_dropout.h"
@@ -91,6 +94,11 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
                " (its forward reads tensor values in C++, so a trace would freeze them)");
   }
   torch::jit::EliminateDeadCode(graph);
+  for (const auto& [pattern, replacement] : rewrites_) {
+    torch::jit::SubgraphRewriter rewriter;
+    rewriter.RegisterRewritePattern(pattern, replacement);
+    rewriter.runOnGraph(graph);
+  }
   auto entry = std::make_unique<Entry>();
   entry->graph = graph;
   entry->function = std::make_unique<torch::jit::GraphFunction>("slapo_traced", graph, nullptr);
@@ -141,6 +149,19 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
   if (first_.empty()) first_ = key;
   ++version_;
   return *graphs_.emplace(key, std::move(entry)).first->second;
+}
+
+size_t TracedGraph::add_rewrite(const std::string& pattern, const std::string& replacement) {
+  rewrites_.emplace_back(pattern, replacement);
+  // The graphs traced so far are traced again (with the rewrite) at their next call.
+  size_t matches = 0;
+  auto pattern_graph = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(pattern, pattern_graph.get());
+  for (const auto& [key, entry] : graphs_) matches += torch::jit::findPatternMatches(*pattern_graph, *entry->graph).size();
+  graphs_.clear();
+  first_.clear();
+  ++version_;
+  return matches;
 }
 
 at::Tensor TracedGraph::run(const std::vector<at::Tensor>& inputs) {

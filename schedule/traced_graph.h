@@ -39,6 +39,9 @@ class TracedGraph {
   size_t shapes() const { return graphs_.size(); }
   // Bumped whenever a graph of this slot changes (a match from an older version is stale).
   int64_t version() const { return version_; }
+  // Rewrites `pattern` into `replacement` (TorchScript IR) in every graph of this slot, the ones
+  // traced later included. Returns how many matches the current graphs had.
+  size_t add_rewrite(const std::string& pattern, const std::string& replacement);
 
  private:
   struct Entry;
@@ -48,6 +51,7 @@ class TracedGraph {
   torch::nn::AnyModule module_;
   std::string path_;
   std::map<std::string, std::unique_ptr<Entry>> graphs_;  // by input and parameter shapes
+  std::vector<std::pair<std::string, std::string>> rewrites_;
   std::string first_;
   int64_t version_ = 0;
 };

@@ -377,5 +377,41 @@ TEST(FusedKernelTest, BiasGeluMatchesATenForwardAndBackward) {
             std::string::npos);
 }
 
+TEST(FuseTest, BiasGeluFusedInTheTracedGraphWithTheSameMath) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 4);
+  auto scheduled = models::build_model(spec, 4);
+  auto sch = create_schedule(scheduled);
+  models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"fuse_bias_gelu": true, "ckpt_ratio": 0.5})"));
+  EXPECT_NE(sch->to_string().find("sch[\"h.1.mlp\"].fuse(\"bias_gelu\", \"native\")"), std::string::npos)
+      << sch->to_string();
+  torch::manual_seed(2);
+  const torch::Tensor tokens = torch::randint(128, {2, 16}, torch::kLong);
+  auto run = [&](torch::nn::Module& m) {
+    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), tokens);
+    return std::make_pair(logits, models::language_model_loss(logits, tokens));
+  };
+  const VerifyReport r = verify(*original, *scheduled, run, 6);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty());
+  const std::string ir = (*sch)["h.0.mlp"].print_graph();
+  EXPECT_NE(ir.find("slapo::bias_gelu"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("aten::gelu"), std::string::npos) << ir;
+
+  // Matches are counted on the graphs traced so far; errors name what is wrong.
+  auto other = create_schedule(models::build_model(spec, 4));
+  Schedule& mlp = (*other)["h.0.mlp"];
+  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu"); }).find("trace() the module first"), std::string::npos);
+  mlp["fc_in"].decompose();
+  mlp.trace({torch::randn({2, 16, 32})});
+  size_t matches = 0;
+  mlp.fuse("bias_gelu", "native", &matches);
+  EXPECT_EQ(matches, 1u);
+  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu", "nnc"); }).find("no working CPU backend"), std::string::npos);
+  EXPECT_NE(error_of([&] { mlp.fuse("layer_norm_gelu"); }).find("unknown chain 'layer_norm_gelu'"), std::string::npos);
+  EXPECT_NE(error_of([&] { cuts_of_config(R"({"fuse_bias_gelu": true, "tp": 2})"); }).find("not with tp > 1 yet"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace slapo::schedule

@@ -161,8 +161,8 @@ TEST(ScheduleTest, PrintedScheduleReplaysOnAFreshModel) {
             std::string::npos);
   EXPECT_EQ(error_of([] { parse_schedule_text("sch[\"h.0\"].checkpoint()\nh.0.checkpoint()\n"); }),
             "schedule line 2: expected sch[\"path\"].primitive(args), found: h.0.checkpoint()");
-  EXPECT_NE(error_of([&] { replay(*create_schedule(tiny_gpt()), parse_schedule_text("sch[\"h.0\"].fuse()")); })
-                .find("unknown primitive 'fuse'"),
+  EXPECT_NE(error_of([&] { replay(*create_schedule(tiny_gpt()), parse_schedule_text("sch[\"h.0\"].vectorize()")); })
+                .find("unknown primitive 'vectorize'"),
             std::string::npos);
 }
 
