@@ -19,6 +19,7 @@
 #include "cli/runner_setup.h"
 #include "dist/world.h"
 #include "models/templates.h"
+#include "runners/parallel_trainer.h"
 #include "runners/workload.h"
 
 namespace po = boost::program_options;
@@ -187,14 +188,8 @@ int run_worker(const std::vector<std::string>& args, std::ostream& out, std::ost
   TrialResult result;
   try {
     const dist::RankEnv env = dist::RankEnv::from_env();
-    const models::ModelSpec spec = models::model_preset(workload.model);
-    const models::ParallelKnobs knobs = models::parallel_knobs(spec, config);
-    dist::Layout layout;
-    layout.tp = static_cast<int>(knobs.tp);
-    layout.pp = static_cast<int>(knobs.pp);
     // Data parallelism fills the ranks the configuration does not name.
-    layout.dp = config.contains("dp") ? static_cast<int>(knobs.dp) : std::max(1, env.world_size / (layout.tp * layout.pp));
-    if (!config.contains("dp")) config.set("dp", Value(static_cast<int64_t>(layout.dp)));
+    const dist::Layout layout = runners::parallel_layout(workload.spec(), &config, env.world_size);
     // The workload's threads are the trial's budget, shared by its ranks.
     workload.threads = std::max(1, workload.threads / env.world_size);
     if (layout.world() != env.world_size) {

@@ -88,7 +88,7 @@ int tune(const std::vector<std::string>& all_args, std::ostream& out, std::ostre
   const space::Space declared = load_space(space_file, params);
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, space_file, ": the space is empty");
-  tuner::make_strategy(options.strategy, options.trials);  // an unknown strategy fails before anything runs
+  tuner::make_strategy(options.strategy);  // an unknown strategy fails before anything runs
   const RunnerSetup setup = make_runner(flags, declared);
   options.objective = objective.empty() ? setup.objective : objective;
   auto database = db::Database::open(db_path);

@@ -14,6 +14,7 @@
 #include "core/process.h"
 #include "dist/launcher.h"
 #include "dist/world.h"
+#include "runners/parallel_trainer.h"
 #include "runners/parallel_verify.h"
 #include "runners/workload.h"
 #include "schedule/keyed_dropout.h"
@@ -68,15 +69,12 @@ int verify_launch(const std::vector<std::string>& args, int nproc, std::ostream&
 }
 
 // One rank of a verification job.
-int verify_rank(const runners::Workload& workload, const Config& config, int steps, double lr, double tolerance,
+int verify_rank(const runners::Workload& workload, Config config, int steps, double lr, double tolerance,
                 double curve_tolerance, std::ostream& out) {
   torch::set_num_threads(1);
-  const models::ParallelKnobs knobs = models::parallel_knobs(models::model_preset(workload.model), config);
-  dist::Layout layout;
-  layout.tp = static_cast<int>(knobs.tp);
-  layout.pp = static_cast<int>(knobs.pp);
-  layout.dp = static_cast<int>(knobs.dp);
-  const dist::ParallelGroups groups = dist::connect(dist::RankEnv::from_env(), layout);
+  const dist::RankEnv env = dist::RankEnv::from_env();
+  const dist::Layout layout = runners::parallel_layout(workload.spec(), &config, env.world_size);
+  const dist::ParallelGroups groups = dist::connect(env, layout);
   const runners::ParallelVerifyReport report = runners::verify_parallel(workload, config, groups, steps, lr);
   const bool ok = report.within(tolerance, curve_tolerance);
   if (groups.rank == 0) {
@@ -128,7 +126,7 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
   const Config config = config_in_space(declared, config_arg);
 
   const runners::Workload workload = runners::Workload::from_json(declared.workload_json, space_file);
-  const models::ModelSpec spec = models::model_preset(workload.model);
+  const models::ModelSpec spec = workload.spec();
   const std::string template_name = workload.schedule_template();
   runners::check_workload(workload, config);
   const models::ParallelKnobs knobs = models::parallel_knobs(spec, config);
@@ -140,10 +138,8 @@ int run_verify(const std::vector<std::string>& args, std::ostream& out, std::ost
     return verify_launch(args, nproc, out, err);
   }
   const uint64_t seed = workload.seed;
-  const Value* b = config.find("batch_size");
-  const int64_t batch = b ? static_cast<int64_t>(as_number(*b)) : workload.batch_size;
-  const Value* s = config.find("seq_len");
-  const int64_t seq = s ? static_cast<int64_t>(as_number(*s)) : (workload.seq_len > 0 ? workload.seq_len : spec.max_seq);
+  const int64_t batch = workload.batch_size_for(config);
+  const int64_t seq = workload.seq_len_for(config);
 
   auto original = models::build_model(spec, seed);
   auto scheduled = models::build_model(spec, seed);

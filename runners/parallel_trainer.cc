@@ -13,6 +13,16 @@
 
 namespace slapo::runners {
 
+dist::Layout parallel_layout(const models::ModelSpec& spec, Config* config, int world_size) {
+  const models::ParallelKnobs knobs = models::parallel_knobs(spec, *config);
+  dist::Layout layout;
+  layout.tp = static_cast<int>(knobs.tp);
+  layout.pp = static_cast<int>(knobs.pp);
+  layout.dp = config->contains("dp") ? static_cast<int>(knobs.dp) : std::max(1, world_size / (layout.tp * layout.pp));
+  if (!config->contains("dp")) config->set("dp", Value(static_cast<int64_t>(layout.dp)));
+  return layout;
+}
+
 ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups groups) : groups_(std::move(groups)) {
   const models::ParallelKnobs knobs = models::parallel_knobs(setup.spec, setup.config);
   const dist::Layout& layout = groups_.layout;
@@ -60,12 +70,11 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
       }
     }
   }
-  std::vector<torch::Tensor> tensors;
-  for (const auto& [name, t] : params_) tensors.push_back(t);
+  for (const auto& [name, t] : params_) tensors_.push_back(t);
   if (setup.optimizer == "sgd") {
-    optimizer_ = std::make_unique<torch::optim::SGD>(tensors, torch::optim::SGDOptions(setup.lr));
+    optimizer_ = std::make_unique<torch::optim::SGD>(tensors_, torch::optim::SGDOptions(setup.lr));
   } else {
-    optimizer_ = std::make_unique<torch::optim::AdamW>(tensors, torch::optim::AdamWOptions(setup.lr));
+    optimizer_ = std::make_unique<torch::optim::AdamW>(tensors_, torch::optim::AdamWOptions(setup.lr));
   }
   model_->train();
 }
@@ -95,9 +104,7 @@ double ParallelTrainer::step(const torch::Tensor& tokens, const torch::Tensor& t
   const double loss = runner_->run(tokens.narrow(0, first, per_rank), targets.narrow(0, first, per_rank),
                                    models::language_model_loss, step_index, first);
   if (!tied_.empty() && groups_.ends) schedule::sum_gradients(tied_, *groups_.ends);
-  std::vector<torch::Tensor> tensors;
-  for (const auto& [name, t] : params_) tensors.push_back(t);
-  schedule::average_gradients(tensors, *groups_.dp);
+  schedule::average_gradients(tensors_, *groups_.dp);
   if (update) optimizer_->step();
   // The global mean: each data-parallel replica's last stage (tensor rank 0) contributes its share.
   const bool reports = runner_->last() && groups_.tp_rank() == 0;

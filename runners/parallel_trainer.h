@@ -39,6 +39,11 @@ struct TrainerSetup {
   double lr = 1e-4;
 };
 
+// The layout of a job of `world_size` ranks for `config`: tp and pp from its knobs, dp from its
+// knob or, when it names none, what tp·pp leave of the world (then written into *config, so the
+// trainer and the template see it). A layout that does not fill the world is the caller's to refuse.
+dist::Layout parallel_layout(const models::ModelSpec& spec, Config* config, int world_size);
+
 class ParallelTrainer {
  public:
   // Throws Error(kInvalidArgument) when the configuration's tp/pp/dp do not match `groups`, and
@@ -69,6 +74,7 @@ class ParallelTrainer {
   std::string schedule_text_;
   std::unique_ptr<schedule::PipelineRunner> runner_;
   std::vector<std::pair<std::string, torch::Tensor>> params_;
+  std::vector<torch::Tensor> tensors_;  // params_' tensors, in the same order
   std::vector<torch::Tensor> tied_;  // held by the first and the last stage: gradients summed
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };

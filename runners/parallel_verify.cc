@@ -52,14 +52,9 @@ std::string ParallelVerifyReport::summary() const {
 ParallelVerifyReport verify_parallel(const Workload& w, const Config& config, const dist::ParallelGroups& groups,
                                      int steps, double lr) {
   check_workload(w, config);
-  models::ModelSpec spec = models::model_preset(w.model);
-  if (w.vocab > 0) spec.vocab = w.vocab;
-  auto knob = [&](const char* name, int64_t fallback) {
-    const Value* v = config.find(name);
-    return v ? static_cast<int64_t>(as_number(*v)) : fallback;
-  };
-  const int64_t batch = knob("batch_size", w.batch_size);
-  const int64_t seq = knob("seq_len", w.seq_len > 0 ? w.seq_len : spec.max_seq);
+  const models::ModelSpec spec = w.spec();
+  const int64_t batch = w.batch_size_for(config);
+  const int64_t seq = w.seq_len_for(config);
 
   ParallelVerifyReport report;
   report.rank = groups.rank;

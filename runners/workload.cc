@@ -39,12 +39,6 @@ int64_t knob_int(const Config& config, const char* name, int64_t fallback) {
   return v ? static_cast<int64_t>(as_number(*v)) : fallback;
 }
 
-models::ModelSpec spec_of(const Workload& w) {
-  models::ModelSpec spec = models::model_preset(w.model);
-  if (w.vocab > 0) spec.vocab = w.vocab;
-  return spec;
-}
-
 // Token batches: from the data file (consecutive windows) or synthetic (seeded).
 class Batches {
  public:
@@ -171,17 +165,29 @@ std::string Workload::to_json() const {
   return j.dump();
 }
 
+models::ModelSpec Workload::spec() const {
+  models::ModelSpec s = models::model_preset(model);
+  if (vocab > 0) s.vocab = vocab;
+  return s;
+}
+
+int64_t Workload::batch_size_for(const Config& config) const { return knob_int(config, "batch_size", batch_size); }
+
+int64_t Workload::seq_len_for(const Config& config) const {
+  return knob_int(config, "seq_len", seq_len > 0 ? seq_len : spec().max_seq);
+}
+
 std::string Workload::schedule_template() const {
   return template_name.empty() ? models::default_template(models::model_preset(model)) : template_name;
 }
 
 void check_workload(const Workload& w, const Config& config) {
-  const models::ModelSpec spec = spec_of(w);
+  const models::ModelSpec spec = w.spec();
   models::check_template(w.schedule_template(), spec, config);
-  const int64_t seq = knob_int(config, "seq_len", w.seq_len > 0 ? w.seq_len : spec.max_seq);
+  const int64_t seq = w.seq_len_for(config);
   SLAPO_CHECK(seq >= 1 && seq <= spec.max_seq, ErrorCode::kInvalidArgument, "seq_len ", seq, " is not in [1, ",
               spec.max_seq, "] for model ", spec.preset);
-  SLAPO_CHECK(knob_int(config, "batch_size", w.batch_size) >= 1, ErrorCode::kInvalidArgument,
+  SLAPO_CHECK(w.batch_size_for(config) >= 1, ErrorCode::kInvalidArgument,
               "batch_size must be at least 1");
 }
 
@@ -193,7 +199,7 @@ TrialResult measure_trial(const Workload& w, const Config& config, const dist::P
   TrialResult result;
   try {
     check_workload(w, config);
-    const models::ParallelKnobs knobs = models::parallel_knobs(spec_of(w), config);
+    const models::ParallelKnobs knobs = models::parallel_knobs(w.spec(), config);
     SLAPO_CHECK(knobs.world() == groups.layout.world(), ErrorCode::kInvalidArgument, "the configuration (tp=",
                 knobs.tp, " pp=", knobs.pp, " dp=", knobs.dp, ") needs ", knobs.world(), " ranks; this run has ",
                 groups.layout.world(), " (use the single-node runner: --nproc ", knobs.world(), ")");
@@ -211,9 +217,9 @@ TrialResult measure_trial(const Workload& w, const Config& config, const dist::P
     ~BudgetReset() { t.set_budget(0); }
   } reset{tracker};
 
-  const models::ModelSpec spec = spec_of(w);
-  const int64_t batch = knob_int(config, "batch_size", w.batch_size);
-  const int64_t seq = knob_int(config, "seq_len", w.seq_len > 0 ? w.seq_len : spec.max_seq);
+  const models::ModelSpec spec = w.spec();
+  const int64_t batch = w.batch_size_for(config);
+  const int64_t seq = w.seq_len_for(config);
   std::vector<double> step_ms;
   double loss_first = NAN, loss_last = NAN;
   double comm_s = 0, wait_s = 0, timed_s = 0;

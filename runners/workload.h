@@ -17,6 +17,7 @@
 #include "core/config.h"
 #include "core/trial.h"
 #include "dist/world.h"
+#include "models/model_spec.h"
 
 namespace slapo::runners {
 
@@ -43,6 +44,12 @@ struct Workload {
   std::string to_json() const;
   // The schedule template to apply: `template_name`, or the model family's default.
   std::string schedule_template() const;
+  // The model preset with this workload's overrides (vocab).
+  models::ModelSpec spec() const;
+  // A trial's batch size and sequence length: the configuration's knob, else this workload's
+  // (else the model's longest sequence).
+  int64_t batch_size_for(const Config& config) const;
+  int64_t seq_len_for(const Config& config) const;
 };
 
 // Checks, before anything runs, that the workload's template understands every knob of

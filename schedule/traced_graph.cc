@@ -12,6 +12,7 @@
 #include <torch/csrc/jit/passes/subgraph_rewrite.h>
 
 #include "core/error.h"
+#include "schedule/build.h"
 #include "schedule/keyed_dropout.h"
 #include "schedule/rng_stream.h"
 #include "schedule/slot_module.h"
@@ -48,15 +49,7 @@ TracedGraph::TracedGraph(torch::nn::AnyModule module, std::string path)
 
 TracedGraph::~TracedGraph() = default;
 
-std::vector<at::Tensor> TracedGraph::parameters() const {
-  std::vector<at::Tensor> out;
-  for (const auto& p : module_.ptr()->parameters()) {
-    if (std::find_if(out.begin(), out.end(), [&](const at::Tensor& t) { return t.is_same(p); }) == out.end()) {
-      out.push_back(p);
-    }
-  }
-  return out;
-}
+std::vector<at::Tensor> TracedGraph::parameters() const { return unique_parameters(*module_.ptr()); }
 
 TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs) {
   const std::vector<at::Tensor> params = parameters();

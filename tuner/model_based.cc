@@ -45,7 +45,6 @@ class ModelBased : public Strategy {
     observations_ = last_refit_ = 0;
     all_.clear();
     lower_.clear();
-    saving_knobs_.clear();
     saving_domains_.clear();
     trended_.clear();
     for (const auto& k : space.knobs()) {
@@ -53,7 +52,6 @@ class ModelBased : public Strategy {
         trended_.emplace_back(k.name, k.mem == space::MemTrend::kUp ? 1.0 : -1.0);
       }
       if (k.mem == space::MemTrend::kDown && k.kind != space::KnobKind::kChoice && k.kind != space::KnobKind::kCuts) {
-        saving_knobs_.push_back(k.name);
         saving_domains_.emplace_back(k.name, &k.domain);
       }
     }
@@ -70,7 +68,7 @@ class ModelBased : public Strategy {
                                     [&](const Candidate& c) { return proposed_.count(c.key) > 0; }),
                      candidates.end());
     // With the memory frontier: only frontier configurations while any is left.
-    if (memory_frontier_ && !saving_knobs_.empty()) {
+    if (memory_frontier_ && !saving_domains_.empty()) {
       std::vector<Candidate> frontier;
       for (const Candidate& c : candidates) {
         if (on_frontier(c)) frontier.push_back(c);
@@ -314,7 +312,6 @@ class ModelBased : public Strategy {
   const space::CompiledSpace* space_ = nullptr;
   std::unique_ptr<Rng> rng_;
   bool minimize_ = false;
-  std::vector<std::string> saving_knobs_;
   std::vector<std::pair<std::string, const std::vector<Value>*>> saving_domains_;  // into space_->knobs()
   std::vector<std::pair<std::string, double>> trended_;  // knob, +1 (mem up) or −1 (mem down)
   std::unordered_map<std::string, std::vector<std::string>> lower_;  // configuration → its lower settings

@@ -320,7 +320,7 @@ class Auto : public Strategy {
 
 std::vector<std::string> strategy_names() { return {"auto", "bayes", "exhaustive", "random", "coordinate", "slapo"}; }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget) {
+std::unique_ptr<Strategy> make_strategy(const std::string& name) {
   if (name == "exhaustive") return std::make_unique<Exhaustive>();
   if (name == "random") return std::make_unique<RandomSearch>();
   if (name == "coordinate") return std::make_unique<CoordinateDescent>();

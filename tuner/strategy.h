@@ -37,10 +37,9 @@ class Strategy {
   virtual void observe(const std::vector<Observation>& observations) = 0;
 };
 
-// auto | bayes | exhaustive | random | coordinate | slapo. (`budget`, the trial budget, is kept
-// for strategies that plan by it.)
+// auto | bayes | exhaustive | random | coordinate | slapo.
 // Throws Error(kInvalidArgument) listing the strategies for an unknown name.
-std::unique_ptr<Strategy> make_strategy(const std::string& name, size_t budget);
+std::unique_ptr<Strategy> make_strategy(const std::string& name);
 std::vector<std::string> strategy_names();
 
 }  // namespace slapo::tuner

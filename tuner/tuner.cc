@@ -24,7 +24,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
               "task ", task.id, " was tuned for ", task.minimize ? "minimal " : "maximal ", task.objective,
               "; use the same --objective/--minimize, or another --db");
 
-  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, options.trials);
+  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy);
   strategy->begin(space, options.seed, options.minimize);
   MemoryDominance dominance(space);
   std::unordered_set<std::string> known;  // canonical JSON of every recorded configuration

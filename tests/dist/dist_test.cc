@@ -77,6 +77,23 @@ TEST(DistTest, TwoJobsAtOnceDoNotCollide) {
   EXPECT_NE(ra.port, rb.port);
 }
 
+TEST(DistTest, BadRankEnvironmentAndMissingNprocAreOneLineErrors) {
+  slapo::ProcessOptions o;
+  o.timeout_s = 60;
+  // A rank launched with a malformed variable: exit 2, naming it.
+  o.env = {{"WORLD_SIZE", "two"}, {"RANK", "0"}};
+  const std::string space = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/mlp-tiny-parallel.toml";
+  const std::string config = R"({"tp": 2, "dp": 1, "mlp_shard": "col_row", "embed_shard": "vocab", "decompose": false})";
+  const slapo::ProcessResult bad = slapo::run_process({SLAPO_TUNE, "verify", "--space", space, "--config", config}, o);
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("environment variable WORLD_SIZE='two' is not an integer"), std::string::npos) << bad.err;
+  // Two ranks' worth of layout without --nproc (and not under a launcher): says what to pass.
+  o.env = {};
+  const slapo::ProcessResult missing = slapo::run_process({SLAPO_TUNE, "verify", "--space", space, "--config", config}, o);
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("needs tp·pp·dp = 2 ranks: pass --nproc 2"), std::string::npos) << missing.err;
+}
+
 // ---- verify --nproc: every layout matches the single-process model --------------------------
 
 struct Layout {

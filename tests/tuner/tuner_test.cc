@@ -198,7 +198,7 @@ TEST(MemoryDominanceTest, OnlyTrendedKnobsOrderAndOthersMustBeEqual) {
 
 TEST(StrategyTest, UnknownNameListsTheStrategies) {
   try {
-    make_strategy("hyperband", 10);
+    make_strategy("hyperband");
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
