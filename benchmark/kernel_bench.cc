@@ -1,45 +1,106 @@
 // The project's fused CPU kernels against the ATen sequences they replace, forward + backward,
 // side by side in one run (docs/benchmarks.md). Run: ./build/benchmark/kernel_bench
+// (SLAPO_SIMD=avx2 or =baseline caps the kernels' instruction set.)
 //
-// BM_BiasGelu/<impl>/<rows>/<cols>/<threads>: y = gelu(x + b), then backward of y·dy into x and b.
-//   impl 0: ATen (x + b, then gelu; autograd: gelu_backward, a sum for the bias)
-//   impl 1: slapo::bias_gelu (one pass each way)
-//   shapes: gpt-mini's MLP (batch 8 × 128 tokens, ffn 1024) and gpt2's (1 × 1024 tokens, ffn 3072)
+// Every benchmark is <name>/<impl>/<rows>/<cols>/<threads>, impl 0 = the ATen sequence, 1 = ours:
+//   BM_BiasGelu        gelu(x + b)                 vs slapo::bias_gelu
+//   BM_BiasDropoutAdd  r + keyed_dropout(x + b)    vs slapo::bias_dropout_add (p = 0.1)
+//   BM_Dropout         ATen's dropout (bernoulli)  vs slapo::keyed_dropout (hash mask, p = 0.1)
+//   BM_LayerNorm       at::layer_norm              vs slapo::layer_norm
+// Shapes: gpt-mini (batch 8 × 128 tokens: hidden 256, ffn 1024) and gpt2 (1 × 1024 tokens:
+// hidden 768, ffn 3072).
+
+#include <functional>
 
 #include <benchmark/benchmark.h>
 
 #include <torch/torch.h>
 
-#include "schedule/fused_bias_gelu.h"
+#include "schedule/fused_kernels.h"
+#include "schedule/keyed_dropout.h"
 
 namespace {
 
-void BM_BiasGelu(benchmark::State& state) {
+using slapo::schedule::DropoutScope;
+
+// What a kernel takes besides x [rows, cols]: a vector of cols (a bias or a weight) or another
+// [rows, cols] tensor (a residual).
+enum Arg { kVector, kMatrix };
+
+// Times forward + backward of `f` (gradient y·dy) on leaves x and `extra`.
+void run(benchmark::State& state, const std::vector<Arg>& extra,
+         const std::function<torch::Tensor(std::vector<torch::Tensor>&)>& f, const char* label) {
   torch::set_num_threads(static_cast<int>(state.range(3)));
-  const bool fused = state.range(0) == 1;
   const int64_t rows = state.range(1), cols = state.range(2);
   torch::manual_seed(0);
-  torch::Tensor x = torch::randn({rows, cols}).requires_grad_(true);
-  torch::Tensor b = torch::randn({cols}).requires_grad_(true);
+  std::vector<torch::Tensor> in = {torch::randn({rows, cols}).requires_grad_(true)};
+  for (Arg a : extra) {
+    in.push_back((a == kVector ? torch::randn({cols}) : torch::randn({rows, cols})).requires_grad_(true));
+  }
   const torch::Tensor dy = torch::randn({rows, cols});
+  uint64_t step = 0;
   auto once = [&] {
-    torch::Tensor y = fused ? slapo::schedule::bias_gelu(x, b) : torch::gelu(x + b);
+    DropoutScope scope(step++, 0);
+    torch::Tensor y = f(in);
     y.backward(dy);
-    x.mutable_grad().reset();
-    b.mutable_grad().reset();
+    for (torch::Tensor& t : in) t.mutable_grad().reset();
   };
   for (int i = 0; i < 3; ++i) once();
   for (auto _ : state) once();
-  state.SetLabel(fused ? "slapo::bias_gelu" : "ATen add + gelu");
+  state.SetLabel(label);
   state.SetItemsProcessed(state.iterations() * rows * cols);
 }
-BENCHMARK(BM_BiasGelu)
-    ->ArgsProduct({{0, 1}, {1024}, {1024}, {1, 2}})
-    ->ArgsProduct({{0, 1}, {1024}, {3072}, {1, 2}})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Repetitions(5)
-    ->ReportAggregatesOnly(true);
+
+void BM_BiasGelu(benchmark::State& state) {
+  if (state.range(0) == 0) {
+    run(state, {kVector}, [](auto& in) { return torch::gelu(in[0] + in[1]); }, "ATen add + gelu");
+  } else {
+    run(state, {kVector}, [](auto& in) { return slapo::schedule::bias_gelu(in[0], in[1]); }, "slapo::bias_gelu");
+  }
+}
+
+void BM_BiasDropoutAdd(benchmark::State& state) {
+  slapo::schedule::KeyedDropout dropout(0.1, 7);
+  if (state.range(0) == 0) {
+    run(state, {kVector, kMatrix}, [&](auto& in) { return in[2] + dropout->forward(in[0] + in[1]); }, "add + keyed_dropout + add");
+  } else {
+    run(state, {kVector, kMatrix}, [](auto& in) { return slapo::schedule::bias_dropout_add(in[0], in[1], in[2], 0.1, 7); },
+        "slapo::bias_dropout_add");
+  }
+}
+
+void BM_Dropout(benchmark::State& state) {
+  slapo::schedule::KeyedDropout dropout(0.1, 7);
+  if (state.range(0) == 0) {
+    run(state, {}, [](auto& in) { return torch::dropout(in[0], 0.1, /*train=*/true); }, "ATen dropout");
+  } else {
+    run(state, {}, [&](auto& in) { return dropout->forward(in[0]); }, "slapo::keyed_dropout");
+  }
+}
+
+void BM_LayerNorm(benchmark::State& state) {
+  if (state.range(0) == 0) {
+    run(state, {kVector, kVector}, [](auto& in) { return torch::layer_norm(in[0], {in[0].size(1)}, in[1], in[2]); },
+        "ATen layer_norm");
+  } else {
+    run(state, {kVector, kVector}, [](auto& in) { return slapo::schedule::layer_norm(in[0], in[1], in[2], 1e-5); },
+        "slapo::layer_norm");
+  }
+}
+
+#define SLAPO_KERNEL_BENCH(fn, mini_cols, gpt2_cols)             \
+  BENCHMARK(fn)                                                  \
+      ->ArgsProduct({{0, 1}, {1024}, {mini_cols}, {1, 2}})       \
+      ->ArgsProduct({{0, 1}, {1024}, {gpt2_cols}, {1, 2}})       \
+      ->Unit(benchmark::kMillisecond)                            \
+      ->UseRealTime()                                            \
+      ->Repetitions(5)                                           \
+      ->ReportAggregatesOnly(true)
+
+SLAPO_KERNEL_BENCH(BM_BiasGelu, 1024, 3072);
+SLAPO_KERNEL_BENCH(BM_BiasDropoutAdd, 256, 768);
+SLAPO_KERNEL_BENCH(BM_Dropout, 256, 768);
+SLAPO_KERNEL_BENCH(BM_LayerNorm, 256, 768);
 
 }  // namespace
 

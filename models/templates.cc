@@ -17,6 +17,13 @@ const std::vector<std::string> kWorkloadKnobs = {"batch_size", "seq_len",       
                                                  "tp",         "pp",            "dp",
                                                  "cuts",       "pipeline_schedule"};
 
+const char* const kFusionKnobs[] = {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"};
+
+bool bool_knob(const Config& config, const char* name) {
+  const Value* v = config.find(name);
+  return v && std::holds_alternative<bool>(*v) && std::get<bool>(*v);
+}
+
 const TemplateInfo& find_template(const std::string& name) {
   std::string names;
   for (const TemplateInfo& t : schedule_templates()) {
@@ -45,10 +52,11 @@ double number_knob(const Value& v, const std::string& name) {
 const std::vector<TemplateInfo>& schedule_templates() {
   static const std::vector<TemplateInfo> templates = {
       {"gpt", "gpt", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose",
-                      "fuse_bias_gelu"}},
+                      "fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}},
       {"bert", "bert", {"ckpt_ratio", "ckpt_layers", "attn", "attn_shard", "mlp_shard", "embed_shard", "decompose",
-                        "fuse_bias_gelu"}},
-      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers", "mlp_shard", "embed_shard", "decompose", "fuse_bias_gelu"}},
+                        "fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}},
+      {"mlp", "mlp", {"ckpt_ratio", "ckpt_layers", "mlp_shard", "embed_shard", "decompose", "fuse_bias_gelu",
+                      "fuse_bias_dropout_add", "fuse_layer_norm"}},
   };
   return templates;
 }
@@ -93,16 +101,18 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
   SLAPO_CHECK(attn == "naive" || attn == "fused_qkv" || attn == "baddbmm", ErrorCode::kInvalidArgument,
               "knob 'attn': '", attn, "' is not an attention implementation (naive, fused_qkv, baddbmm)");
   const ParallelKnobs p = parallel_knobs(spec, config);
-  const Value* fuse = config.find("fuse_bias_gelu");
-  SLAPO_CHECK(!(fuse && std::holds_alternative<bool>(*fuse) && std::get<bool>(*fuse) && p.tp > 1),
-              ErrorCode::kInvalidArgument, "knob 'fuse_bias_gelu': not with tp > 1 yet (a traced MLP cannot hold ",
-              "its tensor-parallel collectives)");
+  for (const char* knob : kFusionKnobs) {
+    const Value* fuse = config.find(knob);
+    SLAPO_CHECK(!(fuse && std::holds_alternative<bool>(*fuse) && std::get<bool>(*fuse) && p.tp > 1),
+                ErrorCode::kInvalidArgument, "knob '", knob, "': not with tp > 1 yet (a traced block cannot hold ",
+                "its tensor-parallel collectives)");
+  }
   for (const char* knob : {"attn_shard", "mlp_shard"}) {
     const std::string layout = string_knob(config, knob, "col_row");
     SLAPO_CHECK(layout == "col_row" || layout == "row_col", ErrorCode::kInvalidArgument, "knob '", knob, "': '",
                 layout, "' is not a layout (col_row, row_col)");
   }
-  for (const char* knob : {"decompose", "fuse_bias_gelu"}) {
+  for (const char* knob : {"decompose", "fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
     if (const Value* d = config.find(knob)) {
       SLAPO_CHECK(std::holds_alternative<bool>(*d), ErrorCode::kInvalidArgument, "knob '", knob,
                   "': expected true or false, found ", to_string(*d));
@@ -233,6 +243,32 @@ void shard_embedding(schedule::Schedule& sch, const ModelSpec& spec, const std::
   }
 }
 
+void decompose_linear(schedule::Schedule& linear) {
+  if (std::dynamic_pointer_cast<torch::nn::LinearImpl>(linear.module())) linear.decompose();
+}
+
+// The fusion knobs: each block traced once (by need), the Linears whose bias a chain begins with
+// decomposed, each chosen chain fused. Comes after the attention is replaced (the replacement takes
+// over the original's out_proj as a Linear).
+void apply_fusions(schedule::Schedule& sch, const ModelSpec& spec, const Config& config) {
+  const bool gelu = bool_knob(config, "fuse_bias_gelu");
+  const bool dropout_add = bool_knob(config, "fuse_bias_dropout_add");
+  const bool norm = bool_knob(config, "fuse_layer_norm");
+  if (!gelu && !dropout_add && !norm) return;
+  for (int64_t i = 0; i < spec.layers; ++i) {
+    schedule::Schedule& block = sch[blocks_path(spec) + "." + std::to_string(i)];
+    if (gelu) decompose_linear(block["mlp.fc_in"]);
+    if (dropout_add) {
+      decompose_linear(block["mlp.fc_out"]);
+      if (spec.family != "mlp") decompose_linear(block["attn.out_proj"]);
+    }
+    block.trace();
+    if (gelu) block.fuse("bias_gelu", "native");
+    if (dropout_add) block.fuse("bias_dropout_add", "native");
+    if (norm) block.fuse("layer_norm", "native");
+  }
+}
+
 }  // namespace
 
 std::string attention_type(const std::string& attn) {
@@ -256,15 +292,6 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::s
       for (const char* linear : {"mlp.fc_in", "mlp.fc_out"}) sch[block(i) + "." + linear].decompose();
     }
   }
-  // Fusion: each MLP's fc_in decomposed, the MLP traced (at its first call), bias + GELU fused.
-  const Value* fuse = config.find("fuse_bias_gelu");
-  if (fuse && std::get<bool>(*fuse)) {
-    for (int64_t i = 0; i < spec.layers; ++i) {
-      schedule::Schedule& fc_in = sch[block(i) + ".mlp.fc_in"];
-      if (std::dynamic_pointer_cast<torch::nn::LinearImpl>(fc_in.module())) fc_in.decompose();
-      sch[block(i) + ".mlp"].trace().fuse("bias_gelu", "native");
-    }
-  }
   if (p.tp > 1) {
     shard_embedding(sch, spec, string_knob(config, "embed_shard", "vocab"));
     for (int64_t i = 0; i < spec.layers; ++i) {
@@ -275,6 +302,7 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::s
   } else if (attn != "naive") {
     for (int64_t i = 0; i < spec.layers; ++i) replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(attn));
   }
+  apply_fusions(sch, spec, config);
   const int64_t ckpt = checkpointed_blocks(spec, config);
   for (int64_t i = 0; i < ckpt; ++i) sch[block(i)].checkpoint();
   for (int64_t begin : p.cuts) sch[block(begin - 1)].cut_pipeline_stage();

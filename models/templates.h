@@ -11,8 +11,11 @@
 //   embed_shard  "vocab" (embedding and tied LM head split by vocabulary) | "hidden" (split by
 //                hidden units) | "replicated"
 //   decompose    true: each block's MLP Linears become matmul + bias add (before any shard)
-//   fuse_bias_gelu  true: each MLP traced, its fc_in's bias add and GELU fused into the project's
-//                kernel (slapo::bias_gelu); not with tp > 1 yet
+//   fuse_bias_gelu, fuse_bias_dropout_add, fuse_layer_norm
+//                true: each block traced (at its first call) and that chain fused into the
+//                project's kernel (schedule/fusion_chains.h): fc_in's bias add + GELU; out_proj's
+//                and fc_out's bias add + dropout + residual add (those Linears decomposed); the
+//                block's layer norms. Not with tp > 1 yet
 //   tp, pp, dp   the parallel layout: tensor-parallel ranks, pipeline stages, data-parallel
 //                replicas (tp·pp·dp ranks in all); the shard knobs matter when tp > 1
 //   cuts         the blocks where pipeline stages 2, 3, ... begin, ascending (pp − 1 of them, as

@@ -13,7 +13,7 @@ namespace {
 
 // What backward needs besides the saved inputs, carried in ctx->saved_data as a capsule.
 struct CheckpointState : torch::CustomClassHolder {
-  torch::nn::AnyModule module;
+  TensorFunction forward;
   std::vector<torch::Tensor> params;
   std::vector<std::shared_ptr<RngStream>> streams;
   at::Tensor rng_state;                     // the default generator at forward time
@@ -31,7 +31,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     if (!state->dropout_key.active) state->dropout_key = fresh_dropout_key();
     std::vector<torch::Tensor> in(inputs.begin(), inputs.end());
     DropoutScope scope(state->dropout_key);
-    torch::Tensor out = forward_tensors(const_cast<torch::nn::AnyModule&>(state->module), in);
+    torch::Tensor out = state->forward(in);
     ctx->save_for_backward(in);
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     ctx->saved_data["num_params"] = static_cast<int64_t>(params.size());
@@ -55,7 +55,7 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     {
       torch::AutoGradMode enable(true);
       DropoutScope scope(state->dropout_key);
-      out = forward_tensors(state->module, inputs);
+      out = state->forward(inputs);
     }
     set_default_rng_state(current);
     for (size_t i = 0; i < state->streams.size(); ++i) state->streams[i]->set_state(current_streams[i]);
@@ -88,8 +88,14 @@ torch::Tensor checkpoint_forward(const torch::nn::AnyModule& module,
                                  const std::vector<torch::Tensor>& inputs,
                                  std::vector<torch::Tensor> params,
                                  std::vector<std::shared_ptr<RngStream>> streams) {
+  return checkpoint_call([module](const std::vector<torch::Tensor>& in) { return forward_tensors(module, in); }, inputs,
+                         std::move(params), std::move(streams));
+}
+
+torch::Tensor checkpoint_call(TensorFunction forward, const std::vector<torch::Tensor>& inputs,
+                              std::vector<torch::Tensor> params, std::vector<std::shared_ptr<RngStream>> streams) {
   auto state = c10::make_intrusive<CheckpointState>();
-  state->module = module;
+  state->forward = std::move(forward);
   state->params = std::move(params);
   state->streams = std::move(streams);
   std::vector<torch::Tensor> param_list = state->params;

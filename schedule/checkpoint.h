@@ -6,6 +6,7 @@
 // the default CPU generator's state and every forked stream inside the module are saved in
 // forward, restored for the recompute, and the current states put back afterwards.
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,15 @@
 #include "schedule/rng_stream.h"
 
 namespace slapo::schedule {
+
+// A forward over tensors: a module's, a traced graph's, or a subgraph's.
+using TensorFunction = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
+
+// Runs `forward` on `inputs` under checkpointing. `params` are the tensors it reads besides its
+// inputs (their gradients flow through the function); `streams` the forked random streams inside.
+// REQUIRES: grad mode on.
+torch::Tensor checkpoint_call(TensorFunction forward, const std::vector<torch::Tensor>& inputs,
+                              std::vector<torch::Tensor> params, std::vector<std::shared_ptr<RngStream>> streams);
 
 // Runs `module` (whose forward takes `inputs.size()` tensors and returns a tensor) under
 // checkpointing. `params` are the module's parameters (their gradients flow through the

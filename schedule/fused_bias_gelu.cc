@@ -1,4 +1,4 @@
-#include "schedule/fused_bias_gelu.h"
+#include "schedule/fused_kernels.h"
 
 #include <cmath>
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "core/error.h"
+#include "schedule/simd_dispatch.h"
 
 namespace slapo::schedule {
 
@@ -48,8 +49,8 @@ __attribute__((always_inline)) inline float erf_approx(float x) {
   return __builtin_copysignf(y, x);
 }
 
-__attribute__((target_clones("arch=haswell", "default")))
-void forward_rows(const float* x, const float* b, float* y, int64_t rows, int64_t h) {
+__attribute__((always_inline)) inline void forward_rows_body(const float* x, const float* b, float* y, int64_t rows,
+                                                             int64_t h) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     float* yr = y + r * h;
@@ -60,8 +61,8 @@ void forward_rows(const float* x, const float* b, float* y, int64_t rows, int64_
   }
 }
 
-__attribute__((target_clones("arch=haswell", "default")))
-void backward_rows(const float* x, const float* b, const float* dy, float* dx, float* db, int64_t rows, int64_t h) {
+__attribute__((always_inline)) inline void backward_rows_body(const float* x, const float* b, const float* dy, float* dx,
+                                                              float* db, int64_t rows, int64_t h) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     const float* dyr = dy + r * h;
@@ -76,6 +77,12 @@ void backward_rows(const float* x, const float* b, const float* dy, float* dx, f
     }
   }
 }
+
+SLAPO_SIMD_VARIANTS(forward_rows, (const float* x, const float* b, float* y, int64_t rows, int64_t h),
+                    (x, b, y, rows, h))
+SLAPO_SIMD_VARIANTS(backward_rows,
+                    (const float* x, const float* b, const float* dy, float* dx, float* db, int64_t rows, int64_t h),
+                    (x, b, dy, dx, db, rows, h))
 
 void check(const at::Tensor& x, const at::Tensor& bias) {
   SLAPO_CHECK(x.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat && x.device().is_cpu(),
@@ -142,7 +149,7 @@ TORCH_LIBRARY_FRAGMENT(slapo, m) { m.def("bias_gelu(Tensor x, Tensor bias) -> Te
 TORCH_LIBRARY_IMPL(slapo, CPU, m) { m.impl("bias_gelu", forward_kernel); }
 TORCH_LIBRARY_IMPL(slapo, Autograd, m) { m.impl("bias_gelu", bias_gelu_autograd); }
 
-void bias_gelu_kernel_linked() {}
+void link_bias_gelu() {}
 
 at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& bias) {
   static const auto op = c10::Dispatcher::singleton()

@@ -2,13 +2,13 @@
 
 #include <atomic>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
 #include "core/error.h"
+#include "schedule/keyed_mask.h"
 
 namespace slapo::schedule {
 
@@ -17,18 +17,6 @@ namespace {
 thread_local DropoutKey scope;
 // Fresh keys count down from the top, far from any step a trainer will reach.
 std::atomic<uint64_t> fresh_steps{~uint64_t{0}};
-
-uint64_t splitmix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t mask_seed(uint64_t seed, uint64_t step, int64_t sample, int64_t rank) {
-  return splitmix(splitmix(splitmix(splitmix(seed) ^ step) ^ static_cast<uint64_t>(sample)) ^
-                  static_cast<uint64_t>(rank));
-}
 
 }  // namespace
 
@@ -53,43 +41,35 @@ void KeyedDropoutImpl::shard_mask(int64_t axis, int64_t parts, int64_t rank, boo
 
 namespace {
 
-// The scaled mask (0 or 1/(1−p)) for `x` under the current dropout scope.
-at::Tensor keyed_noise(const at::Tensor& x, double p, uint64_t seed, int64_t axis, int64_t parts, int64_t rank,
-                       bool independent) {
-  const DropoutKey k = scope.active ? scope : fresh_dropout_key();
-  SLAPO_CHECK(x.dim() >= 2, ErrorCode::kInvalidArgument, "dropout: expects [batch, ...], got ", x.sizes());
-  SLAPO_CHECK(parts == 1 || axis < x.dim(), ErrorCode::kInvalidArgument, "dropout: sharded along axis ", axis,
-              " but the input has shape ", x.sizes());
-  // The shape this rank draws: the full one (all ranks' slices), unless independent.
-  const bool slice = parts > 1 && !independent;
-  std::vector<int64_t> full = x.sizes().vec();
-  if (slice) full[axis] *= parts;
-  at::Tensor noise = at::empty(full, x.options());
-  for (int64_t i = 0; i < x.size(0); ++i) {
-    at::Generator gen = at::detail::createCPUGenerator(mask_seed(seed, k.step, k.sample_offset + i, independent ? rank : 0));
-    noise[i].bernoulli_(1 - p, gen);
-  }
-  if (slice) noise = noise.narrow(axis, rank * x.size(axis), x.size(axis));
-  noise.div_(1 - p);
-  return noise;
+MaskSpec mask_spec(double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
+  MaskSpec spec;
+  spec.p = p;
+  spec.seed = static_cast<uint64_t>(seed);
+  spec.key = scope.active ? scope : fresh_dropout_key();
+  spec.axis = axis;
+  spec.parts = parts;
+  spec.rank = rank;
+  spec.independent = independent;
+  return spec;
 }
 
 at::Tensor keyed_dropout_cpu(const at::Tensor& x, double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
                              bool independent) {
-  return x * keyed_noise(x, p, static_cast<uint64_t>(seed), axis, parts, rank, independent);
+  return apply_keyed_mask(mask_spec(p, seed, axis, parts, rank, independent), x, {}, {});
 }
 
+// Nothing is saved but the key: backward draws the same mask again.
 struct KeyedDropoutFunction : public torch::autograd::Function<KeyedDropoutFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, double p, int64_t seed,
                             int64_t axis, int64_t parts, int64_t rank, bool independent) {
-    at::Tensor noise = keyed_noise(x, p, static_cast<uint64_t>(seed), axis, parts, rank, independent);
-    ctx->save_for_backward({noise});
-    return x * noise;
+    const MaskSpec spec = mask_spec(p, seed, axis, parts, rank, independent);
+    save_mask_spec(ctx, spec);
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return apply_keyed_mask(spec, x, {}, {});
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    const at::Tensor noise = ctx->get_saved_variables()[0];
-    return {grads[0] * noise, {}, {}, {}, {}, {}, {}};
+    return {apply_keyed_mask(saved_mask_spec(ctx), grads[0], {}, {}), {}, {}, {}, {}, {}, {}};
   }
 };
 

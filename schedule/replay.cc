@@ -23,7 +23,11 @@ class ArgReader {
     expect(pos_ < text_.size() && text_[pos_] == '"', "a quoted string");
     std::string out;
     for (++pos_; pos_ < text_.size() && text_[pos_] != '"'; ++pos_) {
-      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
+      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) {
+        ++pos_;
+        out += text_[pos_] == 'n' ? '\n' : text_[pos_];
+        continue;
+      }
       out += text_[pos_];
     }
     expect(pos_ < text_.size(), "a closing quote");
@@ -71,6 +75,19 @@ class ArgReader {
 
 }  // namespace
 
+std::string quote_argument(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::vector<AppliedPrimitive> parse_schedule_text(const std::string& text) {
   std::vector<AppliedPrimitive> steps;
   std::istringstream in(text);
@@ -112,6 +129,17 @@ void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const Rep
     } else if (step.primitive == "fuse") {
       const std::string chain = args.string();
       target.fuse(chain, args.done() ? "native" : args.string());
+    } else if (step.primitive == "fuse_match" || step.primitive == "checkpoint_match") {
+      // The pattern and which occurrence, found again in each graph as it is traced.
+      const std::string pattern = args.string();
+      const int64_t occurrence = args.integer();
+      SLAPO_CHECK(occurrence >= 0, ErrorCode::kParse, "replay step ", index, ": occurrence ", occurrence, " < 0");
+      const GraphMatch match = target.deferred_match(pattern, static_cast<size_t>(occurrence));
+      if (step.primitive == "fuse_match") target.fuse(match, args.done() ? "native" : args.string());
+      else target.checkpoint(match);
+    } else if (step.primitive == "replace_match") {
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, "replay step ", index, " (", step.to_string().substr(0, 60),
+                 "...): a subgraph replaced by a C++ module cannot be replayed from text; apply it in code");
     } else if (step.primitive == "trace") {
       target.trace();  // traced at its first call
     } else if (step.primitive == "decompose") {

@@ -13,6 +13,10 @@
 
 namespace slapo::schedule {
 
+// A string argument as written in schedule text: double quotes; backslash, quote and newline
+// escaped (\\, \", \n), so a multi-line pattern stays on its line.
+std::string quote_argument(const std::string& s);
+
 // Parses schedule text (blank lines and lines starting with # are skipped). Throws Error(kParse)
 // naming the line number and what was expected.
 std::vector<AppliedPrimitive> parse_schedule_text(const std::string& text);

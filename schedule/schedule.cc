@@ -8,14 +8,8 @@
 #include "core/text.h"
 #include "schedule/communicator.h"
 #include "schedule/decomposed_linear.h"
-#include "schedule/fused_bias_gelu.h"
-#include "schedule/traced_graph.h"
-
-#include <regex>
-
-#include <torch/csrc/jit/ir/irparser.h>
-#include <torch/csrc/jit/ir/subgraph_matcher.h>
 #include "schedule/keyed_dropout.h"
+#include "schedule/replay.h"
 #include "schedule/rng_stream.h"
 #include "schedule/sequence.h"
 #include "schedule/shard_aware.h"
@@ -37,23 +31,13 @@ namespace {
 
 std::string join_path(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
 
-// A string argument as printed in the schedule text: double quotes, with \ and " escaped.
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 int64_t ScheduleOptions::tp_parts() const { return tp_group ? tp_group->size() : tp_size; }
 int64_t ScheduleOptions::tp_rank() const { return tp_group ? tp_group->rank() : 0; }
 
 std::string AppliedPrimitive::to_string() const {
-  return "sch[" + quoted(path) + "]." + primitive + "(" + args + ")";
+  return "sch[" + quote_argument(path) + "]." + primitive + "(" + args + ")";
 }
 
 Schedule::Schedule(Root* root, Schedule* parent, std::string path, std::string slot_name,
@@ -247,7 +231,7 @@ Schedule& Schedule::fork_rng(std::optional<uint64_t> seed) {
 Schedule& Schedule::annotate(const std::string& name, const std::string& key, const std::string& value) {
   torch::Tensor t = tensor_named(name, "annotate");
   root_->annotations[t.unsafeGetTensorImpl()][key] = value;
-  record_primitive("annotate", quoted(name) + ", " + quoted(key) + ", " + quoted(value));
+  record_primitive("annotate", quote_argument(name) + ", " + quote_argument(key) + ", " + quote_argument(value));
   return *this;
 }
 
@@ -288,7 +272,7 @@ Schedule& Schedule::shard(const std::string& name, int64_t axis) {
     t.set_(t.narrow(axis, rank * len, len).clone());
     if (auto* aware = dynamic_cast<ShardAware*>(module_.get())) aware->on_shard(name, axis, parts, rank);
   }
-  record_primitive("shard", quoted(name) + ", " + std::to_string(axis));
+  record_primitive("shard", quote_argument(name) + ", " + std::to_string(axis));
   return *this;
 }
 
@@ -379,7 +363,7 @@ Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_nam
   }
   root_->record.syncs.push_back({path_, mode_name, op_name, axis});
   const bool has_axis = op != SyncOp::kAllReduce;
-  record_primitive("sync", quoted(mode_name) + ", " + quoted(op_name) + (has_axis ? ", " + std::to_string(axis) : ""));
+  record_primitive("sync", quote_argument(mode_name) + ", " + quote_argument(op_name) + (has_axis ? ", " + std::to_string(axis) : ""));
   return *this;
 }
 
@@ -397,105 +381,6 @@ Schedule& Schedule::decompose() {
   // replace() recorded itself; the schedule text says what was meant.
   root_->record.applied.back() = AppliedPrimitive{path_, "decompose", ""};
   root_->record.replaced.back().second = "decompose";
-  return *this;
-}
-
-Schedule& Schedule::trace(const std::vector<torch::Tensor>& example_inputs) {
-  Slot& slot = policy_slot("trace");
-  SLAPO_CHECK(!slot.policy.traced, ErrorCode::kInvalidArgument, "trace on '", path_, "': already traced");
-  SLAPO_CHECK(!slot.policy.checkpoint, ErrorCode::kInvalidArgument, "trace on '", path_,
-              "': it is checkpointed; checkpoint a module around it instead");
-  auto traced = std::make_shared<TracedGraph>(slot.module, path_);
-  if (!example_inputs.empty()) {
-    SLAPO_CHECK(example_inputs.size() == slot.signature.tensor_inputs, ErrorCode::kInvalidArgument, "trace on '",
-                path_, "': its forward takes ", slot.signature.tensor_inputs, " tensors, ", example_inputs.size(),
-                " example inputs given");
-    traced->run(example_inputs);  // traces and checks now
-  }
-  slot.policy.traced = traced;
-  record_primitive("trace", "");
-  return *this;
-}
-
-std::string Schedule::print_graph() {
-  Slot& slot = policy_slot("print_graph");
-  SLAPO_CHECK(slot.policy.traced && slot.policy.traced->graph(), ErrorCode::kInvalidArgument, "print_graph on '",
-              path_, "': not traced", slot.policy.traced ? " yet (it is traced at its first call)" : " (use trace)");
-  return slot.policy.traced->graph_text();
-}
-
-std::vector<std::string> Schedule::find(const std::string& path_regex) {
-  std::regex re;
-  try {
-    re = std::regex(path_regex);
-  } catch (const std::regex_error& e) {
-    SLAPO_FAIL(ErrorCode::kParse, "find on '", path_, "': '", path_regex, "' is not a regular expression: ", e.what());
-  }
-  std::vector<std::string> out;
-  for (const auto& [p, s] : named_schedules()) {
-    if (std::regex_match(p, re)) out.push_back(p);
-  }
-  return out;
-}
-
-std::vector<std::vector<std::string>> Schedule::find_pattern(const std::string& pattern) {
-  Slot& slot = policy_slot("find");
-  SLAPO_CHECK(slot.policy.traced && slot.policy.traced->graph(), ErrorCode::kInvalidArgument, "find on '", path_,
-              "': a subgraph pattern needs a traced graph (trace it with example inputs first)");
-  auto pattern_graph = std::make_shared<torch::jit::Graph>();
-  try {
-    torch::jit::parseIR(pattern, pattern_graph.get());
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    SLAPO_FAIL(ErrorCode::kParse, "find on '", path_, "': malformed pattern: ", what.substr(0, what.find('\n')));
-  }
-  std::vector<std::vector<std::string>> out;
-  for (const torch::jit::Match& m : torch::jit::findPatternMatches(*pattern_graph, *slot.policy.traced->graph())) {
-    std::vector<std::string> kinds;
-    for (const torch::jit::Node* n : pattern_graph->nodes()) {
-      auto it = m.nodes_map.find(n);
-      if (it != m.nodes_map.end()) kinds.push_back(it->second->kind().toQualString());
-    }
-    out.push_back(std::move(kinds));
-  }
-  return out;
-}
-
-Schedule& Schedule::fuse(const std::string& chain, const std::string& compiler, size_t* matches) {
-  Slot& slot = policy_slot("fuse");
-  SLAPO_CHECK(compiler == "native" || compiler == "nnc", ErrorCode::kInvalidArgument, "fuse on '", path_,
-              "': unknown compiler '", compiler, "' (native, nnc)");
-  // NNC's CPU code generation needs LLVM, which Debian's LibTorch is built without (its fallback
-  // interpreter is ~1000x slower than eager).
-  SLAPO_CHECK(compiler != "nnc", ErrorCode::kInvalidArgument, "fuse on '", path_,
-              "': compiler 'nnc' has no working CPU backend in this LibTorch (built without LLVM); use 'native'");
-  SLAPO_CHECK(slot.policy.traced, ErrorCode::kInvalidArgument, "fuse on '", path_,
-              "': fusion rewrites a traced graph; trace() the module first");
-  struct Chain {
-    const char* name;
-    const char* pattern;
-    const char* replacement;
-  };
-  static const Chain chains[] = {
-      {"bias_gelu",
-       "graph(%x, %b, %alpha, %approximate):\n"
-       "  %y = aten::add(%x, %b, %alpha)\n"
-       "  %z = aten::gelu(%y, %approximate)\n"
-       "  return (%z)",
-       "graph(%x, %b, %alpha, %approximate):\n"
-       "  %z = slapo::bias_gelu(%x, %b)\n"
-       "  return (%z)"},
-  };
-  const Chain* found = nullptr;
-  for (const Chain& c : chains) {
-    if (chain == c.name) found = &c;
-  }
-  SLAPO_CHECK(found != nullptr, ErrorCode::kInvalidArgument, "fuse on '", path_, "': unknown chain '", chain,
-              "' (chains: bias_gelu)");
-  bias_gelu_kernel_linked();
-  const size_t n = slot.policy.traced->add_rewrite(found->pattern, found->replacement);
-  if (matches) *matches = n;
-  record_primitive("fuse", quoted(chain) + ", " + quoted(compiler));
   return *this;
 }
 

@@ -21,6 +21,7 @@
 #include <c10/util/Type.h>
 #include <torch/nn/module.h>
 
+#include "schedule/graph_match.h"
 #include "schedule/slot_module.h"
 
 namespace slapo::schedule {
@@ -139,26 +140,43 @@ class Schedule {
   // two operations (so the add can fuse with what follows). Must come before shard.
   Schedule& decompose();
 
-  // ---- static graph ---------------------------------------------------------------------------
+  // ---- static graph (schedule/static_graph.cc) ------------------------------------------------
   // Trace this module's forward into a TorchScript graph that runs in its place (its parameters
   // stay where they are, as graph inputs). With example inputs it is traced and checked now;
   // without, at its first call ("trace by need"). A module whose forward reads tensor values in
-  // C++ cannot be traced, and says so. Not with checkpoint on the same module.
+  // C++ cannot be traced, and says so. A checkpointed module runs its graph under checkpointing.
   Schedule& trace(const std::vector<torch::Tensor>& example_inputs = {});
   // The traced graph as TorchScript IR. Throws when the module is not traced (or not yet run).
   std::string print_graph();
   // The paths at or below this module that match `path_regex` (ECMAScript, the whole path).
   std::vector<std::string> find(const std::string& path_regex);
-  // Where the TorchScript IR `pattern` (a graph(...) text) occurs in this module's traced graph:
-  // one entry per match, listing the matched nodes' kinds in graph order. No match: empty. A
-  // malformed pattern throws Error(kParse) saying where.
-  std::vector<std::vector<std::string>> find_pattern(const std::string& pattern);
-  // Replaces every occurrence of a known chain in this module's traced graph by one fused operator:
-  // "bias_gelu" (an add of a bias, then GELU — after decompose() — into slapo::bias_gelu).
-  // compiler "native": the project's kernels; "nnc": LibTorch's fuser, refused where it has no
-  // working CPU backend (this build). Applies to graphs traced later too. Returns *this; the
-  // number of matches in the graphs traced so far is in *matches when given.
+  // The occurrences of the TorchScript IR `pattern` (a graph(...) text returning one value) in
+  // this module's traced graph, in graph order. No occurrence: empty. A malformed pattern throws
+  // Error(kParse) saying where. The matches are what fuse, replace and checkpoint below take.
+  std::vector<GraphMatch> find_pattern(const std::string& pattern);
+  // The occurrence `index` of `pattern`, named without looking at a graph: for a module traced by
+  // need (no graph yet; what replay uses). Checked when each graph is traced.
+  GraphMatch deferred_match(const std::string& pattern, size_t index);
+  // One matched chain becomes one of the project's fused kernels (compiler "native"; the match
+  // must be exactly a chain of fusion_chains.h) — in this graph and in those traced later for
+  // other shapes. "nnc" (LibTorch's fuser) only where it has a working CPU backend.
+  // A match found before the graph last changed is stale, and refused.
+  Schedule& fuse(const GraphMatch& match, const std::string& compiler = "native");
+  // Every occurrence of a named chain (bias_gelu, bias_dropout_add, layer_norm) becomes its kernel.
+  // The number of occurrences in the graphs traced so far is in *matches when given.
   Schedule& fuse(const std::string& chain, const std::string& compiler = "native", size_t* matches = nullptr);
+  // The matched subgraph is computed by `module` instead: its forward takes the match's tensor
+  // inputs in the pattern's order (its constant inputs are the module's business). The module
+  // becomes a child of this one (slot "subgraph_N"), so its parameters are the model's.
+  template <typename Holder>
+  Schedule& replace(const GraphMatch& match, Holder module) {
+    return replace_match(match, torch::nn::AnyModule(module), signature_of<Holder>(),
+                         c10::demangle(typeid(typename Holder::ContainedType).name()));
+  }
+  Schedule& replace_match(const GraphMatch& match, torch::nn::AnyModule module, Signature signature,
+                          const std::string& type_name);
+  // The matched subgraph keeps no activations: backward recomputes it from its inputs.
+  Schedule& checkpoint(const GraphMatch& match);
 
   // ---- queries --------------------------------------------------------------------------------
   // Annotations of this module's parameter or buffer `name`.
@@ -183,6 +201,10 @@ class Schedule {
   void record_primitive(const std::string& primitive, const std::string& args);
   Schedule& root_schedule();
   torch::Tensor tensor_named(const std::string& name, const char* primitive);
+  // This module's traced slot (traced now or by need): for the primitives on matches.
+  TracedGraph& traced_slot(const char* primitive);
+  // A match of this module's current graphs, or an error naming what is wrong with it.
+  void check_match(const GraphMatch& match, const char* primitive);
   // The shards of tensors at or below this module: (name relative to it, spec).
   std::vector<std::pair<std::string, const ShardSpec*>> shards_below();
 

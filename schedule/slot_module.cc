@@ -41,6 +41,21 @@ const Slot& SlotModule::slot(const std::string& name) const {
 
 std::string SlotModule::name_of_module() const { return name(); }
 
+void SlotModule::add_slot_any(const std::string& name, torch::nn::AnyModule module, Signature signature) {
+  SLAPO_CHECK(!has_slot(name), ErrorCode::kInvalidArgument, "'", name_of_module(), "' already has a slot '", name, "'");
+  register_module(name, module.ptr());
+  slots_[name] = Slot{std::move(module), std::move(signature), {}};
+  order_.push_back(name);
+}
+
+torch::Tensor SlotModule::call_tensors(const std::string& name, const std::vector<torch::Tensor>& inputs) {
+  Slot& s = slot(name);
+  if (!s.policy.checkpoint && !s.policy.rng && s.policy.syncs.empty() && !s.policy.traced) {
+    return forward_tensors(s.module, inputs);
+  }
+  return call_with_policy(s, inputs);
+}
+
 void SlotModule::set_slot_module(const std::string& name, torch::nn::AnyModule module, Signature signature) {
   Slot& s = slot(name);
   replace_module(name, module.ptr());
@@ -78,13 +93,17 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
       // A Linear or a DecomposedLinear: the product alone; the bias comes after the reduce.
       return torch::nn::functional::linear(inputs.at(0), s.module.ptr()->named_parameters(false)["weight"]);
     }
-    if (s.policy.traced) return s.policy.traced->run(inputs);
+    // A traced module runs its graph, checkpointed or not.
+    std::shared_ptr<TracedGraph> traced = s.policy.traced;
+    TensorFunction forward = [module = s.module, traced](const std::vector<torch::Tensor>& xs) {
+      return traced ? traced->run(xs) : forward_tensors(module, xs);
+    };
     if (s.policy.checkpoint && s.module.ptr()->is_training() && torch::GradMode::is_enabled()) {
       std::vector<std::shared_ptr<RngStream>> streams;
       collect_streams(*s.module.ptr(), &streams);
-      return checkpoint_forward(s.module, inputs, s.module.ptr()->parameters(), std::move(streams));
+      return checkpoint_call(std::move(forward), inputs, s.module.ptr()->parameters(), std::move(streams));
     }
-    return forward_tensors(s.module, inputs);
+    return forward(inputs);
   };
   torch::Tensor out = s.policy.rng ? s.policy.rng->run(run) : run();
   for (const SyncSpec& sync : s.policy.syncs) {

@@ -126,6 +126,9 @@ class SlotModule : public torch::nn::Module {
     return module;
   }
 
+  // The same for a module known only by its AnyModule and signature.
+  void add_slot_any(const std::string& name, torch::nn::AnyModule module, Signature signature);
+
   // Calls slot `name` with its policy (checkpoint, forked random stream).
   template <typename... Args>
   torch::Tensor call(const std::string& name, Args&&... args) {
@@ -135,6 +138,9 @@ class SlotModule : public torch::nn::Module {
     }
     return call_with_policy(s, {args...});
   }
+
+  // The same, for a forward over 1 to 4 tensors given as a list.
+  torch::Tensor call_tensors(const std::string& name, const std::vector<torch::Tensor>& inputs);
 
   bool has_slot(const std::string& name) const { return slots_.count(name) > 0; }
   // REQUIRES: has_slot(name); otherwise Error(kNotFound) listing the slots.

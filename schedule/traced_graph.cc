@@ -6,10 +6,7 @@
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/ir/irparser.h>
-#include <torch/csrc/jit/ir/subgraph_matcher.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
-#include <torch/csrc/jit/passes/subgraph_rewrite.h>
 
 #include "core/error.h"
 #include "schedule/build.h"
@@ -87,11 +84,8 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
                " (its forward reads tensor values in C++, so a trace would freeze them)");
   }
   torch::jit::EliminateDeadCode(graph);
-  for (const auto& [pattern, replacement] : rewrites_) {
-    torch::jit::SubgraphRewriter rewriter;
-    rewriter.RegisterRewritePattern(pattern, replacement);
-    rewriter.runOnGraph(graph);
-  }
+  // The check below runs the graph as traced; the transforms come after it (they change what the
+  // graph computes on purpose: a replacement module, a fused kernel's rounding).
   auto entry = std::make_unique<Entry>();
   entry->graph = graph;
   entry->function = std::make_unique<torch::jit::GraphFunction>("slapo_traced", graph, nullptr);
@@ -139,22 +133,37 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
                   " (the forward depends on tensor values it reads in C++: data-dependent control flow)");
     }
   }
+  for (const Transform& transform : transforms_) {
+    transform(graph);
+    torch::jit::EliminateDeadCode(graph);
+  }
+  entry->function = std::make_unique<torch::jit::GraphFunction>("slapo_traced", graph, nullptr);
   if (first_.empty()) first_ = key;
-  ++version_;
   return *graphs_.emplace(key, std::move(entry)).first->second;
 }
 
-size_t TracedGraph::add_rewrite(const std::string& pattern, const std::string& replacement) {
-  rewrites_.emplace_back(pattern, replacement);
-  // The graphs traced so far are traced again (with the rewrite) at their next call.
-  size_t matches = 0;
-  auto pattern_graph = std::make_shared<torch::jit::Graph>();
-  torch::jit::parseIR(pattern, pattern_graph.get());
-  for (const auto& [key, entry] : graphs_) matches += torch::jit::findPatternMatches(*pattern_graph, *entry->graph).size();
-  graphs_.clear();
-  first_.clear();
+void TracedGraph::add_transform(Transform transform) {
+  // On copies first: a transform that throws on one graph leaves every graph as it was.
+  std::map<std::string, std::shared_ptr<torch::jit::Graph>> transformed;
+  for (const auto& [key, entry] : graphs_) {
+    std::shared_ptr<torch::jit::Graph> copy = entry->graph->copy();
+    transform(copy);
+    torch::jit::EliminateDeadCode(copy);
+    transformed[key] = copy;
+  }
+  for (auto& [key, graph] : transformed) {
+    Entry& entry = *graphs_.at(key);
+    entry.graph = graph;
+    entry.function = std::make_unique<torch::jit::GraphFunction>("slapo_traced", graph, nullptr);
+  }
+  transforms_.push_back(std::move(transform));
   ++version_;
-  return matches;
+}
+
+std::vector<std::shared_ptr<torch::jit::Graph>> TracedGraph::graphs() const {
+  std::vector<std::shared_ptr<torch::jit::Graph>> out;
+  for (const auto& [key, entry] : graphs_) out.push_back(entry->graph);
+  return out;
 }
 
 at::Tensor TracedGraph::run(const std::vector<at::Tensor>& inputs) {

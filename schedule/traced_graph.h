@@ -10,6 +10,7 @@
 // module whose forward depends on values it reads in C++ (data-dependent control flow) fails that
 // check, or the tracer's own warning, with a message saying why.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,11 +38,15 @@ class TracedGraph {
   std::string graph_text() const;
   std::shared_ptr<torch::jit::Graph> graph() const;
   size_t shapes() const { return graphs_.size(); }
-  // Bumped whenever a graph of this slot changes (a match from an older version is stale).
+  // Bumped whenever the graphs of this slot are transformed (a match from an older version is
+  // stale). Tracing a new shape does not change it: the new graph gets the same transforms.
   int64_t version() const { return version_; }
-  // Rewrites `pattern` into `replacement` (TorchScript IR) in every graph of this slot, the ones
-  // traced later included. Returns how many matches the current graphs had.
-  size_t add_rewrite(const std::string& pattern, const std::string& replacement);
+  // A rewrite of one graph. It may throw; then no graph of this slot changes.
+  using Transform = std::function<void(std::shared_ptr<torch::jit::Graph>&)>;
+  // Applies `transform` to every graph of this slot now and to each graph traced later.
+  void add_transform(Transform transform);
+  // The graphs traced so far, one per shape.
+  std::vector<std::shared_ptr<torch::jit::Graph>> graphs() const;
 
  private:
   struct Entry;
@@ -51,7 +56,7 @@ class TracedGraph {
   torch::nn::AnyModule module_;
   std::string path_;
   std::map<std::string, std::unique_ptr<Entry>> graphs_;  // by input and parameter shapes
-  std::vector<std::pair<std::string, std::string>> rewrites_;
+  std::vector<Transform> transforms_;
   std::string first_;
   int64_t version_ = 0;
 };

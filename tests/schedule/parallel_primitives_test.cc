@@ -7,12 +7,12 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "error_of.h"
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "schedule/build.h"
 #include "schedule/data_parallel.h"
 #include "schedule/decomposed_linear.h"
-#include "schedule/fused_bias_gelu.h"
 #include "schedule/keyed_dropout.h"
 #include "schedule/pipeline.h"
 #include "schedule/replay.h"
@@ -21,15 +21,6 @@
 
 namespace slapo::schedule {
 namespace {
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 void cuts_of_config(const std::string& json) {
   const models::ModelSpec spec = models::model_preset("gpt-tiny");
@@ -232,184 +223,6 @@ TEST(TemplateTest, PipelineCutsComeFromTheKnobOrAreEven) {
   auto sch = create_schedule(models::build_model(spec, 0), o);
   EXPECT_NE(error_of([&] { models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"tp": 2})")); })
                 .find("knob 'tp' = 2 but this schedule's tensor-parallel group has 1 rank(s)"),
-            std::string::npos);
-}
-
-TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 3);
-  auto scheduled = models::build_model(spec, 3);
-  auto sch = create_schedule(scheduled);
-  models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
-  (*sch)["h.0.attn.q_proj"].decompose();
-  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>((*sch)["h.1.mlp.fc_out"].module()), nullptr);
-  EXPECT_NE(sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos) << sch->to_string();
-  torch::manual_seed(0);
-  const torch::Tensor tokens = torch::randint(128, {2, 16}, torch::kLong);
-  auto run = [&](torch::nn::Module& m) {
-    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), tokens);
-    return std::make_pair(logits, models::language_model_loss(logits, tokens));
-  };
-  const VerifyReport r = verify(*original, *scheduled, run, 5);
-  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
-  EXPECT_TRUE(r.unmatched.empty());  // same parameter names
-  // Replays from its text.
-  auto fresh = create_schedule(models::build_model(spec, 3));
-  replay(*fresh, parse_schedule_text(sch->to_string()), models::replace_with_zoo_module);
-  EXPECT_EQ(fresh->to_string(), sch->to_string());
-  // Misuse.
-  auto planned2 = planned(2);
-  (*planned2)["h.0.mlp.fc_in"].shard("weight", 0);
-  EXPECT_NE(error_of([&] { (*planned2)["h.0.mlp.fc_in"].decompose(); })
-                .find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is already sharded"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { (*planned2)["h.0.ln_1"].decompose(); }).find("only an nn::Linear can be decomposed"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { cuts_of_config(R"({"decompose": 1})"); }).find("knob 'decompose': expected true or false"),
-            std::string::npos);
-}
-
-// ---- static graph ----------------------------------------------------------------------------
-
-// A forward that reads a tensor value in C++: a trace would freeze the branch it took.
-class BranchyImpl : public SlotModule {
- public:
-  BranchyImpl() { add_slot("fc", torch::nn::Linear(4, 4)); }
-  torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor y = call("fc", x);
-    return x.sum().item<float>() > 0 ? y : -y;
-  }
-};
-TORCH_MODULE(Branchy);
-
-class HolderImpl : public SlotModule {
- public:
-  HolderImpl() { add_slot("inner", Branchy()); }
-  torch::Tensor forward(const torch::Tensor& x) { return call("inner", x); }
-};
-
-TEST(TraceTest, TracedModulesRunInPlaceWithTheSameMath) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 7);
-  auto scheduled = models::build_model(spec, 7);
-  auto sch = create_schedule(scheduled);
-  scheduled->train();
-  (*sch)["h.0"].trace({torch::randn({2, 16, 32})});
-  (*sch)["h.1.mlp.fc_in"].decompose();
-  (*sch)["h.1.mlp"].trace();  // by need
-  const std::string ir = (*sch)["h.0"].print_graph();
-  EXPECT_NE(ir.find("aten::gelu"), std::string::npos) << ir;
-  EXPECT_NE(ir.find("slapo::keyed_dropout"), std::string::npos) << ir;  // dropout stays keyed
-  EXPECT_NE(sch->to_string().find("sch[\"h.0\"].trace()"), std::string::npos);
-  torch::manual_seed(1);
-  const torch::Tensor tokens = torch::randint(128, {2, 16}, torch::kLong);
-  auto run = [&](torch::nn::Module& m) {
-    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), tokens);
-    return std::make_pair(logits, models::language_model_loss(logits, tokens));
-  };
-  const VerifyReport r = verify(*original, *scheduled, run, 9);
-  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
-  EXPECT_TRUE(r.unmatched.empty());
-  EXPECT_GT(r.grads.size(), 20u);
-  // Another shape: traced again, still right.
-  const torch::Tensor other = torch::randint(128, {3, 8}, torch::kLong);
-  auto run_other = [&](torch::nn::Module& m) {
-    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), other);
-    return std::make_pair(logits, models::language_model_loss(logits, other));
-  };
-  EXPECT_TRUE(verify(*original, *scheduled, run_other, 10).within(1e-5));
-  EXPECT_NE((*sch)["h.1.mlp"].print_graph().find("aten::matmul"), std::string::npos);
-}
-
-TEST(TraceTest, FindByPathAndByPattern) {
-  auto sch = create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1));
-  EXPECT_EQ(sch->find(R"(h\.\d+\.mlp\.fc_(in|out))"),
-            (std::vector<std::string>{"h.0.mlp.fc_in", "h.0.mlp.fc_out", "h.1.mlp.fc_in", "h.1.mlp.fc_out"}));
-  EXPECT_TRUE((*sch)["h.0"].find("nothing.*").empty());
-  EXPECT_NE(error_of([&] { sch->find("(("); }).find("is not a regular expression"), std::string::npos);
-  Schedule& mlp = (*sch)["h.0.mlp"];
-  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("needs a traced graph"),
-            std::string::npos);
-  mlp.trace({torch::randn({2, 16, 32})});
-  const auto gelu = mlp.find_pattern(R"(
-graph(%x, %approximate):
-  %y = aten::gelu(%x, %approximate)
-  return (%y))");
-  ASSERT_EQ(gelu.size(), 1u);
-  EXPECT_EQ(gelu[0], std::vector<std::string>{"aten::gelu"});
-  EXPECT_TRUE(mlp.find_pattern("graph(%x, %dim, %dtype):\n  %y = aten::softmax(%x, %dim, %dtype)\n  return (%y)").empty());
-  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  %y = aten::gelu(%x\n"); }).find("malformed pattern"),
-            std::string::npos);
-}
-
-TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
-  // Seeded: the weights, the example and the check's random inputs are the same every run.
-  for (uint64_t seed = 0; seed < 4; ++seed) {
-    torch::manual_seed(seed);
-    auto sch = create_schedule(std::make_shared<HolderImpl>());
-    const std::string error = error_of([&] { (*sch)["inner"].trace({torch::randn({2, 4})}); });
-    EXPECT_NE(error.find("cannot trace 'inner'"), std::string::npos) << "seed " << seed << ": " << error;
-  }
-  auto sch = create_schedule(std::make_shared<HolderImpl>());
-  (*sch)["inner"].checkpoint();
-  EXPECT_NE(error_of([&] { (*sch)["inner"].trace(); }).find("it is checkpointed"), std::string::npos);
-}
-
-TEST(FusedKernelTest, BiasGeluMatchesATenForwardAndBackward) {
-  torch::manual_seed(3);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{7, 33}}) {
-    torch::Tensor x = (torch::randn(shape) * 3).requires_grad_(true);
-    torch::Tensor b = torch::randn({shape.back()}).requires_grad_(true);
-    torch::Tensor x2 = x.detach().clone().requires_grad_(true), b2 = b.detach().clone().requires_grad_(true);
-    torch::Tensor dy = torch::randn(shape);
-    torch::Tensor fused = bias_gelu(x, b);
-    torch::Tensor reference = torch::gelu(x2 + b2);
-    EXPECT_TRUE(torch::allclose(fused, reference, 1e-5, 1e-6)) << (fused - reference).abs().max().item<float>();
-    fused.backward(dy);
-    reference.backward(dy);
-    EXPECT_TRUE(torch::allclose(x.grad(), x2.grad(), 1e-5, 1e-5)) << (x.grad() - x2.grad()).abs().max().item<float>();
-    EXPECT_TRUE(torch::allclose(b.grad(), b2.grad(), 1e-4, 1e-4)) << (b.grad() - b2.grad()).abs().max().item<float>();
-  }
-  // Far tails: no NaN or inf from the exponent tricks.
-  const torch::Tensor tails = bias_gelu(torch::tensor({-200.0f, -30.0f, 0.0f, 30.0f, 200.0f}).unsqueeze(0), torch::zeros({5}));
-  EXPECT_TRUE(torch::allclose(tails, torch::gelu(torch::tensor({-200.0f, -30.0f, 0.0f, 30.0f, 200.0f}).unsqueeze(0))));
-  EXPECT_NE(error_of([&] { bias_gelu(torch::ones({2, 3}), torch::ones({4})); }).find("does not match the last axis"),
-            std::string::npos);
-}
-
-TEST(FuseTest, BiasGeluFusedInTheTracedGraphWithTheSameMath) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 4);
-  auto scheduled = models::build_model(spec, 4);
-  auto sch = create_schedule(scheduled);
-  models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"fuse_bias_gelu": true, "ckpt_ratio": 0.5})"));
-  EXPECT_NE(sch->to_string().find("sch[\"h.1.mlp\"].fuse(\"bias_gelu\", \"native\")"), std::string::npos)
-      << sch->to_string();
-  torch::manual_seed(2);
-  const torch::Tensor tokens = torch::randint(128, {2, 16}, torch::kLong);
-  auto run = [&](torch::nn::Module& m) {
-    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), tokens);
-    return std::make_pair(logits, models::language_model_loss(logits, tokens));
-  };
-  const VerifyReport r = verify(*original, *scheduled, run, 6);
-  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
-  EXPECT_TRUE(r.unmatched.empty());
-  const std::string ir = (*sch)["h.0.mlp"].print_graph();
-  EXPECT_NE(ir.find("slapo::bias_gelu"), std::string::npos) << ir;
-  EXPECT_EQ(ir.find("aten::gelu"), std::string::npos) << ir;
-
-  // Matches are counted on the graphs traced so far; errors name what is wrong.
-  auto other = create_schedule(models::build_model(spec, 4));
-  Schedule& mlp = (*other)["h.0.mlp"];
-  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu"); }).find("trace() the module first"), std::string::npos);
-  mlp["fc_in"].decompose();
-  mlp.trace({torch::randn({2, 16, 32})});
-  size_t matches = 0;
-  mlp.fuse("bias_gelu", "native", &matches);
-  EXPECT_EQ(matches, 1u);
-  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu", "nnc"); }).find("no working CPU backend"), std::string::npos);
-  EXPECT_NE(error_of([&] { mlp.fuse("layer_norm_gelu"); }).find("unknown chain 'layer_norm_gelu'"), std::string::npos);
-  EXPECT_NE(error_of([&] { cuts_of_config(R"({"fuse_bias_gelu": true, "tp": 2})"); }).find("not with tp > 1 yet"),
             std::string::npos);
 }
 

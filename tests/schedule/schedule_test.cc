@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "error_of.h"
 #include "models/attention.h"
 #include "models/zoo.h"
 #include "schedule/build.h"
@@ -26,15 +27,6 @@ ScheduleOptions plan_options(int64_t tp, uint64_t seed) {
 }
 
 std::shared_ptr<SlotModule> tiny_gpt() { return models::build_model(models::model_preset("gpt-tiny"), 1); }
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(ScheduleTest, PathsMirrorTheModuleTree) {
   auto sch = create_schedule(tiny_gpt());

@@ -1,0 +1,478 @@
+// The static-graph primitives (decompose, trace, find, fuse, replace and checkpoint on matches) and
+// the fused kernels behind fuse: each checked against the original model or the ATen sequence.
+
+#include <functional>
+
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "error_of.h"
+#include "models/templates.h"
+#include "models/zoo.h"
+#include "schedule/build.h"
+#include "schedule/decomposed_linear.h"
+#include "schedule/fused_kernels.h"
+#include "schedule/keyed_dropout.h"
+#include "schedule/keyed_mask.h"
+#include "schedule/replay.h"
+#include "schedule/schedule.h"
+#include "schedule/simd_dispatch.h"
+#include "schedule/verify.h"
+
+namespace slapo::schedule {
+namespace {
+
+void apply_gpt_template(const std::string& json) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto sch = create_schedule(models::build_model(spec, 0));
+  models::apply_template(*sch, spec, "gpt", Config::from_json(json));
+}
+
+// A zoo model's (output, loss) on fixed tokens, for verify().
+ForwardLoss zoo_run(const torch::Tensor& tokens) {
+  return [tokens](torch::nn::Module& m) {
+    torch::Tensor logits = models::model_forward(dynamic_cast<SlotModule&>(m), tokens);
+    return std::make_pair(logits, models::language_model_loss(logits, tokens));
+  };
+}
+
+torch::Tensor tiny_tokens(uint64_t seed, int64_t batch = 2, int64_t seq = 16) {
+  torch::manual_seed(seed);
+  return torch::randint(128, {batch, seq}, torch::kLong);
+}
+
+const char* const kAddGelu = R"(
+graph(%x, %b, %alpha, %approximate):
+  %y = aten::add(%x, %b, %alpha)
+  %z = aten::gelu(%y, %approximate)
+  return (%z))";
+
+// ---- decompose -------------------------------------------------------------------------------
+
+TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 3);
+  auto scheduled = models::build_model(spec, 3);
+  auto sch = create_schedule(scheduled);
+  models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
+  (*sch)["h.0.attn.q_proj"].decompose();
+  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>((*sch)["h.1.mlp.fc_out"].module()), nullptr);
+  EXPECT_NE(sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos) << sch->to_string();
+  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(0)), 5);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty());  // same parameter names
+  // Replays from its text.
+  auto fresh = create_schedule(models::build_model(spec, 3));
+  replay(*fresh, parse_schedule_text(sch->to_string()), models::replace_with_zoo_module);
+  EXPECT_EQ(fresh->to_string(), sch->to_string());
+  // Misuse.
+  ScheduleOptions o;
+  o.tp_size = 2;
+  auto planned = create_schedule(models::build_model(spec, 1), o);
+  (*planned)["h.0.mlp.fc_in"].shard("weight", 0);
+  EXPECT_NE(error_of([&] { (*planned)["h.0.mlp.fc_in"].decompose(); })
+                .find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is already sharded"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (*planned)["h.0.ln_1"].decompose(); }).find("only an nn::Linear can be decomposed"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { apply_gpt_template(R"({"decompose": 1})"); }).find("knob 'decompose': expected true or false"),
+            std::string::npos);
+}
+
+// ---- trace and find ------------------------------------------------------------------------------
+
+// A forward that reads a tensor value in C++: a trace would freeze the branch it took.
+class BranchyImpl : public SlotModule {
+ public:
+  BranchyImpl() { add_slot("fc", torch::nn::Linear(4, 4)); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = call("fc", x);
+    return x.sum().item<float>() > 0 ? y : -y;
+  }
+};
+TORCH_MODULE(Branchy);
+
+class HolderImpl : public SlotModule {
+ public:
+  HolderImpl() { add_slot("inner", Branchy()); }
+  torch::Tensor forward(const torch::Tensor& x) { return call("inner", x); }
+};
+
+TEST(TraceTest, TracedModulesRunInPlaceWithTheSameMath) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 7);
+  auto scheduled = models::build_model(spec, 7);
+  auto sch = create_schedule(scheduled);
+  scheduled->train();
+  (*sch)["h.0"].trace({torch::randn({2, 16, 32})});
+  (*sch)["h.1.mlp.fc_in"].decompose();
+  (*sch)["h.1.mlp"].trace();  // by need
+  const std::string ir = (*sch)["h.0"].print_graph();
+  EXPECT_NE(ir.find("aten::gelu"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("slapo::keyed_dropout"), std::string::npos) << ir;  // dropout stays keyed
+  EXPECT_NE(sch->to_string().find("sch[\"h.0\"].trace()"), std::string::npos);
+  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(1)), 9);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty());
+  EXPECT_GT(r.grads.size(), 20u);
+  // Another shape: traced again, still right.
+  EXPECT_TRUE(verify(*original, *scheduled, zoo_run(tiny_tokens(2, 3, 8)), 10).within(1e-5));
+  EXPECT_NE((*sch)["h.1.mlp"].print_graph().find("aten::matmul"), std::string::npos);
+}
+
+TEST(TraceTest, ACheckpointedModuleRunsItsGraphUnderCheckpointing) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 8);
+  auto scheduled = models::build_model(spec, 8);
+  auto sch = create_schedule(scheduled);
+  (*sch)["h.0"].checkpoint().trace();
+  (*sch)["h.1"].trace().checkpoint();
+  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(3)), 11);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_NE((*sch)["h.1"].print_graph().find("slapo::keyed_dropout"), std::string::npos);
+}
+
+TEST(TraceTest, FindByPathAndByPattern) {
+  auto sch = create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1));
+  EXPECT_EQ(sch->find(R"(h\.\d+\.mlp\.fc_(in|out))"),
+            (std::vector<std::string>{"h.0.mlp.fc_in", "h.0.mlp.fc_out", "h.1.mlp.fc_in", "h.1.mlp.fc_out"}));
+  EXPECT_TRUE((*sch)["h.0"].find("nothing.*").empty());
+  EXPECT_NE(error_of([&] { sch->find("(("); }).find("is not a regular expression"), std::string::npos);
+  Schedule& mlp = (*sch)["h.0.mlp"];
+  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("trace() the module first"),
+            std::string::npos);
+  mlp.trace();
+  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("needs a traced graph"),
+            std::string::npos);
+  auto other = create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1));
+  Schedule& traced = (*other)["h.0.mlp"];
+  traced.trace({torch::randn({2, 16, 32})});
+  const auto gelu = traced.find_pattern(R"(
+graph(%x, %approximate):
+  %y = aten::gelu(%x, %approximate)
+  return (%y))");
+  ASSERT_EQ(gelu.size(), 1u);
+  EXPECT_EQ(gelu[0].kinds, std::vector<std::string>{"aten::gelu"});
+  EXPECT_EQ(gelu[0].path, "h.0.mlp");
+  EXPECT_EQ(gelu[0].to_string(), "match 0 of 'h.0.mlp' (aten::gelu)");
+  EXPECT_TRUE(traced.find_pattern("graph(%x, %dim, %dtype):\n  %y = aten::softmax(%x, %dim, %dtype)\n  return (%y)").empty());
+  EXPECT_NE(error_of([&] { traced.find_pattern("graph(%x):\n  %y = aten::gelu(%x\n"); }).find("malformed pattern"),
+            std::string::npos);
+}
+
+TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
+  // Seeded: the weights, the example and the check's random inputs are the same every run.
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    torch::manual_seed(seed);
+    auto sch = create_schedule(std::make_shared<HolderImpl>());
+    const std::string error = error_of([&] { (*sch)["inner"].trace({torch::randn({2, 4})}); });
+    EXPECT_NE(error.find("cannot trace 'inner'"), std::string::npos) << "seed " << seed << ": " << error;
+  }
+}
+
+// ---- the fused kernels, against the ATen sequences, at every SIMD level this CPU has ------------
+
+class FusedKernelTest : public ::testing::TestWithParam<simd::Level> {
+ protected:
+  void SetUp() override {
+    if (static_cast<int>(GetParam()) > static_cast<int>(simd::level())) GTEST_SKIP() << "not on this CPU";
+    previous_ = simd::set_cap(GetParam());
+  }
+  void TearDown() override { simd::set_cap(previous_); }
+
+ private:
+  simd::Level previous_ = simd::Level::kAvx512;
+};
+
+// Gradients of `a` and `b` (clones with their own leaves) after backward of y·dy.
+void expect_same(const torch::Tensor& got, const torch::Tensor& want, double rtol, double atol, const char* what) {
+  EXPECT_TRUE(got.sizes() == want.sizes() && torch::allclose(got, want, rtol, atol))
+      << what << ": max difference " << (got - want).abs().max().item<float>();
+}
+
+TEST_P(FusedKernelTest, BiasGeluMatchesATen) {
+  torch::manual_seed(3);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{7, 33}}) {
+    torch::Tensor x = (torch::randn(shape) * 3).requires_grad_(true);
+    torch::Tensor b = torch::randn({shape.back()}).requires_grad_(true);
+    torch::Tensor x2 = x.detach().clone().requires_grad_(true), b2 = b.detach().clone().requires_grad_(true);
+    const torch::Tensor dy = torch::randn(shape);
+    torch::Tensor fused = bias_gelu(x, b);
+    torch::Tensor reference = torch::gelu(x2 + b2);
+    expect_same(fused, reference, 1e-5, 1e-6, "output");
+    fused.backward(dy);
+    reference.backward(dy);
+    expect_same(x.grad(), x2.grad(), 1e-5, 1e-5, "dx");
+    expect_same(b.grad(), b2.grad(), 1e-4, 1e-4, "db");
+  }
+  // Far tails: no NaN or inf from the exponent tricks.
+  const torch::Tensor tails = torch::tensor({-200.0f, -30.0f, 0.0f, 30.0f, 200.0f}).unsqueeze(0);
+  expect_same(bias_gelu(tails, torch::zeros({5})), torch::gelu(tails), 1e-5, 1e-6, "tails");
+  EXPECT_NE(error_of([&] { bias_gelu(torch::ones({2, 3}), torch::ones({4})); }).find("does not match the last axis"),
+            std::string::npos);
+}
+
+TEST_P(FusedKernelTest, BiasDropoutAddDrawsKeyedDropoutsMask) {
+  torch::manual_seed(4);
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{3, 5, 33}}) {
+    torch::Tensor x = torch::randn(shape).requires_grad_(true);
+    torch::Tensor b = torch::randn({shape.back()}).requires_grad_(true);
+    torch::Tensor r = torch::randn(shape).requires_grad_(true);
+    torch::Tensor x2 = x.detach().clone().requires_grad_(true), b2 = b.detach().clone().requires_grad_(true),
+                  r2 = r.detach().clone().requires_grad_(true);
+    const torch::Tensor dy = torch::randn(shape);
+    KeyedDropout dropout(0.25, 99);
+    torch::Tensor fused, reference;
+    {
+      DropoutScope scope(5, 40);
+      fused = bias_dropout_add(x, b, r, 0.25, 99);
+      reference = r2 + dropout->forward(x2 + b2);
+    }
+    expect_same(fused, reference, 1e-6, 1e-6, "output");
+    // Some dropped, most kept.
+    const double zeros = (fused - r).eq(0).to(torch::kDouble).mean().item<double>();
+    EXPECT_GT(zeros, 0.1);
+    EXPECT_LT(zeros, 0.4);
+    fused.backward(dy);  // outside the scope: backward uses the key of the forward
+    reference.backward(dy);
+    expect_same(x.grad(), x2.grad(), 1e-6, 1e-6, "dx");
+    expect_same(b.grad(), b2.grad(), 1e-5, 1e-5, "db");
+    expect_same(r.grad(), r2.grad(), 0, 0, "dresidual");
+  }
+  EXPECT_NE(error_of([&] { bias_dropout_add(torch::ones({2, 3}), torch::ones({3}), torch::ones({2, 4}), 0.1, 1); })
+                .find("does not have the shape"),
+            std::string::npos);
+}
+
+TEST_P(FusedKernelTest, LayerNormMatchesATen) {
+  torch::manual_seed(5);
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{7, 33}, std::vector<int64_t>{1, 5}}) {
+    const int64_t h = shape.back();
+    torch::Tensor x = (torch::randn(shape) * 2 + 1).requires_grad_(true);
+    torch::Tensor w = torch::randn({h}).requires_grad_(true);
+    torch::Tensor b = torch::randn({h}).requires_grad_(true);
+    torch::Tensor x2 = x.detach().clone().requires_grad_(true), w2 = w.detach().clone().requires_grad_(true),
+                  b2 = b.detach().clone().requires_grad_(true);
+    const torch::Tensor dy = torch::randn(shape);
+    torch::Tensor fused = layer_norm(x, w, b, 1e-5);
+    torch::Tensor reference = torch::layer_norm(x2, {h}, w2, b2, 1e-5);
+    expect_same(fused, reference, 1e-5, 1e-5, "output");
+    fused.backward(dy);
+    reference.backward(dy);
+    expect_same(x.grad(), x2.grad(), 1e-4, 1e-5, "dx");
+    expect_same(w.grad(), w2.grad(), 1e-4, 1e-4, "dw");
+    expect_same(b.grad(), b2.grad(), 1e-4, 1e-4, "db");
+  }
+  EXPECT_NE(error_of([&] { layer_norm(torch::ones({2, 3}), torch::ones({4}), torch::ones({4}), 1e-5); })
+                .find("do not match the last axis"),
+            std::string::npos);
+}
+
+TEST_P(FusedKernelTest, KeyedMasksAreTheSameAtEveryLevelAndKeepOneMinusP) {
+  MaskSpec spec;
+  spec.p = 0.1;
+  spec.seed = 7;
+  spec.key = DropoutKey{true, 3, 100};
+  const torch::Tensor x = torch::empty({64, 128, 129});
+  const torch::Tensor mask = keyed_mask(spec, x);
+  const double kept = mask.ne(0).to(torch::kDouble).mean().item<double>();
+  EXPECT_NEAR(kept, 0.9, 0.003);  // ~1M draws: the standard error is 0.0003
+  simd::Level previous = simd::set_cap(simd::Level::kBaseline);
+  const torch::Tensor baseline = keyed_mask(spec, x);
+  simd::set_cap(previous);
+  EXPECT_TRUE(torch::equal(mask, baseline));
+  // A tensor-parallel slice draws the elements of the full tensor's mask.
+  MaskSpec half = spec;
+  half.axis = 2;
+  half.parts = 3;
+  half.rank = 1;
+  EXPECT_TRUE(torch::equal(keyed_mask(half, torch::empty({64, 128, 43})), mask.narrow(2, 43, 43)));
+  // Samples are keyed by their global index: samples 10.. of this batch are samples 0.. of a batch
+  // that starts at 110.
+  MaskSpec later = spec;
+  later.key.sample_offset = 110;
+  EXPECT_TRUE(torch::equal(keyed_mask(later, torch::empty({54, 128, 129})), mask.narrow(0, 10, 54)));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryLevel, FusedKernelTest,
+                         ::testing::Values(simd::Level::kBaseline, simd::Level::kAvx2, simd::Level::kAvx512),
+                         [](const auto& info) { return std::string(simd::level_name(info.param)); });
+
+// ---- fusion in the zoo's templates ----------------------------------------------------------------
+
+struct FusionCase {
+  const char* model;
+  const char* knobs;
+  std::vector<const char*> fused_ops;    // must appear in block 0's graph
+  std::vector<const char*> removed_ops;  // must not
+};
+
+class FusionTemplateTest : public ::testing::TestWithParam<FusionCase> {};
+
+TEST_P(FusionTemplateTest, OutputsAndGradientsAsTheOriginal) {
+  const FusionCase& c = GetParam();
+  const models::ModelSpec spec = models::model_preset(c.model);
+  auto original = models::build_model(spec, 4);
+  auto scheduled = models::build_model(spec, 4);
+  auto sch = create_schedule(scheduled);
+  models::apply_template(*sch, spec, spec.family, Config::from_json(c.knobs));
+  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(2)), 6);
+  EXPECT_TRUE(r.within(2e-5)) << r.to_string();
+  // (A replaced attention has parameters of other names: fused_qkv's qkv.)
+  if (std::string(c.knobs).find("attn") == std::string::npos) EXPECT_TRUE(r.unmatched.empty());
+  const std::string block = models::blocks_path(spec) + ".0";
+  const std::string ir = (*sch)[block].print_graph();
+  for (const char* op : c.fused_ops) EXPECT_NE(ir.find(op), std::string::npos) << op << " not in\n" << ir;
+  for (const char* op : c.removed_ops) EXPECT_EQ(ir.find(op), std::string::npos) << op << " still in\n" << ir;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Knobs, FusionTemplateTest,
+    ::testing::Values(
+        FusionCase{"gpt-tiny", R"({"fuse_bias_gelu": true})", {"slapo::bias_gelu"}, {"aten::gelu"}},
+        FusionCase{"gpt-tiny", R"({"fuse_bias_dropout_add": true, "attn": "fused_qkv"})",
+                   {"slapo::bias_dropout_add"}, {}},
+        FusionCase{"gpt-tiny", R"({"fuse_layer_norm": true})", {"slapo::layer_norm"}, {"aten::layer_norm"}},
+        FusionCase{"gpt-tiny",
+                   R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true,
+                       "ckpt_ratio": 0.5})",
+                   {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
+                   {"aten::gelu", "aten::layer_norm"}},
+        FusionCase{"bert-tiny", R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
+                   {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
+                   {"aten::gelu", "aten::layer_norm"}},
+        FusionCase{"mlp-tiny", R"({"fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
+                   {"slapo::bias_dropout_add", "slapo::layer_norm"}, {"aten::layer_norm"}}),
+    [](const auto& info) { return std::to_string(info.index) + "_" + std::string(info.param.model).substr(0, 3); });
+
+TEST(FuseTest, ChainsByNameAndErrors) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto sch = create_schedule(models::build_model(spec, 4));
+  Schedule& mlp = (*sch)["h.0.mlp"];
+  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu"); }).find("trace() the module first"), std::string::npos);
+  mlp["fc_in"].decompose();
+  mlp.trace({torch::randn({2, 16, 32})});
+  size_t matches = 0;
+  mlp.fuse("bias_gelu", "native", &matches);
+  EXPECT_EQ(matches, 1u);
+  // The residual adds of a block are not bias adds: no bias_gelu, and no bias_dropout_add without
+  // a decomposed Linear before the dropout.
+  Schedule& block = (*sch)["h.1"];
+  block.trace({torch::randn({2, 16, 32})});
+  block.fuse("bias_dropout_add", "native", &matches);
+  EXPECT_EQ(matches, 0u);
+  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu", "nnc"); }).find("no working CPU backend"), std::string::npos);
+  EXPECT_NE(error_of([&] { mlp.fuse("layer_norm_gelu"); }).find("unknown chain 'layer_norm_gelu'"), std::string::npos);
+  for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
+    EXPECT_NE(error_of([&] { apply_gpt_template(std::string("{\"") + knob + "\": true, \"tp\": 2}"); })
+                  .find(std::string("knob '") + knob + "': not with tp > 1 yet"),
+              std::string::npos);
+  }
+}
+
+// ---- primitives on matches ------------------------------------------------------------------------
+
+TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 5);
+  auto scheduled = models::build_model(spec, 5);
+  auto sch = create_schedule(scheduled);
+  for (const char* block : {"h.0", "h.1"}) {
+    (*sch)[std::string(block) + ".mlp.fc_in"].decompose();
+    (*sch)[block].trace({torch::randn({2, 16, 32})});
+  }
+  Schedule& h0 = (*sch)["h.0"];
+  const std::vector<GraphMatch> found = h0.find_pattern(kAddGelu);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kinds, (std::vector<std::string>{"aten::add", "aten::gelu"}));
+  const std::vector<GraphMatch> gelu_only =
+      h0.find_pattern("graph(%x, %a):\n  %y = aten::gelu(%x, %a)\n  return (%y)");
+  EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("is not a chain the native compiler has a kernel for"),
+            std::string::npos);
+  const GraphMatch foreign = (*sch)["h.1"].find_pattern(kAddGelu).at(0);
+  EXPECT_NE(error_of([&] { h0.fuse(foreign); }).find("was found in another module"), std::string::npos);
+  h0.fuse(found[0]);
+  EXPECT_NE(h0.print_graph().find("slapo::bias_gelu"), std::string::npos);
+  EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("stale match 0 of 'h.0' (aten::gelu)"), std::string::npos);
+  EXPECT_TRUE(h0.find_pattern(kAddGelu).empty());
+  // The same math, in this shape and in a shape traced later.
+  EXPECT_TRUE(verify(*original, *scheduled, zoo_run(tiny_tokens(4)), 12).within(1e-5));
+  EXPECT_TRUE(verify(*original, *scheduled, zoo_run(tiny_tokens(5, 3, 8)), 13).within(1e-5));
+  EXPECT_NE(sch->to_string().find("sch[\"h.0\"].fuse_match(\"\\ngraph(%x, %b, %alpha, %approximate):\\n"),
+            std::string::npos)
+      << sch->to_string();
+}
+
+// gelu(x + b) · scale, in eager C++: what replaces the matched add + GELU.
+class ScaledBiasGeluImpl : public torch::nn::Module {
+ public:
+  ScaledBiasGeluImpl() { scale = register_parameter("scale", torch::ones({1})); }
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& b) { return torch::gelu(x + b) * scale; }
+  torch::Tensor scale;
+};
+TORCH_MODULE(ScaledBiasGelu);
+
+TEST(MatchTest, ReplaceASubgraphByAModule) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 6);
+  auto scheduled = models::build_model(spec, 6);
+  auto sch = create_schedule(scheduled);
+  (*sch)["h.0.mlp.fc_in"].decompose();
+  Schedule& mlp = (*sch)["h.0.mlp"];
+  mlp.trace({torch::randn({2, 16, 32})});
+  const GraphMatch match = mlp.find_pattern(kAddGelu).at(0);
+  EXPECT_NE(error_of([&] { mlp.replace(match, torch::nn::Linear(4, 4)); }).find("takes 1 tensors but match 0"),
+            std::string::npos);
+  mlp.replace(mlp.find_pattern(kAddGelu).at(0), ScaledBiasGelu());
+  EXPECT_NE(mlp.print_graph().find("slapo::call"), std::string::npos) << mlp.print_graph();
+  EXPECT_EQ(mlp.print_graph().find("aten::gelu"), std::string::npos);
+  // The module is part of the model (its parameter is trained) and of the schedule.
+  EXPECT_NO_THROW((*sch)["h.0.mlp.subgraph_0"]);
+  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(6)), 14);
+  EXPECT_LT(r.max_grad_diff(), 1e-5) << r.to_string();
+  EXPECT_EQ(r.unmatched, std::vector<std::string>{"h.0.mlp.subgraph_0.scale (scheduled only)"});
+  torch::Tensor scale = scheduled->named_parameters()["h.0.mlp.subgraph_0.scale"];
+  ASSERT_TRUE(scale.grad().defined());
+  EXPECT_GT(scale.grad().abs().item<float>(), 0);
+  EXPECT_NE(error_of([&] { replay(*create_schedule(models::build_model(spec, 6)), parse_schedule_text(sch->to_string())); })
+                .find("cannot be replayed from text"),
+            std::string::npos);
+}
+
+TEST(MatchTest, CheckpointASubgraphAndReplayIt) {
+  const models::ModelSpec spec = models::model_preset("gpt-tiny");
+  auto original = models::build_model(spec, 9);
+  auto scheduled = models::build_model(spec, 9);
+  auto sch = create_schedule(scheduled);
+  Schedule& block = (*sch)["h.0"];
+  block.trace({torch::randn({2, 16, 32})});
+  // The attention's scores, softmax and dropout: recomputed in backward with the same mask.
+  const char* const kSoftmaxDropout = R"(
+graph(%s, %dim, %dtype, %p, %seed, %axis, %parts, %rank, %ind):
+  %a = aten::softmax(%s, %dim, %dtype)
+  %d = slapo::keyed_dropout(%a, %p, %seed, %axis, %parts, %rank, %ind)
+  return (%d))";
+  const std::vector<GraphMatch> found = block.find_pattern(kSoftmaxDropout);
+  ASSERT_EQ(found.size(), 1u);
+  block.checkpoint(found[0]);
+  EXPECT_NE(block.print_graph().find("slapo::call"), std::string::npos);
+  EXPECT_EQ(block.print_graph().find("aten::softmax"), std::string::npos);
+  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(7)), 15);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_NE(error_of([&] { block.checkpoint(found[0]); }).find("stale"), std::string::npos);
+
+  // From its text, onto a module traced by need: found again when the graph is traced.
+  auto replayed_model = models::build_model(spec, 9);
+  auto replayed = create_schedule(replayed_model);
+  replay(*replayed, parse_schedule_text(sch->to_string()));
+  EXPECT_EQ(replayed->to_string(), sch->to_string());
+  const VerifyReport again = verify(*original, *replayed_model, zoo_run(tiny_tokens(7)), 15);
+  EXPECT_TRUE(again.within(1e-5)) << again.to_string();
+  EXPECT_NE((*replayed)["h.0"].print_graph().find("slapo::call"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace slapo::schedule
