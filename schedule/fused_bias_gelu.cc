@@ -49,8 +49,8 @@ __attribute__((always_inline)) inline float erf_approx(float x) {
   return __builtin_copysignf(y, x);
 }
 
-__attribute__((always_inline)) inline void forward_rows_body(const float* x, const float* b, float* y, int64_t rows,
-                                                             int64_t h) {
+__attribute__((always_inline)) inline void forward_rows_body(const float* __restrict x, const float* __restrict b,
+                                                             float* __restrict y, int64_t rows, int64_t h) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     float* yr = y + r * h;
@@ -61,8 +61,9 @@ __attribute__((always_inline)) inline void forward_rows_body(const float* x, con
   }
 }
 
-__attribute__((always_inline)) inline void backward_rows_body(const float* x, const float* b, const float* dy, float* dx,
-                                                              float* db, int64_t rows, int64_t h) {
+__attribute__((always_inline)) inline void backward_rows_body(const float* __restrict x, const float* __restrict b,
+                                                              const float* __restrict dy, float* __restrict dx,
+                                                              float* __restrict db, int64_t rows, int64_t h) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     const float* dyr = dy + r * h;

@@ -8,18 +8,21 @@
 // "the schedule does not change the math" could not be checked with dropout on. A keyed mask is
 // the same for a sample wherever and whenever it is computed:
 //
-//   sample i of step t in module m:  mask = bernoulli(1 - p) from a generator seeded by
-//                                    mix(seed_m, t, offset + i), over the per-sample shape
+//   element e of sample i of step t in module m:  kept iff hash(mix(seed_m, t, offset + i), e) < 1 − p
+//
+// (schedule/keyed_mask.h: a counter-based hash, so backward recomputes the mask instead of keeping
+// it, and the loop vectorizes.)
 //
 // The trainer says which step and which global samples a forward covers (DropoutScope); without a
 // scope, each forward draws as a new step of its own, starting at sample 0. Checkpointing keeps
 // the key of the forward for the recompute in backward, so recomputed masks are the same.
 //
 // Sharded data: after shard_mask(axis, parts, rank) the module sees a slice of the tensor (e.g.
-// the heads of one tensor-parallel rank). By default it draws the full per-sample mask and keeps
-// its slice — the masks of the single-process model, at the price of drawing them all. With
+// the heads of one tensor-parallel rank). By default it draws the elements of the full per-sample
+// mask that its slice holds (by their index in the full tensor) — the masks of the single-process
+// model, at no extra cost. With
 // `independent` (or after fork_rng) it draws only its slice from a stream keyed by the rank too:
-// Megatron's choice, cheaper, the same distribution, but not the single-process masks.
+// Megatron's choice: the same distribution, but not the single-process masks.
 
 #include <cstdint>
 #include <optional>

@@ -42,7 +42,8 @@ __attribute__((always_inline)) inline uint32_t element_hash(uint32_t e, uint32_t
 // One row of `n` elements whose full-sample indices are e0, e0 + 1, ... (a loop per case, so each
 // vectorizes without tests inside).
 template <bool kBias, bool kResidual>
-__attribute__((always_inline)) inline void row_loop(const float* x, const float* bias, const float* residual, float* out,
+__attribute__((always_inline)) inline void row_loop(const float* __restrict x, const float* __restrict bias,
+                                                    const float* __restrict residual, float* __restrict out,
                                                     int64_t n, uint32_t e0, uint32_t k0, uint32_t k1, uint32_t threshold,
                                                     float scale) {
   for (int64_t j = 0; j < n; ++j) {

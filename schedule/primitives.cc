@@ -13,13 +13,20 @@ const std::vector<PrimitiveDoc>& list_primitives() {
        "  parameters and buffers move to those of the same name. The sub-schedule now mirrors the\n"
        "  new module. Errors: the root, a non-schedulable parent, a different signature.\n"
        "sch[path].replace_all<Impl>(factory)\n"
-       "  Replaces every module of type Impl at or below `path` by factory(impl)."},
+       "  Replaces every module of type Impl at or below `path` by factory(impl).\n"
+       "sch[path].replace(match, module)\n"
+       "  On a traced module: the matched subgraph (find_pattern) is computed by `module`, whose\n"
+       "  forward takes the match's tensor inputs in the pattern's order; the module becomes a child\n"
+       "  of the traced one (subgraph_0, ...), so its parameters are the model's."},
       {"checkpoint", "recompute the module's activations in backward instead of keeping them",
        "sch[path].checkpoint()\n"
        "  Runs the module under activation checkpointing: forward keeps only its inputs; backward\n"
        "  re-runs forward with the random state of the first run restored (the default generator and\n"
        "  every forked stream inside), so dropout masks and gradients are bit-identical. Skipped in\n"
-       "  eval mode and when grad mode is off. The forward must take 1 to 4 tensors and return one."},
+       "  eval mode and when grad mode is off. The forward must take 1 to 4 tensors and return one.\n"
+       "sch[path].checkpoint(match)\n"
+       "  On a traced module: the matched subgraph (find_pattern) keeps no activations; backward\n"
+       "  recomputes it with the random state and the dropout key of the forward."},
       {"fork_rng", "give the module its own seeded random stream",
        "sch[path].fork_rng([seed])\n"
        "  The module draws dropout masks from its own generator, seeded by `seed` or by the schedule's\n"
@@ -60,13 +67,18 @@ const std::vector<PrimitiveDoc>& list_primitives() {
        "  reads tensor values in C++ (data-dependent control flow) is refused with the reason.\n"
        "sch[path].print_graph()      the graph as TorchScript IR\n"
        "sch[path].find(regex)        paths at or below that match (no trace needed)\n"
-       "sch[path].find_pattern(ir)   matches of a TorchScript IR pattern in the traced graph"},
-      {"fuse", "replace a known chain in a traced graph by one fused operator",
-       "sch[path].fuse(chain[, compiler])\n"
-       "  On a traced module, every occurrence of `chain` becomes one operator, now and in graphs\n"
-       "  traced later. Chains: bias_gelu (an add of a bias, then GELU; decompose() the Linear first)\n"
-       "  -> slapo::bias_gelu. compiler: native (the project's kernels); nnc is refused where\n"
-       "  LibTorch's fuser has no working CPU backend (this build has no LLVM)."},
+       "sch[path].find_pattern(ir)   the occurrences of a TorchScript IR pattern in the traced graph,\n"
+       "                             as matches for fuse, replace and checkpoint (stale once the\n"
+       "                             graph changes)"},
+      {"fuse", "replace a matched chain in a traced graph by one fused kernel",
+       "sch[path].fuse(match[, compiler])   sch[path].fuse(chain[, compiler])\n"
+       "  The match (or every occurrence of the named chain) becomes one operator, now and in graphs\n"
+       "  traced later. Chains (decompose() the Linear a bias add comes from first):\n"
+       "    bias_gelu         add(x, b) -> gelu                 -> slapo::bias_gelu\n"
+       "    bias_dropout_add  add(x, b) -> keyed_dropout -> + r -> slapo::bias_dropout_add\n"
+       "    layer_norm        layer_norm over the last axis     -> slapo::layer_norm\n"
+       "  compiler: native (the project's kernels); nnc is refused where LibTorch's fuser has no\n"
+       "  working CPU backend (this build has no LLVM)."},
       {"cut_pipeline_stage", "begin a new pipeline stage after this module",
        "sch[path].cut_pipeline_stage()\n"
        "  The module must be a child of a Sequence and not its last child; the root cannot be cut.\n"

@@ -12,6 +12,7 @@
 #include "schedule/checkpoint.h"
 #include "schedule/fusion_chains.h"
 #include "schedule/graph_call.h"
+#include "schedule/nnc_probe.h"
 #include "schedule/replay.h"
 #include "schedule/schedule.h"
 #include "schedule/traced_graph.h"
@@ -27,10 +28,14 @@ using graph_surgery::parse_pattern;
 void check_compiler(const std::string& compiler, const std::string& where) {
   SLAPO_CHECK(compiler == "native" || compiler == "nnc", ErrorCode::kInvalidArgument, where, ": unknown compiler '",
               compiler, "' (native, nnc)");
-  // NNC's CPU code generation needs LLVM, which Debian's LibTorch is built without (its fallback
-  // interpreter is ~1000x slower than eager).
-  SLAPO_CHECK(compiler != "nnc", ErrorCode::kInvalidArgument, where,
-              ": compiler 'nnc' has no working CPU backend in this LibTorch (built without LLVM); use 'native'");
+  if (compiler == "nnc") {
+    const std::string& missing = nnc_cpu_unavailable_reason();
+    SLAPO_CHECK(!missing.empty(), ErrorCode::kInvalidArgument, where,
+                ": compiler 'nnc' has a CPU backend in this LibTorch, but slapo does not drive it yet (no machine ",
+                "here to test it on); use 'native'");
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, where, ": compiler 'nnc' has no working CPU backend: ", missing,
+               "; use 'native'");
+  }
 }
 
 torch::Tensor run_graph(torch::jit::GraphFunction& fn, const std::vector<torch::Tensor>& inputs) {
@@ -205,8 +210,8 @@ Schedule& Schedule::checkpoint(const GraphMatch& match) {
   auto callables = std::make_shared<std::vector<std::shared_ptr<GraphCallable>>>();
   traced.add_transform([pattern, index, callables, where](std::shared_ptr<torch::jit::Graph>& graph) {
     const torch::jit::Match found = occurrence(*pattern, *graph, index, where);
-    auto function = std::make_shared<torch::jit::GraphFunction>("slapo_checkpointed",
-                                                                graph_surgery::extract(*pattern, found, where), nullptr);
+    std::shared_ptr<torch::jit::GraphFunction> function =
+        graph_function("slapo_checkpointed", graph_surgery::extract(*pattern, found, where));
     auto callable = std::make_shared<GraphCallable>([function](const std::vector<torch::Tensor>& xs) {
       TensorFunction run = [function](const std::vector<torch::Tensor>& in) { return run_graph(*function, in); };
       if (!torch::GradMode::is_enabled()) return run(xs);

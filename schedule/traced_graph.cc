@@ -36,6 +36,12 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 }  // namespace
 
+std::unique_ptr<torch::jit::GraphFunction> graph_function(const std::string& name,
+                                                          std::shared_ptr<torch::jit::Graph> graph) {
+  return std::make_unique<torch::jit::GraphFunction>(name, std::move(graph), nullptr,
+                                                     torch::jit::ExecutorExecutionMode::SIMPLE);
+}
+
 struct TracedGraph::Entry {
   std::shared_ptr<torch::jit::Graph> graph;
   std::unique_ptr<torch::jit::GraphFunction> function;
@@ -88,7 +94,7 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
   // graph computes on purpose: a replacement module, a fused kernel's rounding).
   auto entry = std::make_unique<Entry>();
   entry->graph = graph;
-  entry->function = std::make_unique<torch::jit::GraphFunction>("slapo_traced", graph, nullptr);
+  entry->function = graph_function("slapo_traced", graph);
 
   // The graph must reproduce the eager forward on what it was traced with, and on other inputs of
   // the same shape and range: a forward that reads tensor values in C++ (data-dependent control
@@ -137,7 +143,7 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
     transform(graph);
     torch::jit::EliminateDeadCode(graph);
   }
-  entry->function = std::make_unique<torch::jit::GraphFunction>("slapo_traced", graph, nullptr);
+  entry->function = graph_function("slapo_traced", graph);
   if (first_.empty()) first_ = key;
   return *graphs_.emplace(key, std::move(entry)).first->second;
 }
@@ -154,7 +160,7 @@ void TracedGraph::add_transform(Transform transform) {
   for (auto& [key, graph] : transformed) {
     Entry& entry = *graphs_.at(key);
     entry.graph = graph;
-    entry.function = std::make_unique<torch::jit::GraphFunction>("slapo_traced", graph, nullptr);
+    entry.function = graph_function("slapo_traced", graph);
   }
   transforms_.push_back(std::move(transform));
   ++version_;

@@ -26,6 +26,12 @@ struct GraphFunction;
 
 namespace slapo::schedule {
 
+// A function that runs `graph` op by op with eager autograd (the "simple" executor): the graph is
+// already what we want it to be, so the profiling executor's specializations, guards and symbolic
+// autodiff would only add cost (and rewrite what fuse() put there).
+std::unique_ptr<torch::jit::GraphFunction> graph_function(const std::string& name,
+                                                          std::shared_ptr<torch::jit::Graph> graph);
+
 class TracedGraph {
  public:
   // `module` is the slot's module; `path` names it in errors.
