@@ -4,7 +4,10 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/ir/ir.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
 
@@ -43,6 +46,39 @@ std::vector<Value*> inputs_of(const Graph& pattern, const Match& match) {
 }
 
 }  // namespace
+
+std::string pattern_of(const std::function<at::Tensor(const std::vector<at::Tensor>&)>& fn,
+                       const std::vector<at::Tensor>& examples, const std::string& where) {
+  SLAPO_CHECK(!examples.empty(), ErrorCode::kInvalidArgument, where, ": a pattern function needs example inputs");
+  torch::jit::Stack stack(examples.begin(), examples.end());
+  std::shared_ptr<Graph> graph;
+  try {
+    auto traced = torch::jit::tracer::trace(
+        stack,
+        [&](torch::jit::Stack in) -> torch::jit::Stack {
+          std::vector<at::Tensor> xs;
+          for (const c10::IValue& v : in) xs.push_back(v.toTensor());
+          return {fn(xs)};
+        },
+        [](const torch::autograd::Variable&) { return std::string(); }, /*strict=*/true);
+    graph = traced.first->graph;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, where, ": the pattern function could not be traced: ",
+               what.substr(0, what.find('\n')));
+  }
+  torch::jit::EliminateDeadCode(graph);
+  // Shapes are not part of a pattern: every tensor value becomes a plain Tensor.
+  for (Value* v : graph->inputs()) {
+    if (is_tensor(v)) v->setType(c10::TensorType::get());
+  }
+  for (Node* n : graph->nodes()) {
+    for (Value* v : n->outputs()) {
+      if (is_tensor(v)) v->setType(c10::TensorType::get());
+    }
+  }
+  return graph->toString();
+}
 
 std::shared_ptr<Graph> parse_pattern(const std::string& ir, const std::string& where) {
   auto graph = std::make_shared<Graph>();

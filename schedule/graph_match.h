@@ -9,10 +9,15 @@
 // older version refuses it (the nodes it named may be gone).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
+
+namespace at {
+class Tensor;
+}
 
 namespace torch::jit {
 struct Graph;
@@ -33,6 +38,10 @@ struct GraphMatch {
 
 namespace graph_surgery {
 
+// The TorchScript IR of `fn` traced on `examples`, as a pattern (types dropped: a pattern matches
+// by operations and constants, not shapes). Throws, naming `where`, when it cannot be traced.
+std::string pattern_of(const std::function<at::Tensor(const std::vector<at::Tensor>&)>& fn,
+                       const std::vector<at::Tensor>& examples, const std::string& where);
 // Parses a pattern; a malformed one throws Error(kParse) starting with `where`.
 std::shared_ptr<torch::jit::Graph> parse_pattern(const std::string& ir, const std::string& where);
 // The occurrences of `pattern` in `graph`, in graph order.

@@ -12,6 +12,7 @@
 // schedule prints as readable text (to_string()).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -154,6 +155,11 @@ class Schedule {
   // this module's traced graph, in graph order. No occurrence: empty. A malformed pattern throws
   // Error(kParse) saying where. The matches are what fuse, replace and checkpoint below take.
   std::vector<GraphMatch> find_pattern(const std::string& pattern);
+  // The same with the pattern given as a small C++ function over tensors, traced on `examples`
+  // (any shapes the function accepts: shapes are not part of a pattern).
+  std::vector<GraphMatch> find_pattern(
+      const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& pattern,
+      const std::vector<torch::Tensor>& examples);
   // The occurrence `index` of `pattern`, named without looking at a graph: for a module traced by
   // need (no graph yet; what replay uses). Checked when each graph is traced.
   GraphMatch deferred_match(const std::string& pattern, size_t index);

@@ -103,6 +103,12 @@ std::vector<GraphMatch> Schedule::find_pattern(const std::string& pattern) {
   return out;
 }
 
+std::vector<GraphMatch> Schedule::find_pattern(
+    const std::function<torch::Tensor(const std::vector<torch::Tensor>&)>& pattern,
+    const std::vector<torch::Tensor>& examples) {
+  return find_pattern(graph_surgery::pattern_of(pattern, examples, "find on '" + path_ + "'"));
+}
+
 GraphMatch Schedule::deferred_match(const std::string& pattern, size_t index) {
   const TracedGraph& traced = traced_slot("find");
   parse_pattern(pattern, "find on '" + path_ + "'");

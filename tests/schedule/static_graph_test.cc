@@ -158,6 +158,16 @@ graph(%x, %approximate):
   EXPECT_EQ(gelu[0].path, "h.0.mlp");
   EXPECT_EQ(gelu[0].to_string(), "match 0 of 'h.0.mlp' (aten::gelu)");
   EXPECT_TRUE(traced.find_pattern("graph(%x, %dim, %dtype):\n  %y = aten::softmax(%x, %dim, %dtype)\n  return (%y)").empty());
+  // A pattern written as C++: traced on examples of any shape.
+  const auto from_cpp = traced.find_pattern([](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0]); },
+                                            {torch::randn({3, 5})});
+  ASSERT_EQ(from_cpp.size(), 1u);
+  EXPECT_EQ(from_cpp[0].kinds, std::vector<std::string>{"aten::gelu"});
+  // Constants are part of it: tanh-approximated GELU is another pattern.
+  EXPECT_TRUE(traced
+                  .find_pattern([](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0], "tanh"); },
+                                {torch::randn({3, 5})})
+                  .empty());
   EXPECT_NE(error_of([&] { traced.find_pattern("graph(%x):\n  %y = aten::gelu(%x\n"); }).find("malformed pattern"),
             std::string::npos);
 }
@@ -387,6 +397,11 @@ TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
   Schedule& h0 = (*sch)["h.0"];
   const std::vector<GraphMatch> found = h0.find_pattern(kAddGelu);
   ASSERT_EQ(found.size(), 1u);
+  // The same occurrence, with the pattern written as C++.
+  const auto add_gelu = [](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0] + in[1]); };
+  const std::vector<GraphMatch> from_cpp = h0.find_pattern(add_gelu, {torch::randn({2, 8}), torch::randn({8})});
+  ASSERT_EQ(from_cpp.size(), 1u);
+  EXPECT_EQ(from_cpp[0].kinds, found[0].kinds);
   EXPECT_EQ(found[0].kinds, (std::vector<std::string>{"aten::add", "aten::gelu"}));
   const std::vector<GraphMatch> gelu_only =
       h0.find_pattern("graph(%x, %a):\n  %y = aten::gelu(%x, %a)\n  return (%y)");
