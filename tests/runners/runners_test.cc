@@ -108,6 +108,13 @@ TEST(InProcessRunnerTest, MetricsAndFailures) {
   EXPECT_LE(ok.metrics.at("step_ms_p10"), ok.metrics.at("step_ms_median"));
   EXPECT_LE(ok.metrics.at("step_ms_median"), ok.metrics.at("step_ms_p90"));
   EXPECT_NEAR(ok.metrics.at("tokens_per_s"), ok.metrics.at("samples_per_s") * 16, 1e-6 * ok.metrics.at("tokens_per_s"));
+  // The fusions train the same model: the same losses as the plain run, dropout included.
+  const TrialResult plain = measure_trial(w, config(R"({"batch_size": 4})"));
+  const TrialResult fused = measure_trial(
+      w, config(R"({"batch_size": 4, "fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})"));
+  ASSERT_EQ(fused.status, TrialStatus::kOk) << fused.error;
+  EXPECT_NEAR(fused.metrics.at("loss_last"), plain.metrics.at("loss_last"), 1e-5 * plain.metrics.at("loss_last"));
+  EXPECT_NE(fused.metrics.at("loss_last"), fused.metrics.at("loss_first"));
   const TrialResult unknown = measure_trial(w, config(R"({"zero_stage": 2})"));
   EXPECT_EQ(unknown.status, TrialStatus::kInvalid);
   EXPECT_NE(unknown.error.find("knob 'zero_stage' is not understood"), std::string::npos);
