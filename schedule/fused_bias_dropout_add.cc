@@ -20,31 +20,16 @@ namespace slapo::schedule {
 
 namespace {
 
-MaskSpec spec_of(double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
-  SLAPO_CHECK(p >= 0 && p < 1, ErrorCode::kInvalidArgument, "slapo::bias_dropout_add: probability ", p,
-              " is not in [0, 1)");
-  MaskSpec spec;
-  spec.p = p;
-  spec.seed = static_cast<uint64_t>(seed);
-  const DropoutKey scope = current_dropout_key();
-  spec.key = scope.active ? scope : fresh_dropout_key();
-  spec.axis = axis;
-  spec.parts = parts;
-  spec.rank = rank;
-  spec.independent = independent;
-  return spec;
-}
-
 at::Tensor forward_kernel(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual, double p,
                           int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
-  return apply_keyed_mask(spec_of(p, seed, axis, parts, rank, independent), x, bias, residual);
+  return apply_keyed_mask(mask_spec_in_scope(p, seed, axis, parts, rank, independent), x, bias, residual);
 }
 
 struct BiasDropoutAddFunction : public torch::autograd::Function<BiasDropoutAddFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias,
                             const at::Tensor& residual, double p, int64_t seed, int64_t axis, int64_t parts,
                             int64_t rank, bool independent) {
-    const MaskSpec spec = spec_of(p, seed, axis, parts, rank, independent);
+    const MaskSpec spec = mask_spec_in_scope(p, seed, axis, parts, rank, independent);
     save_mask_spec(ctx, spec);
     at::AutoDispatchBelowADInplaceOrView guard;
     return apply_keyed_mask(spec, x, bias, residual);

@@ -41,28 +41,16 @@ void KeyedDropoutImpl::shard_mask(int64_t axis, int64_t parts, int64_t rank, boo
 
 namespace {
 
-MaskSpec mask_spec(double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
-  MaskSpec spec;
-  spec.p = p;
-  spec.seed = static_cast<uint64_t>(seed);
-  spec.key = scope.active ? scope : fresh_dropout_key();
-  spec.axis = axis;
-  spec.parts = parts;
-  spec.rank = rank;
-  spec.independent = independent;
-  return spec;
-}
-
 at::Tensor keyed_dropout_cpu(const at::Tensor& x, double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
                              bool independent) {
-  return apply_keyed_mask(mask_spec(p, seed, axis, parts, rank, independent), x, {}, {});
+  return apply_keyed_mask(mask_spec_in_scope(p, seed, axis, parts, rank, independent), x, {}, {});
 }
 
 // Nothing is saved but the key: backward draws the same mask again.
 struct KeyedDropoutFunction : public torch::autograd::Function<KeyedDropoutFunction> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, double p, int64_t seed,
                             int64_t axis, int64_t parts, int64_t rank, bool independent) {
-    const MaskSpec spec = mask_spec(p, seed, axis, parts, rank, independent);
+    const MaskSpec spec = mask_spec_in_scope(p, seed, axis, parts, rank, independent);
     save_mask_spec(ctx, spec);
     at::AutoDispatchBelowADInplaceOrView guard;
     return apply_keyed_mask(spec, x, {}, {});

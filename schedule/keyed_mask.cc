@@ -69,6 +69,20 @@ SLAPO_SIMD_VARIANTS(row, (const float* x, const float* bias, const float* residu
 
 }  // namespace
 
+MaskSpec mask_spec_in_scope(double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
+  SLAPO_CHECK(p >= 0 && p < 1, ErrorCode::kInvalidArgument, "dropout probability ", p, " is not in [0, 1)");
+  MaskSpec spec;
+  spec.p = p;
+  spec.seed = static_cast<uint64_t>(seed);
+  const DropoutKey scope = current_dropout_key();
+  spec.key = scope.active ? scope : fresh_dropout_key();
+  spec.axis = axis;
+  spec.parts = parts;
+  spec.rank = rank;
+  spec.independent = independent;
+  return spec;
+}
+
 at::Tensor apply_keyed_mask(const MaskSpec& spec, const at::Tensor& x_in, const at::Tensor& bias_in,
                             const at::Tensor& residual_in) {
   SLAPO_CHECK(x_in.scalar_type() == at::kFloat && x_in.device().is_cpu(), ErrorCode::kInvalidArgument,

@@ -332,7 +332,9 @@ TEST_P(FusionTemplateTest, OutputsAndGradientsAsTheOriginal) {
   const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(2)), 6);
   EXPECT_TRUE(r.within(2e-5)) << r.to_string();
   // (A replaced attention has parameters of other names: fused_qkv's qkv.)
-  if (std::string(c.knobs).find("attn") == std::string::npos) EXPECT_TRUE(r.unmatched.empty());
+  if (std::string(c.knobs).find("attn") == std::string::npos) {
+    EXPECT_TRUE(r.unmatched.empty());
+  }
   const std::string block = models::blocks_path(spec) + ".0";
   const std::string ir = (*sch)[block].print_graph();
   for (const char* op : c.fused_ops) EXPECT_NE(ir.find(op), std::string::npos) << op << " not in\n" << ir;
