@@ -140,11 +140,7 @@ Schedule& Schedule::fuse(const GraphMatch& match, const std::string& compiler) {
                 " is not a chain the native compiler has a kernel for (", chain_names(), ")");
     rewrite_chain(*chain, graph, &ops);
   };
-  if (traced.graph()) {  // refused now rather than at the next call
-    std::shared_ptr<torch::jit::Graph> copy = traced.graph()->copy();
-    fuse_in(copy);
-  }
-  traced.add_transform(fuse_in);
+  traced.add_transform(fuse_in);  // tried on the graphs traced so far first: refused now, not later
   record_primitive("fuse_match", quote_argument(match.pattern) + ", " + std::to_string(match.index) + ", " +
                                      quote_argument(compiler));
   return *this;
@@ -182,7 +178,6 @@ Schedule& Schedule::replace_match(const GraphMatch& match, torch::nn::AnyModule 
     SLAPO_CHECK(inputs == arity, ErrorCode::kInvalidArgument, where, ": the new module's forward takes ", arity,
                 " tensors but ", name, " has ", inputs, " tensor inputs");
   };
-  if (traced.graph()) check_arity(*traced.graph(), occurrence(*pattern, *traced.graph(), match.index, where));
   // The module joins the model as a slot of the traced module: its parameters are the model's,
   // and the schedule can address it ("h.0.mlp.subgraph_0").
   auto owner = std::dynamic_pointer_cast<SlotModule>(module_);
@@ -190,16 +185,17 @@ Schedule& Schedule::replace_match(const GraphMatch& match, torch::nn::AnyModule 
               ": the traced module is not a SlotModule, so the new module has no place in the model");
   std::string slot;
   for (int i = 0; slot.empty() || owner->has_slot(slot); ++i) slot = "subgraph_" + std::to_string(i);
-  owner->add_slot_any(slot, std::move(module), std::move(signature));
-  rebuild_children();
   auto callable = std::make_shared<GraphCallable>(
       [owner, slot](const std::vector<torch::Tensor>& xs) { return owner->call_tensors(slot, xs); });
   const size_t index = match.index;
+  // Tried on the graphs traced so far before anything changes; the slot is added once it holds.
   traced.add_transform([pattern, index, callable, where, check_arity](std::shared_ptr<torch::jit::Graph>& graph) {
     const torch::jit::Match found = occurrence(*pattern, *graph, index, where);
     check_arity(*graph, found);
     graph_surgery::replace_with_call(*graph, *pattern, found, callable->id(), where);
   });
+  owner->add_slot_any(slot, std::move(module), std::move(signature));
+  rebuild_children();
   record_primitive("replace_match",
                    quote_argument(match.pattern) + ", " + std::to_string(match.index) + ", " + type_name);
   return *this;

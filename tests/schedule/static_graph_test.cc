@@ -443,7 +443,9 @@ TEST(MatchTest, ReplaceASubgraphByAModule) {
   const GraphMatch match = mlp.find_pattern(kAddGelu).at(0);
   EXPECT_NE(error_of([&] { mlp.replace(match, torch::nn::Linear(4, 4)); }).find("takes 1 tensors but match 0"),
             std::string::npos);
-  mlp.replace(mlp.find_pattern(kAddGelu).at(0), ScaledBiasGelu());
+  // Refused before anything changed: no new slot, the match still current.
+  EXPECT_FALSE(std::dynamic_pointer_cast<SlotModule>(mlp.module())->has_slot("subgraph_0"));
+  mlp.replace(match, ScaledBiasGelu());
   EXPECT_NE(mlp.print_graph().find("slapo::call"), std::string::npos) << mlp.print_graph();
   EXPECT_EQ(mlp.print_graph().find("aten::gelu"), std::string::npos);
   // The module is part of the model (its parameter is trained) and of the schedule.
