@@ -22,12 +22,6 @@
 namespace slapo::schedule {
 namespace {
 
-void cuts_of_config(const std::string& json) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto sch = create_schedule(models::build_model(spec, 0));
-  models::apply_template(*sch, spec, "gpt", Config::from_json(json));
-}
-
 std::unique_ptr<Schedule> planned(int64_t tp) {
   ScheduleOptions o;
   o.tp_size = tp;
