@@ -5,7 +5,6 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "schedule/keyed_dropout.h"
-#include "schedule/slot_module.h"
 
 namespace slapo::schedule {
 
@@ -83,14 +82,6 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
 };
 
 }  // namespace
-
-torch::Tensor checkpoint_forward(const torch::nn::AnyModule& module,
-                                 const std::vector<torch::Tensor>& inputs,
-                                 std::vector<torch::Tensor> params,
-                                 std::vector<std::shared_ptr<RngStream>> streams) {
-  return checkpoint_call([module](const std::vector<torch::Tensor>& in) { return forward_tensors(module, in); }, inputs,
-                         std::move(params), std::move(streams));
-}
 
 torch::Tensor checkpoint_call(TensorFunction forward, const std::vector<torch::Tensor>& inputs,
                               std::vector<torch::Tensor> params, std::vector<std::shared_ptr<RngStream>> streams) {

@@ -11,9 +11,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
-#include "core/error.h"
 #include "schedule/fused_kernels.h"
-#include "schedule/keyed_dropout.h"
 #include "schedule/keyed_mask.h"
 
 namespace slapo::schedule {

@@ -2,7 +2,8 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
+
+#include "core/error.h"
 
 namespace slapo::schedule::simd {
 
@@ -18,16 +19,22 @@ Level detect() {
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
     best = Level::kAvx512;
   }
-  if (const char* cap = std::getenv("SLAPO_SIMD")) {
-    Level limit = best;
-    if (std::strcmp(cap, "baseline") == 0) limit = Level::kBaseline;
-    if (std::strcmp(cap, "avx2") == 0) limit = Level::kAvx2;
+  if (const char* value = std::getenv("SLAPO_SIMD")) {
+    const Level limit = parse_level(value);
     if (static_cast<int>(limit) < static_cast<int>(best)) best = limit;
   }
   return best;
 }
 
 }  // namespace
+
+Level parse_level(const std::string& value) {
+  if (value == "baseline") return Level::kBaseline;
+  if (value == "avx2") return Level::kAvx2;
+  if (value == "avx512") return Level::kAvx512;
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "environment variable SLAPO_SIMD='", value,
+             "' is not an instruction set (baseline, avx2, avx512)");
+}
 
 Level level() {
   static const Level detected = detect();

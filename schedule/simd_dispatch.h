@@ -8,6 +8,8 @@
 //   SLAPO_SIMD_VARIANTS(name, (params), (args)) defines name_avx512, name_avx2 and name_default
 //   from an always_inline `name_body(args)` and a dispatcher `name(params)`.
 
+#include <string>
+
 namespace slapo::schedule::simd {
 
 enum class Level { kBaseline, kAvx2, kAvx512 };
@@ -15,6 +17,9 @@ enum class Level { kBaseline, kAvx2, kAvx512 };
 // What the kernels run: the best this CPU can (detected once), capped by the environment variable
 // SLAPO_SIMD=baseline|avx2|avx512 and by set_cap().
 Level level();
+// The level named by a SLAPO_SIMD value: "baseline", "avx2" or "avx512". Anything else throws
+// Error(kInvalidArgument) naming the variable and the accepted values.
+Level parse_level(const std::string& value);
 // Caps level() from now on in this process (tests of every variant); returns the previous cap.
 Level set_cap(Level cap);
 const char* level_name(Level level);

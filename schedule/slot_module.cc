@@ -50,7 +50,7 @@ void SlotModule::add_slot_any(const std::string& name, torch::nn::AnyModule modu
 
 torch::Tensor SlotModule::call_tensors(const std::string& name, const std::vector<torch::Tensor>& inputs) {
   Slot& s = slot(name);
-  if (!s.policy.checkpoint && !s.policy.rng && s.policy.syncs.empty() && !s.policy.traced) {
+  if (s.policy.plain()) {
     return forward_tensors(s.module, inputs);
   }
   return call_with_policy(s, inputs);

@@ -98,6 +98,10 @@ struct SlotPolicy {
   bool bias_after_reduce = false;
   // trace(): the module's forward runs as a TorchScript graph.
   std::shared_ptr<TracedGraph> traced;
+
+  // Nothing to do around the module's forward: it is called as it is.
+  // (bias_after_reduce comes with a sync, so it is covered by syncs.)
+  bool plain() const { return !checkpoint && !rng && syncs.empty() && !traced; }
 };
 
 struct Slot {
@@ -133,7 +137,7 @@ class SlotModule : public torch::nn::Module {
   template <typename... Args>
   torch::Tensor call(const std::string& name, Args&&... args) {
     Slot& s = slot(name);
-    if (!s.policy.checkpoint && !s.policy.rng && s.policy.syncs.empty() && !s.policy.traced) {
+    if (s.policy.plain()) {
       return s.module.forward(std::forward<Args>(args)...);
     }
     return call_with_policy(s, {args...});

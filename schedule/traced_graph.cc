@@ -54,8 +54,8 @@ TracedGraph::~TracedGraph() = default;
 
 std::vector<at::Tensor> TracedGraph::parameters() const { return unique_parameters(*module_.ptr()); }
 
-TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs) {
-  const std::vector<at::Tensor> params = parameters();
+TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs,
+                                           const std::vector<at::Tensor>& params) {
   const std::string key = shape_key(inputs) + "|" + shape_key(params);
   auto it = graphs_.find(key);
   if (it != graphs_.end()) return *it->second;
@@ -173,10 +173,11 @@ std::vector<std::shared_ptr<torch::jit::Graph>> TracedGraph::graphs() const {
 }
 
 at::Tensor TracedGraph::run(const std::vector<at::Tensor>& inputs) {
-  Entry& e = entry_for(inputs);
+  const std::vector<at::Tensor> params = parameters();  // walked once per call: this is the hot path
+  Entry& e = entry_for(inputs, params);
   torch::jit::Stack stack;
   for (const at::Tensor& x : inputs) stack.emplace_back(x);
-  for (const at::Tensor& p : parameters()) stack.emplace_back(p);
+  for (const at::Tensor& p : params) stack.emplace_back(p);
   e.function->run(stack);
   return stack.at(0).toTensor();
 }

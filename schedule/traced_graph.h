@@ -56,7 +56,7 @@ class TracedGraph {
 
  private:
   struct Entry;
-  Entry& entry_for(const std::vector<at::Tensor>& inputs);
+  Entry& entry_for(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& params);
   std::vector<at::Tensor> parameters() const;
 
   torch::nn::AnyModule module_;

@@ -307,6 +307,14 @@ TEST_P(FusedKernelTest, KeyedMasksAreTheSameAtEveryLevelAndKeepOneMinusP) {
   EXPECT_TRUE(torch::equal(keyed_mask(later, torch::empty({54, 128, 129})), mask.narrow(0, 10, 54)));
 }
 
+TEST(SimdDispatchTest, TheCapIsOneOfTheNamedLevels) {
+  EXPECT_EQ(simd::parse_level("baseline"), simd::Level::kBaseline);
+  EXPECT_EQ(simd::parse_level("avx2"), simd::Level::kAvx2);
+  EXPECT_EQ(simd::parse_level("avx512"), simd::Level::kAvx512);
+  EXPECT_EQ(error_of([] { simd::parse_level("sse9"); }),
+            "environment variable SLAPO_SIMD='sse9' is not an instruction set (baseline, avx2, avx512)");
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryLevel, FusedKernelTest,
                          ::testing::Values(simd::Level::kBaseline, simd::Level::kAvx2, simd::Level::kAvx512),
                          [](const auto& info) { return std::string(simd::level_name(info.param)); });
