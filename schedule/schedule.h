@@ -11,6 +11,7 @@
 // containers are addressed by index ("h.3"). Every primitive applied is recorded in order, so the
 // schedule prints as readable text (to_string()).
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -111,9 +112,16 @@ class Schedule {
   template <typename Impl, typename Factory>
   int replace_all(Factory&& factory) {
     int count = 0;
+    std::vector<std::string> replaced;
     for (auto& [p, s] : named_schedules()) {
+      // A replacement rebuilds the sub-schedules below it: their entries in this list are gone.
+      const bool below_replaced = std::any_of(replaced.begin(), replaced.end(), [&p = p](const std::string& r) {
+        return p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '.';
+      });
+      if (below_replaced) continue;
       if (auto impl = std::dynamic_pointer_cast<Impl>(s->module())) {
         s->replace(factory(*impl));
+        replaced.push_back(p);
         ++count;
       }
     }
