@@ -1,7 +1,7 @@
 // Tuner efficiency on recorded objective tables (docs/benchmarks.md).
 //
-//   ./build/benchmark/tuner_efficiency benchmark/tables/gpt-mini-batch-ckpt-attn \
-//                                      benchmark/tables/bert-mini-batch-ckpt [--seeds 30]
+//   cd benchmark/tables && ../../build/benchmark/tuner_efficiency gpt-mini-batch-ckpt-attn
+//       bert-mini-batch-ckpt gpt-mini-parallel [--seeds 30]     (one command)
 //
 // A table is a space file (NAME.toml) and every configuration of it measured on this machine
 // (NAME.json: `slapo-tune db export --format json` of an exhaustive run; NAME.2.json, NAME.3.json,
@@ -9,8 +9,14 @@
 // out of memory when most passes say so). A table-lookup runner
 // replays the measurements, so every strategy is judged on the same real objective, with its real
 // out-of-memory region, and each of 30 seeds costs milliseconds. For each strategy: the measured
-// trials until the table's optimum is first measured (pruned points are not trials), and the best
-// found within 10, 20 and 30 trials as a share of the optimum, as median and p90 over the seeds.
+// trials until the table's optimum is first measured (pruned points are not trials), until one of
+// its ties is (a configuration the passes cannot tell from it: not slower in every pass), and the
+// best found within 10, 20 and 30 trials as a share of the optimum, as median and p90 over the seeds.
+//
+// Then, with the passes replayed as noise (each measurement draws one recorded pass at random),
+// what the default strategy finally recommends after 20 trials, with and without --confirm 3,
+// against 26 trials without (the same number of measurements): the recommended configuration's
+// true (median) objective as a share of the optimum, and how often it is one of the ties.
 
 #include <algorithm>
 #include <cmath>
@@ -18,12 +24,15 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
 #include "tuner/tuner.h"
@@ -35,10 +44,25 @@ using namespace slapo;
 struct Table {
   std::string name;
   space::Space declared;
-  std::map<std::string, TrialResult> results;  // canonical config → what was measured
+  std::map<std::string, TrialResult> results;  // canonical config → what was measured (median)
+  std::map<std::string, std::vector<std::optional<double>>> by_pass;  // config → its value in each pass
   double optimum = 0;
+  std::string optimum_key;
+  std::set<std::string> ties;  // configurations the passes cannot tell from the optimum (it included)
   size_t passes = 1;  // recordings merged
 };
+
+// A configuration is told apart from the optimum when it was slower in every pass where both ran
+// (a paired sign test: with 5 passes, p = 1/32 that a tie would be slower in all of them).
+bool tied_with(const std::vector<std::optional<double>>& best, const std::vector<std::optional<double>>& other) {
+  size_t common = 0, slower = 0;
+  for (size_t p = 0; p < best.size() && p < other.size(); ++p) {
+    if (!best[p] || !other[p]) continue;
+    ++common;
+    slower += *other[p] < *best[p];
+  }
+  return common >= 3 && slower < common;
+}
 
 Table load_table(const std::string& base) {
   Table t;
@@ -53,14 +77,18 @@ Table load_table(const std::string& base) {
   std::map<std::string, std::vector<double>> objectives;  // config → ok objectives
   std::map<std::string, int> failures;
   std::map<std::string, std::string> failure_status;
-  for (const std::string& path : passes) {
+  for (size_t pass = 0; pass < passes.size(); ++pass) {
+    const std::string& path = passes[pass];
     std::ifstream in(path);
     SLAPO_CHECK(in.good(), ErrorCode::kNotFound, path, ": cannot open (record it: see docs/benchmarks.md)");
     for (const auto& row : nlohmann::json::parse(in)) {
       const std::string key = Config::from_json(row["config"].dump()).canonical_json();
       const std::string status = row["status"];
+      auto& values = t.by_pass[key];
+      values.resize(passes.size());
       if (status == "ok") {
         objectives[key].push_back(row["objective"].get<double>());
+        values[pass] = row["objective"].get<double>();
       } else {
         ++failures[key];
         failure_status[key] = status;
@@ -79,7 +107,10 @@ Table load_table(const std::string& base) {
       std::sort(v.begin(), v.end());
       const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
       r.metrics["samples_per_s"] = median;
-      best = std::max(best, median);
+      if (median > best) {
+        best = median;
+        t.optimum_key = key;
+      }
     } else {
       // A pruned point was proven out of memory by a recorded trial: that is what it is.
       const std::string status = failure_status[key];
@@ -90,18 +121,38 @@ Table load_table(const std::string& base) {
     t.results[key] = r;
   }
   t.optimum = best;
+  for (const auto& [key, r] : t.results) {
+    if (r.status == TrialStatus::kOk && tied_with(t.by_pass[t.optimum_key], t.by_pass[key])) t.ties.insert(key);
+  }
+  t.ties.insert(t.optimum_key);
   return t;
 }
 
+// Replays the table: each configuration's median, or, with a noise seed, one of its recorded
+// passes drawn at random for every measurement.
 class TableRunner : public runners::Runner {
  public:
-  explicit TableRunner(const Table& t) : table_(t) {}
+  explicit TableRunner(const Table& t, std::optional<uint64_t> noise_seed = std::nullopt) : table_(t) {
+    if (noise_seed) noise_ = std::make_unique<Rng>(*noise_seed);
+  }
   std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
     std::vector<TrialResult> out;
     for (const Config& c : candidates) {
-      auto it = table_.results.find(c.canonical_json());
-      out.push_back(it != table_.results.end() ? it->second
-                                               : failed_trial(TrialStatus::kRuntimeError, "not in the table"));
+      const std::string key = c.canonical_json();
+      auto it = table_.results.find(key);
+      if (it == table_.results.end()) {
+        out.push_back(failed_trial(TrialStatus::kRuntimeError, "not in the table"));
+      } else if (noise_ && it->second.status == TrialStatus::kOk) {
+        std::vector<double> values;
+        for (const auto& v : table_.by_pass.at(key)) {
+          if (v) values.push_back(*v);
+        }
+        TrialResult r;
+        r.metrics["samples_per_s"] = values[noise_->uniform(values.size())];
+        out.push_back(r);
+      } else {
+        out.push_back(it->second);
+      }
     }
     return out;
   }
@@ -109,10 +160,21 @@ class TableRunner : public runners::Runner {
 
  private:
   const Table& table_;
+  std::unique_ptr<Rng> noise_;
 };
+
+db::TaskKey table_task(const Table& table) {
+  db::TaskKey key;
+  key.workload_json = "{}";
+  key.space_hash = table.name;
+  key.runner = "table";
+  key.fingerprint_json = "{}";
+  return key;
+}
 
 struct Run {
   double trials_to_optimum = INFINITY;  // measured trials until the optimum was measured
+  double trials_to_tie = INFINITY;      // ... until one of its ties was
   double trials_to_98 = INFINITY;       // ... until a configuration within 2% of it was
   double best_at[3] = {0, 0, 0};        // best within 10, 20, 30 measured trials / optimum
 };
@@ -120,11 +182,7 @@ struct Run {
 Run run_once(const Table& table, const space::CompiledSpace& space, const std::string& strategy, uint64_t seed) {
   TableRunner runner(table);
   auto database = db::Database::in_memory();
-  db::TaskKey key;
-  key.workload_json = "{}";
-  key.space_hash = table.name;
-  key.runner = "table";
-  key.fingerprint_json = "{}";
+  const db::TaskKey key = table_task(table);
   tuner::TunerOptions options;
   options.strategy = strategy;
   options.trials = 0;  // until the strategy has nothing left
@@ -141,6 +199,9 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const std::s
     if (p.objective && *p.objective >= table.optimum && std::isinf(run.trials_to_optimum)) {
       run.trials_to_optimum = static_cast<double>(p.measured);
     }
+    if (p.objective && table.ties.count(p.config.canonical_json()) && std::isinf(run.trials_to_tie)) {
+      run.trials_to_tie = static_cast<double>(p.measured);
+    }
     if (p.objective && *p.objective >= 0.98 * table.optimum && std::isinf(run.trials_to_98)) {
       run.trials_to_98 = static_cast<double>(p.measured);
     }
@@ -148,6 +209,23 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const std::s
   // A strategy that stopped early keeps its best for the later limits.
   for (int i = 1; i < 3; ++i) run.best_at[i] = std::max(run.best_at[i], run.best_at[i - 1]);
   return run;
+}
+
+// What the default strategy recommends on the noisy replay after `trials` measured trials and
+// `confirm` re-measured ones: the recommended configuration's median objective / the optimum, and
+// whether it is one of the optimum's ties.
+std::pair<double, bool> recommended(const Table& table, const space::CompiledSpace& space, size_t trials,
+                                    size_t confirm, uint64_t seed) {
+  TableRunner runner(table, /*noise_seed=*/seed * 7919 + 1);
+  auto database = db::Database::in_memory();
+  tuner::TunerOptions options;
+  options.trials = trials;
+  options.seed = seed;
+  options.confirm = confirm;
+  const tuner::TuneSummary summary = tuner::tune(space, runner, *database, table_task(table), options);
+  if (!summary.best) return {0.0, false};
+  const std::string key = summary.best->config.canonical_json();
+  return {table.results.at(key).metrics.at("samples_per_s") / table.optimum, table.ties.count(key) > 0};
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -188,23 +266,26 @@ int main(int argc, char** argv) {
       size_t ok = 0;
       for (const auto& [k, r] : table.results) ok += r.status == TrialStatus::kOk;
       std::printf("\n%s: %llu configurations (%zu ok, %zu out of memory or failed; median of %zu passes), optimum "
-                  "%.4g samples/s, %d seeds\n",
+                  "%.4g samples/s and %zu ties, %d seeds\n",
                   table.name.c_str(), static_cast<unsigned long long>(space.size()), ok, table.results.size() - ok,
-                  table.passes, table.optimum, seeds);
-      std::printf("%-11s %11s %8s %9s %8s %9s %9s %9s\n", "strategy", "to optimum", "p90", "to 98%", "p90",
-                  "best@10", "best@20", "best@30");
-      std::map<std::string, double> medians;
+                  table.passes, table.optimum, table.ties.size() - 1, seeds);
+      std::printf("%-11s %11s %8s %9s %8s %9s %8s %9s %9s %9s\n", "strategy", "to optimum", "p90", "to a tie", "p90",
+                  "to 98%", "p90", "best@10", "best@20", "best@30");
+      std::map<std::string, double> medians, tie_medians;
       for (const std::string& strategy : strategies) {
-        std::vector<double> to_opt, to_98, at[3];
+        std::vector<double> to_opt, to_tie, to_98, at[3];
         for (int seed = 0; seed < seeds; ++seed) {
           const Run r = run_once(table, space, strategy, static_cast<uint64_t>(seed));
           to_opt.push_back(r.trials_to_optimum);
+          to_tie.push_back(r.trials_to_tie);
           to_98.push_back(r.trials_to_98);
           for (int i = 0; i < 3; ++i) at[i].push_back(r.best_at[i]);
         }
         medians[strategy] = quantile(to_opt, 0.5);
-        std::printf("%-11s %11s %8s %9s %8s %8.1f%% %8.1f%% %8.1f%%\n", strategy.c_str(),
+        tie_medians[strategy] = quantile(to_tie, 0.5);
+        std::printf("%-11s %11s %8s %9s %8s %9s %8s %8.1f%% %8.1f%% %8.1f%%\n", strategy.c_str(),
                     trials(quantile(to_opt, 0.5)).c_str(), trials(quantile(to_opt, 0.9)).c_str(),
+                    trials(quantile(to_tie, 0.5)).c_str(), trials(quantile(to_tie, 0.9)).c_str(),
                     trials(quantile(to_98, 0.5)).c_str(), trials(quantile(to_98, 0.9)).c_str(), 100 * quantile(at[0], 0.5),
                     100 * quantile(at[1], 0.5), 100 * quantile(at[2], 0.5));
       }
@@ -213,6 +294,28 @@ int main(int argc, char** argv) {
       std::printf("target: auto's median %s <= half of min(slapo, random) = %s / 2: %s\n", trials(medians["auto"]).c_str(),
                   trials(reference).c_str(), met ? "met" : "NOT met");
       if (!met) verdict = 1;
+      const double tie_reference = std::min(tie_medians["slapo"], tie_medians["random"]);
+      std::printf("noise-aware: auto's median to a tie %s <= half of min(slapo, random) = %s / 2: %s\n",
+                  trials(tie_medians["auto"]).c_str(), trials(tie_reference).c_str(),
+                  tie_medians["auto"] <= tie_reference / 2 ? "met" : "not met");
+
+      // The recommendation on the noisy replay, with and without confirmation.
+      std::printf("noisy replay, auto, what it recommends (true objective / optimum; share of seeds recommending a tie):\n");
+      const struct {
+        const char* label;
+        size_t trials, confirm;
+      } arms[] = {{"20 trials", 20, 0}, {"26 trials", 26, 0}, {"20 trials + --confirm 3", 20, 3}};
+      for (const auto& arm : arms) {
+        std::vector<double> share;
+        int tie = 0;
+        for (int seed = 0; seed < seeds; ++seed) {
+          const auto [s, is_tie] = recommended(table, space, arm.trials, arm.confirm, static_cast<uint64_t>(seed));
+          share.push_back(s);
+          tie += is_tie;
+        }
+        std::printf("  %-24s median %5.1f%%  p10 %5.1f%%  a tie %3.0f%%\n", arm.label, 100 * quantile(share, 0.5),
+                    100 * quantile(share, 0.1), 100.0 * tie / seeds);
+      }
     }
   } catch (const std::exception& e) {
     std::cerr << "tuner_efficiency: " << e.what() << "\n";

@@ -27,7 +27,8 @@ constexpr const char* kUsage =
     "actions:\n"
     "  tasks     every task: id, model, runner, objective, trial count\n"
     "  trials    a task's trials in the order they were measured   [--status S] [--sort M --top K]\n"
-    "  best      the best configuration (--top K for more); --format json prints it as --config takes it\n"
+    "  best      the best configuration (--top K for more; re-measured trials rank by their median);\n"
+    "            --format json prints it as --config takes it\n"
     "  show      a task (workload, space, fingerprint) or one trial (--trial N) in full\n"
     "  export    every trial of a task, csv (default) or json\n"
     "  prune     delete a task's trials with --status S (to measure them again)\n";
@@ -38,6 +39,10 @@ nlohmann::ordered_json trial_json(const db::TrialRecord& t) {
   j["status"] = to_string(t.result.status);
   j["config"] = nlohmann::ordered_json::parse(t.config.to_json());
   j["objective"] = t.objective ? nlohmann::ordered_json(*t.objective) : nlohmann::ordered_json(nullptr);
+  if (t.remeasured > 0) {
+    j["confirmed"] = t.confirmed_objective ? nlohmann::ordered_json(*t.confirmed_objective) : nlohmann::ordered_json(nullptr);
+    j["remeasured"] = t.remeasured;
+  }
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
   for (const auto& [k, v] : t.result.metrics) metrics[k] = v;
   j["metrics"] = metrics;
@@ -77,12 +82,16 @@ void print_trials(std::ostream& out, Format format, const std::vector<db::TrialR
     }
   }
   std::vector<std::vector<std::string>> rows;
+  // The median of the re-measured ones (tuner --confirm), when there are any.
+  const bool confirmed = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.remeasured > 0; });
   std::vector<std::string> header = {"index", "status", "objective"};
+  if (confirmed) header.insert(header.end(), {"median", "measured"});
   header.insert(header.end(), knobs.begin(), knobs.end());
   header.insert(header.end(), {"duration_s", "strategy", "error"});
   rows.push_back(header);
   for (const auto& t : trials) {
     std::vector<std::string> row = {std::to_string(t.index), to_string(t.result.status), number(t.objective)};
+    if (confirmed) row.insert(row.end(), {number(t.confirmed_objective), std::to_string(1 + t.remeasured)});
     for (const auto& k : knobs) {
       const Value* v = t.config.find(k);
       row.push_back(v ? cell_text(*v) : "");
@@ -204,7 +213,22 @@ int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream
       const auto it = std::find_if(trials.begin(), trials.end(), [&](const auto& t) { return t.index == trial_index; });
       SLAPO_CHECK(it != trials.end(), ErrorCode::kNotFound, "db show: task ", task_id, " has no trial ", trial_index,
                   " (", trials.size(), " trials)");
-      out << trial_json(*it).dump(2) << "\n";
+      nlohmann::ordered_json j = trial_json(*it);
+      if (it->remeasured > 0) {
+        nlohmann::ordered_json again = nlohmann::ordered_json::array();
+        for (const db::Remeasurement& r : database->remeasurements(task_id, trial_index)) {
+          nlohmann::ordered_json m;
+          m["round"] = r.round;
+          m["status"] = to_string(r.result.status);
+          m["objective"] = r.objective ? nlohmann::ordered_json(*r.objective) : nlohmann::ordered_json(nullptr);
+          m["error"] = r.result.error;
+          m["started_at"] = r.started_at;
+          m["duration_s"] = r.duration_s;
+          again.push_back(m);
+        }
+        j["remeasurements"] = again;
+      }
+      out << j.dump(2) << "\n";
       return kExitOk;
     }
     nlohmann::ordered_json j;

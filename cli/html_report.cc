@@ -261,19 +261,33 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
        << " so far (line) against the measured trials in order; dots are trials, crosses failed ones.</p>\n";
   html << convergence(task, trials);
 
-  html << "<h2>Top configurations</h2>\n<table><tr><th>rank</th><th>trial</th><th>" << escape(task.objective) << "</th>";
+  // Ranked as Database::best ranks: by the median of the re-measured ones (tuner --confirm), and
+  // without the ones that failed a re-measurement.
+  const bool confirmed = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.remeasured > 0; });
+  html << "<h2>Top configurations</h2>\n";
+  if (confirmed) {
+    html << "<p class='note'>The best were measured again: they rank by the median of their measurements; one "
+            "that failed a re-measurement is left out.</p>\n";
+  }
+  html << "<table><tr><th>rank</th><th>trial</th><th>" << escape(task.objective) << "</th>";
+  if (confirmed) html << "<th>median</th><th>measured</th>";
   for (const auto& k : knobs) html << "<th>" << escape(k) << "</th>";
   html << "<th>step ms</th><th>peak MiB</th></tr>\n";
   std::vector<const db::TrialRecord*> best;
   for (const auto& t : trials) {
-    if (t.result.status == TrialStatus::kOk && t.objective) best.push_back(&t);
+    if (t.result.status == TrialStatus::kOk && t.objective && t.remeasure_failed == 0) best.push_back(&t);
   }
   std::stable_sort(best.begin(), best.end(), [&](const auto* a, const auto* b) {
-    return task.minimize ? *a->objective < *b->objective : *a->objective > *b->objective;
+    return task.minimize ? *a->ranking_objective() < *b->ranking_objective()
+                         : *a->ranking_objective() > *b->ranking_objective();
   });
   for (size_t i = 0; i < best.size() && i < options.top; ++i) {
     const auto* t = best[i];
     html << "<tr><td>" << i + 1 << "</td><td>" << t->index << "</td><td>" << fmt(*t->objective, 5) << "</td>";
+    if (confirmed) {
+      html << "<td>" << (t->confirmed_objective ? fmt(*t->confirmed_objective, 5) : "") << "</td><td>"
+           << 1 + t->remeasured << "</td>";
+    }
     for (const auto& k : knobs) {
       const Value* v = t->config.find(k);
       html << "<td>" << (v ? escape(to_plain_string(*v)) : "") << "</td>";

@@ -29,7 +29,9 @@ constexpr const char* kUsage =
     "Tunes the space file's [workload] (or the command after --) on this machine: the strategy\n"
     "proposes configurations, out-of-memory dominance prunes the ones proven to run out of memory,\n"
     "the runner measures the rest, and every trial is recorded in --db. Running the same command\n"
-    "again continues the same task and measures nothing twice.\n"
+    "again continues the same task and measures nothing twice. With --confirm K, the best K are\n"
+    "then measured again (--confirm-rounds times each) and ranked by their median: on a noisy\n"
+    "machine the best single measurement is often a lucky one.\n"
     "\n"
     "single-node runs every trial as N ranks (torchrun's variables, Gloo on the CPU): the\n"
     "configuration's tp, pp and dp lay them out (dp fills what tp and pp leave), and a command\n"
@@ -67,6 +69,10 @@ int tune(const std::vector<std::string>& all_args, std::ostream& out, std::ostre
       ("seed", po::value<uint64_t>(&options.seed)->default_value(0), "the strategy's seed")
       ("objective", po::value<std::string>(&objective), "metric to optimize (default: samples_per_s, or the command's)")
       ("minimize", po::bool_switch(&options.minimize), "minimize the objective (step times, memory)")
+      ("confirm", po::value<size_t>(&options.confirm)->default_value(0),
+       "then measure the best K again and rank them by their median (0: no)")
+      ("confirm-rounds", po::value<size_t>(&options.confirm_rounds)->default_value(2),
+       "re-measurements of each of the best K")
       ("param", po::value<std::vector<std::string>>(&params)->composing(), "override a parameter: NAME=VALUE")
       ("json", po::bool_switch(&json), "one JSON object per trial, then the summary");
   add_runner_options(desc, &flags);
@@ -108,10 +114,23 @@ int tune(const std::vector<std::string>& all_args, std::ostream& out, std::ostre
       j["best"] = p.best ? nlohmann::ordered_json(*p.best) : nlohmann::ordered_json(nullptr);
       j["error"] = p.error;
       j["measured"] = p.measured;
+      if (p.round > 0) {
+        j["round"] = p.round;
+        j["confirmed"] = p.confirmed ? nlohmann::ordered_json(*p.confirmed) : nlohmann::ordered_json(nullptr);
+      }
       out << j.dump() << std::endl;
       return;
     }
     std::ostringstream line;
+    if (p.round > 0) {
+      line << "[" << std::setw(3) << p.index << "] again #" << p.round << "  " << std::left << std::setw(5)
+           << to_string(p.status) << std::right << " " << std::setw(10) << format_number(p.objective) << "  median "
+           << std::setw(8) << format_number(p.confirmed) << "  best " << std::setw(10) << format_number(p.best) << "  "
+           << p.config.to_string();
+      if (!p.error.empty()) line << "  (" << p.error.substr(0, p.error.find('\n')).substr(0, 80) << ")";
+      out << line.str() << "\n" << std::flush;
+      return;
+    }
     line << "[" << std::setw(3) << p.index << "] " << std::left << std::setw(14) << to_string(p.status) << std::right
          << " " << std::setw(10) << format_number(p.objective) << "  best " << std::setw(10) << format_number(p.best)
          << "  " << p.config.to_string();
@@ -126,23 +145,34 @@ int tune(const std::vector<std::string>& all_args, std::ostream& out, std::ostre
     nlohmann::ordered_json j;
     j["task"] = summary.task_id;
     j["best_config"] = summary.best ? nlohmann::ordered_json::parse(summary.best->config.to_json()) : nlohmann::ordered_json(nullptr);
-    j["best_objective"] = summary.best && summary.best->objective ? nlohmann::ordered_json(*summary.best->objective)
-                                                                  : nlohmann::ordered_json(nullptr);
+    const std::optional<double> best_objective = summary.best ? summary.best->ranking_objective() : std::nullopt;
+    j["best_objective"] = best_objective ? nlohmann::ordered_json(*best_objective) : nlohmann::ordered_json(nullptr);
+    j["best_measurements"] = summary.best ? 1 + summary.best->remeasured : 0;
     j["measured"] = summary.measured;
     j["pruned"] = summary.pruned;
     j["failed"] = summary.failed;
     j["resumed"] = summary.resumed;
+    j["remeasured"] = summary.remeasured;
     j["elapsed_s"] = summary.elapsed_s;
     j["stopped_because"] = summary.stopped_because;
     out << j.dump() << "\n";
   } else {
     out << "\nstopped: " << summary.stopped_because << "\n"
         << "trials: " << summary.measured << " measured (" << summary.failed << " failed), " << summary.pruned
-        << " pruned, " << summary.resumed << " recorded before; " << std::fixed << std::setprecision(1)
+        << " pruned, " << summary.resumed << " recorded before";
+    if (summary.remeasured > 0) {
+      out << "; " << summary.remeasured << " re-measured (" << summary.remeasure_failed << " failed)";
+    }
+    out << "; " << std::fixed << std::setprecision(1)
         << summary.elapsed_s << " s\n" << std::defaultfloat << std::setprecision(6);
     if (summary.best) {
       out << "best: " << summary.best->config.to_string() << "  " << options.objective << " = "
-          << format_number(summary.best->objective) << " (trial " << summary.best->index << ")\n";
+          << format_number(summary.best->ranking_objective()) << " (trial " << summary.best->index;
+      if (summary.best->remeasured > 0) {
+        out << "; median of " << 1 + summary.best->remeasured << " measurements, the first "
+            << format_number(summary.best->objective);
+      }
+      out << ")\n";
       for (const auto& [name, value] : summary.best->result.metrics) out << "  " << std::left << std::setw(16) << name << value << "\n";
       out << "replay it: slapo-tune replay --db " << db_path << " --task " << summary.task_id << "\n";
     } else {

@@ -4,7 +4,9 @@
 // A *task* is everything that makes two measurements comparable: the workload, the space, the
 // runner and its world size, and the fingerprint of the machine and software. A *trial* is one
 // configuration of a task and what became of it. Re-running a task finds its trials by the
-// configuration's stable hash (an indexed lookup) and measures nothing twice.
+// configuration's stable hash (an indexed lookup) and measures nothing twice by accident; a
+// *re-measurement* is a deliberate further measurement of a recorded trial (the tuner's
+// confirmation of its best few), kept apart so the first measurement is never overwritten.
 //
 // The file uses WAL, a busy timeout, one transaction per write, and PRAGMA user_version for its
 // schema (forward migrations). A file that is not a slapo database, has a newer schema, or is
@@ -52,8 +54,27 @@ struct TrialRecord {
   std::string started_at;  // UTC, ISO 8601
   double duration_s = 0;
   std::optional<int64_t> pruned_by;  // for pruned points: the index of the trial that proves it
+  // Once the trial has been measured again (Remeasurement): the median objective over its ok
+  // measurements, the first included, and how many re-measurements it has.
+  std::optional<double> confirmed_objective;
+  int64_t remeasured = 0;
+  int64_t remeasure_failed = 0;  // re-measurements that were not ok: the trial is not ranked
 
   std::string config_hash() const { return config.hash(); }
+  // What ranks the trial: the confirmed objective when there is one, else the first measurement.
+  std::optional<double> ranking_objective() const { return confirmed_objective ? confirmed_objective : objective; }
+};
+
+// One more measurement of a recorded trial's configuration (the tuner's confirmation of its best
+// few: a single measurement on a noisy machine favours the configurations that were lucky).
+struct Remeasurement {
+  int64_t task_id = 0;
+  int64_t trial_index = 0;
+  int64_t round = 0;  // 1, 2, ... per trial; assigned by add_remeasurement
+  TrialResult result;
+  std::optional<double> objective;  // the task's objective metric when ok
+  std::string started_at;           // UTC, ISO 8601
+  double duration_s = 0;
 };
 
 struct TrialFilter {
@@ -89,10 +110,18 @@ class Database {
   virtual std::vector<TrialRecord> trials(int64_t task, const TrialFilter& filter = {}) = 0;
   // The top `k` ok trials by `metric` (the task's objective when empty), best first: smallest
   // first when the task minimizes its objective, or, for another metric, when
-  // lower_is_better(metric) (core/trial.h).
+  // lower_is_better(metric) (core/trial.h). By the objective, a re-measured trial ranks by its
+  // confirmed objective, and one that failed a re-measurement (out of memory near the budget, say)
+  // is left out: it cannot be relied on.
   virtual std::vector<TrialRecord> best(int64_t task, size_t k, const std::string& metric = "") = 0;
-  // Deletes the trials of `task` with `status` (e.g. timeouts, to measure them again). Returns
-  // how many were deleted.
+  // Records one more measurement of trial `m.trial_index` of `m.task_id` as its next round, and
+  // sets the trial's confirmed objective (the median over its ok measurements). Returns the round.
+  // Error(kNotFound) when the trial is not recorded or is not ok.
+  virtual int64_t add_remeasurement(Remeasurement m) = 0;
+  // The re-measurements of a task (of one trial when `trial_index` is given), by trial and round.
+  virtual std::vector<Remeasurement> remeasurements(int64_t task, std::optional<int64_t> trial_index = {}) = 0;
+  // Deletes the trials of `task` with `status` (e.g. timeouts, to measure them again), and their
+  // re-measurements. Returns how many trials were deleted.
   virtual int64_t prune(int64_t task, TrialStatus status) = 0;
 };
 

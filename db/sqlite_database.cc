@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,9 +29,19 @@ namespace {
   "t.minimize, t.created_at, (SELECT count(*) FROM trials WHERE task_id = t.id) FROM tasks t "
 #define SLAPO_DB_TRIAL_SELECT                                                                                 \
   "SELECT task_id, idx, config, status, objective, metrics, error, log_tail, strategy, seed, "       \
-  "started_at, duration_s, pruned_by FROM trials "
+  "started_at, duration_s, pruned_by, confirmed, "                                                    \
+  "(SELECT count(*) FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = trials.idx), " \
+  "(SELECT count(*) FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = trials.idx "   \
+  "AND r.status != 'ok') FROM trials "
+#define SLAPO_DB_REMEASUREMENT_SELECT                                                                         \
+  "SELECT task_id, trial_idx, round, status, objective, metrics, error, started_at, duration_s "       \
+  "FROM remeasurements "
+// A trial that failed a re-measurement is not ranked (Database::best).
+#define SLAPO_DB_RELIABLE                                                                                     \
+  "NOT EXISTS (SELECT 1 FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = trials.idx " \
+  "AND r.status != 'ok') "
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;
 constexpr int32_t kApplicationId = 0x534c4150;  // "SLAP"
 constexpr int kBusyTimeoutMs = 30000;
 
@@ -52,6 +63,16 @@ const char* const kMigrations[] = {
     "  started_at TEXT NOT NULL, duration_s REAL NOT NULL, pruned_by INTEGER,"
     "  UNIQUE (task_id, idx), UNIQUE (task_id, config_hash));"
     "CREATE INDEX trials_by_objective ON trials (task_id, status, objective);",
+    // 1 → 2: re-measurements (the tuner's confirmation of its best few) and the median they give
+    "CREATE TABLE remeasurements ("
+    "  id INTEGER PRIMARY KEY,"
+    "  task_id INTEGER NOT NULL REFERENCES tasks(id),"
+    "  trial_idx INTEGER NOT NULL, round INTEGER NOT NULL,"
+    "  status TEXT NOT NULL, objective REAL, metrics TEXT NOT NULL, error TEXT NOT NULL,"
+    "  started_at TEXT NOT NULL, duration_s REAL NOT NULL,"
+    "  UNIQUE (task_id, trial_idx, round));"
+    "ALTER TABLE trials ADD COLUMN confirmed REAL;"
+    "CREATE INDEX trials_by_ranking ON trials (task_id, status, COALESCE(confirmed, objective));",
 };
 
 class Connection {
@@ -146,6 +167,29 @@ class Transaction {
   Connection& c_;
   bool done_ = false;
 };
+
+// Finite metrics as a JSON object (SQLite's JSON has no NaN or infinity).
+std::string metrics_json(const std::map<std::string, double>& metrics) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : metrics) {
+    if (std::isfinite(v)) out[k] = v;
+  }
+  return out.dump();
+}
+
+void read_metrics(const std::string& text, std::map<std::string, double>* metrics) {
+  const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+  if (!parsed.is_object()) return;
+  for (auto it = parsed.begin(); it != parsed.end(); ++it) {
+    if (it.value().is_number()) (*metrics)[it.key()] = it.value().get<double>();
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 int64_t pragma_int(Connection& c, const char* sql) {
   Statement s(c, sql);
@@ -242,10 +286,6 @@ class SqliteDatabase : public Database {
       next.step();
       return next.integer(0);
     }();
-    nlohmann::json metrics = nlohmann::json::object();
-    for (const auto& [k, v] : t.result.metrics) {
-      if (std::isfinite(v)) metrics[k] = v;
-    }
     Statement insert(c_, "INSERT INTO trials (task_id, idx, config, config_hash, status, objective, metrics, error, "
                          "log_tail, strategy, seed, started_at, duration_s, pruned_by) "
                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -253,7 +293,7 @@ class SqliteDatabase : public Database {
         .bind(5, std::string(to_string(t.result.status)));
     if (t.objective && std::isfinite(*t.objective)) insert.bind(6, *t.objective);
     else insert.bind_null(6);
-    insert.bind(7, metrics.dump()).bind(8, t.result.error).bind(9, t.result.log_tail).bind(10, t.strategy)
+    insert.bind(7, metrics_json(t.result.metrics)).bind(8, t.result.error).bind(9, t.result.log_tail).bind(10, t.strategy)
         .bind(11, static_cast<int64_t>(t.seed)).bind(12, t.started_at.empty() ? utc_now() : t.started_at)
         .bind(13, t.duration_s);
     if (t.pruned_by) insert.bind(14, *t.pruned_by);
@@ -295,11 +335,11 @@ class SqliteDatabase : public Database {
     }
     std::vector<TrialRecord> out;
     if (metric.empty() || metric == t.objective) {
-      // The objective column is indexed: the query reads k rows.
+      // The ranking expression is indexed: the query reads about k rows.
       Statement s(c_, t.minimize ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
-                                                "ORDER BY objective ASC, idx LIMIT ?"
+                                                "AND " SLAPO_DB_RELIABLE "ORDER BY COALESCE(confirmed, objective) ASC, idx LIMIT ?"
                                  : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
-                                                "ORDER BY objective DESC, idx LIMIT ?");
+                                                "AND " SLAPO_DB_RELIABLE "ORDER BY COALESCE(confirmed, objective) DESC, idx LIMIT ?");
       s.bind(1, task_id).bind(2, static_cast<int64_t>(k));
       while (s.step()) out.push_back(read_trial(s));
       return out;
@@ -317,9 +357,81 @@ class SqliteDatabase : public Database {
     return out;
   }
 
+  int64_t add_remeasurement(Remeasurement m) override {
+    Transaction tx(c_);
+    std::vector<double> ok;  // the trial's ok objectives, the first one included
+    {
+      Statement trial(c_, "SELECT status, objective FROM trials WHERE task_id = ? AND idx = ?");
+      trial.bind(1, m.task_id).bind(2, m.trial_index);
+      SLAPO_CHECK(trial.step(), ErrorCode::kNotFound, c_.path(), ": task ", m.task_id, " has no trial ", m.trial_index);
+      SLAPO_CHECK(trial.text(0) == "ok" && !trial.is_null(1), ErrorCode::kNotFound, c_.path(), ": trial ",
+                  m.trial_index, " of task ", m.task_id, " is ", trial.text(0), ", not a measured objective to confirm");
+      ok.push_back(trial.real(1));
+    }
+    {
+      Statement before(c_, "SELECT objective FROM remeasurements WHERE task_id = ? AND trial_idx = ? AND status = 'ok' "
+                           "AND objective IS NOT NULL");
+      before.bind(1, m.task_id).bind(2, m.trial_index);
+      while (before.step()) ok.push_back(before.real(0));
+    }
+    m.round = [&] {
+      Statement next(c_, "SELECT COALESCE(MAX(round), 0) + 1 FROM remeasurements WHERE task_id = ? AND trial_idx = ?");
+      next.bind(1, m.task_id).bind(2, m.trial_index);
+      next.step();
+      return next.integer(0);
+    }();
+    const bool has_objective = m.result.status == TrialStatus::kOk && m.objective && std::isfinite(*m.objective);
+    Statement insert(c_, "INSERT INTO remeasurements (task_id, trial_idx, round, status, objective, metrics, error, "
+                         "started_at, duration_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, m.task_id).bind(2, m.trial_index).bind(3, m.round).bind(4, std::string(to_string(m.result.status)));
+    if (has_objective) insert.bind(5, *m.objective);
+    else insert.bind_null(5);
+    insert.bind(6, metrics_json(m.result.metrics)).bind(7, m.result.error)
+        .bind(8, m.started_at.empty() ? utc_now() : m.started_at).bind(9, m.duration_s);
+    insert.step();
+    if (has_objective) ok.push_back(*m.objective);
+    Statement update(c_, "UPDATE trials SET confirmed = ? WHERE task_id = ? AND idx = ?");
+    update.bind(1, median(ok)).bind(2, m.task_id).bind(3, m.trial_index);
+    update.step();
+    tx.commit();
+    return m.round;
+  }
+
+  std::vector<Remeasurement> remeasurements(int64_t task_id, std::optional<int64_t> trial_index) override {
+    std::vector<Remeasurement> out;
+    Statement s(c_, trial_index ? SLAPO_DB_REMEASUREMENT_SELECT "WHERE task_id = ? AND trial_idx = ? ORDER BY trial_idx, round"
+                                : SLAPO_DB_REMEASUREMENT_SELECT "WHERE task_id = ? ORDER BY trial_idx, round");
+    s.bind(1, task_id);
+    if (trial_index) s.bind(2, *trial_index);
+    while (s.step()) {
+      Remeasurement m;
+      m.task_id = s.integer(0);
+      m.trial_index = s.integer(1);
+      m.round = s.integer(2);
+      const auto status = trial_status_from_string(s.text(3));
+      SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": a re-measurement of trial ", m.trial_index,
+                  " has unknown status '", s.text(3), "'");
+      m.result.status = *status;
+      if (!s.is_null(4)) m.objective = s.real(4);
+      read_metrics(s.text(5), &m.result.metrics);
+      m.result.error = s.text(6);
+      m.started_at = s.text(7);
+      m.duration_s = s.real(8);
+      out.push_back(std::move(m));
+    }
+    return out;
+  }
+
   int64_t prune(int64_t task_id, TrialStatus status) override {
     task(task_id);
     Transaction tx(c_);
+    {
+      // Their indices may be given to new trials: nothing of theirs may stay behind.
+      Statement r(c_, "DELETE FROM remeasurements WHERE task_id = ? AND trial_idx IN "
+                      "(SELECT idx FROM trials WHERE task_id = ? AND status = ?)");
+      r.bind(1, task_id).bind(2, task_id).bind(3, std::string(to_string(status)));
+      r.step();
+    }
     Statement s(c_, "DELETE FROM trials WHERE task_id = ? AND status = ?");
     s.bind(1, task_id).bind(2, std::string(to_string(status)));
     s.step();
@@ -362,12 +474,7 @@ class SqliteDatabase : public Database {
     SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": trial ", t.index, " has unknown status '", s.text(3), "'");
     t.result.status = *status;
     if (!s.is_null(4)) t.objective = s.real(4);
-    const nlohmann::json metrics = nlohmann::json::parse(s.text(5), nullptr, false);
-    if (metrics.is_object()) {
-      for (auto it = metrics.begin(); it != metrics.end(); ++it) {
-        if (it.value().is_number()) t.result.metrics[it.key()] = it.value().get<double>();
-      }
-    }
+    read_metrics(s.text(5), &t.result.metrics);
     t.result.error = s.text(6);
     t.result.log_tail = s.text(7);
     t.strategy = s.text(8);
@@ -375,6 +482,9 @@ class SqliteDatabase : public Database {
     t.started_at = s.text(10);
     t.duration_s = s.real(11);
     if (!s.is_null(12)) t.pruned_by = s.integer(12);
+    if (!s.is_null(13)) t.confirmed_objective = s.real(13);
+    t.remeasured = s.integer(14);
+    t.remeasure_failed = s.integer(15);
     return t;
   }
 

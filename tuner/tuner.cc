@@ -4,6 +4,8 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "tuner/confirmation.h"
+#include "tuner/measure.h"
 #include "tuner/memory_dominance.h"
 
 namespace slapo::tuner {
@@ -45,6 +47,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   if (!history.empty()) strategy->observe(history);
 
   const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+  const auto out_of_time = [&] { return options.time_limit_s > 0 && seconds_since(start) >= options.time_limit_s; };
   size_t since_improvement = 0;
   double measuring_s = 0;
   for (;;) {
@@ -52,7 +55,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       summary.stopped_because = "trial budget reached (" + std::to_string(options.trials) + " measured trials)";
       break;
     }
-    if (options.time_limit_s > 0 && seconds_since(start) >= options.time_limit_s) {
+    if (out_of_time()) {
       summary.stopped_because = "time limit reached";
       break;
     }
@@ -78,16 +81,11 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       record.pruned_by = proof;
       ++summary.pruned;
     } else {
-      const auto trial_start = Clock::now();
-      record.result = runner.run({config})[0];
-      record.duration_s = seconds_since(trial_start);
+      const Measurement m = measure(runner, config, options.objective);
+      record.result = m.result;
+      record.objective = m.objective;
+      record.duration_s = m.duration_s;
       measuring_s += record.duration_s;
-      const auto objective = record.result.metrics.find(options.objective);
-      if (record.result.status == TrialStatus::kOk && objective != record.result.metrics.end()) {
-        record.objective = objective->second;
-      } else if (record.result.status == TrialStatus::kOk) {
-        record.result = failed_trial(TrialStatus::kRuntimeError, "the trial reported no '" + options.objective + "'");
-      }
       ++summary.measured;
       ++measured_total;
       if (record.result.status != TrialStatus::kOk) ++summary.failed;
@@ -122,6 +120,10 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       on_progress(p);
     }
   }
+  const ConfirmationCounts confirmed = confirm_best(runner, database, task, options, out_of_time, on_progress);
+  summary.remeasured = confirmed.remeasured;
+  summary.remeasure_failed = confirmed.failed;
+  if (confirmed.out_of_time) summary.stopped_because += "; the confirmation stopped at the time limit";
   const auto top = database.best(task.id, 1);
   if (!top.empty()) summary.best = top[0];
   summary.elapsed_s = seconds_since(start);

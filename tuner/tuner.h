@@ -10,6 +10,9 @@
 //                                         ▼
 //                                    Database (task: workload + space + runner + machine)
 //
+// Then, with `confirm`, the best few are measured again and ranked by their median
+// (tuner/confirmation.h).
+//
 // Resume: trials already recorded for the task are fed to the strategy and to the pruning first;
 // nothing recorded runs again. The tuner never sees LibTorch.
 
@@ -33,11 +36,18 @@ struct TunerOptions {
   uint64_t seed = 0;
   std::string objective = "samples_per_s";
   bool minimize = false;
+  // Once the search stops: measure the best `confirm` trials again, `confirm_rounds` times each,
+  // and rank them by their median (tuner/confirmation.h). Not counted in `trials`; bounded by
+  // `time_limit_s`. 0: no confirmation.
+  size_t confirm = 0;
+  size_t confirm_rounds = 2;
 };
 
 // One line of progress, after each measured or pruned trial.
 struct Progress {
-  int64_t index = 0;
+  int64_t index = 0;     // the trial's index (for a re-measurement: of the trial measured again)
+  int64_t round = 0;     // > 0: a re-measurement, its round
+  std::optional<double> confirmed;  // a re-measurement: the trial's median so far
   Config config;
   TrialStatus status = TrialStatus::kOk;
   std::optional<double> objective;
@@ -57,6 +67,8 @@ struct TuneSummary {
   size_t pruned = 0;
   size_t failed = 0;    // measured but not ok
   size_t resumed = 0;   // recorded before this run
+  size_t remeasured = 0;         // confirmation measurements made by this run
+  size_t remeasure_failed = 0;   // ... of which failed
   double elapsed_s = 0;
   std::string stopped_because;
 };

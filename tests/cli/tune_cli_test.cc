@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +59,40 @@ TEST(TuneCliTest, TunesACommand) {
   const auto summary = nlohmann::json::parse(last_line(r.out));
   EXPECT_EQ(summary["best_objective"], 64);
   EXPECT_EQ(summary["measured"], 45);
+}
+
+TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
+  const std::string db = temp_db("confirm");
+  const std::string tune = "single-device --space " + kSpace + " --db " + db +
+                           " --strategy random --trials 6 --confirm 2 --confirm-rounds 2";
+  Outcome r = run(tune + " --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(summary["measured"], 6);
+  EXPECT_EQ(summary["remeasured"], 4);  // the best two, twice each
+  EXPECT_EQ(summary["best_measurements"], 3);
+  size_t rounds = 0;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("round")) ++rounds;
+  }
+  EXPECT_EQ(rounds, 4u);
+  // The same command again: nothing is measured, nothing re-measured.
+  Outcome again = run(tune + " -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("median of 3 measurements"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("again #"), std::string::npos) << again.out;
+  // The database shows them: the trials table gains a median column, a trial its re-measurements.
+  Outcome table = run("db trials --db " + db);
+  EXPECT_NE(table.out.find("median"), std::string::npos) << table.out;
+  Outcome best = run("db best --db " + db + " --format csv");
+  ASSERT_EQ(best.exit_code, 0) << best.err;
+  const std::string index = best.out.substr(best.out.find('\n') + 1, best.out.find(',', best.out.find('\n')) - best.out.find('\n') - 1);
+  Outcome show = run("db show --db " + db + " --trial " + index);
+  const auto trial = nlohmann::json::parse(show.out);
+  EXPECT_EQ(trial["remeasured"], 2);
+  EXPECT_EQ(trial["remeasurements"].size(), 2u);
 }
 
 TEST(TuneCliTest, BadInput) {

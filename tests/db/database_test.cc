@@ -118,6 +118,100 @@ TEST(DatabaseTest, BestByObjectiveAndByAnotherMetric) {
   EXPECT_EQ(db->trials(up).size(), 3u);
 }
 
+Remeasurement again(int64_t task, int64_t trial_index, TrialStatus status, std::optional<double> objective) {
+  Remeasurement m;
+  m.task_id = task;
+  m.trial_index = trial_index;
+  m.result.status = status;
+  if (objective) m.result.metrics["samples_per_s"] = *objective;
+  m.objective = objective;
+  return m;
+}
+
+TEST(DatabaseTest, ReMeasuredTrialsRankByTheirMedian) {
+  auto db = Database::in_memory();
+  const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+  const int64_t lucky = db->add_trial(trial(task, 8, TrialStatus::kOk, 200));  // truly ~150
+  const int64_t steady = db->add_trial(trial(task, 16, TrialStatus::kOk, 180));
+  db->add_trial(trial(task, 32, TrialStatus::kOk, 170));
+  db->add_trial(trial(task, 64, TrialStatus::kOom, std::nullopt));
+  EXPECT_EQ(db->best(task, 1)[0].index, lucky);
+
+  EXPECT_EQ(db->add_remeasurement(again(task, lucky, TrialStatus::kOk, 150)), 1);
+  EXPECT_EQ(db->add_remeasurement(again(task, lucky, TrialStatus::kOk, 140)), 2);
+  EXPECT_EQ(db->add_remeasurement(again(task, steady, TrialStatus::kOk, 178)), 1);
+  EXPECT_EQ(db->add_remeasurement(again(task, steady, TrialStatus::kOk, 184)), 2);
+  const auto top = db->best(task, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].index, steady);
+  EXPECT_EQ(top[0].confirmed_objective, 180);  // median of 180, 178, 184
+  EXPECT_EQ(top[0].objective, 180);            // the first measurement stays what it was
+  EXPECT_EQ(top[0].remeasured, 2);
+  EXPECT_EQ(top[1].index, 2);                  // 170, measured once
+  EXPECT_EQ(top[2].index, lucky);
+  EXPECT_EQ(top[2].confirmed_objective, 150);  // median of 200, 150, 140
+  EXPECT_EQ(std::get<int64_t>(best_config(*db, task)->at("batch_size")), 16);
+
+  // A trial that fails a re-measurement (out of memory near the budget) is not ranked any more.
+  EXPECT_EQ(db->add_remeasurement(again(task, steady, TrialStatus::kOom, std::nullopt)), 3);
+  EXPECT_EQ(db->best(task, 1)[0].index, 2);
+  EXPECT_EQ(db->trials(task)[static_cast<size_t>(steady)].remeasure_failed, 1);
+  const auto rounds = db->remeasurements(task, steady);
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_EQ(rounds[2].round, 3);
+  EXPECT_EQ(rounds[2].result.status, TrialStatus::kOom);
+  EXPECT_EQ(db->remeasurements(task).size(), 5u);
+
+  // Only measured, ok trials can be confirmed; the error names the trial.
+  try {
+    db->add_remeasurement(again(task, 3, TrialStatus::kOk, 1));
+    ADD_FAILURE() << "re-measured an out-of-memory trial";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trial 3 of task 1 is oom"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(db->add_remeasurement(again(task, 99, TrialStatus::kOk, 1)), Error);
+
+  // Pruning trials removes their re-measurements: a new trial may reuse the index.
+  const int64_t other = db->find_or_create_task(key("{\"m\":2}"), "samples_per_s", false).id;
+  const int64_t flaky = db->add_trial(trial(other, 8, TrialStatus::kOk, 10));
+  db->add_remeasurement(again(other, flaky, TrialStatus::kOk, 11));
+  db->add_trial(trial(other, 16, TrialStatus::kTimeout, std::nullopt));
+  EXPECT_EQ(db->prune(other, TrialStatus::kOk), 1);
+  EXPECT_TRUE(db->remeasurements(other).empty());
+}
+
+TEST(DatabaseTest, AVersionOneFileIsMigratedWithItsTrials) {
+  const std::string path = temp_path("v1.db");
+  {
+    // The schema of the first release, as its files are on disk.
+    sqlite3* raw = nullptr;
+    sqlite3_open(path.c_str(), &raw);
+    const char* v1 =
+        "CREATE TABLE tasks (id INTEGER PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, workload TEXT NOT NULL, "
+        "space_hash TEXT NOT NULL, runner TEXT NOT NULL, world_size INTEGER NOT NULL, fingerprint TEXT NOT NULL, "
+        "objective TEXT NOT NULL, minimize INTEGER NOT NULL, created_at TEXT NOT NULL);"
+        "CREATE TABLE trials (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES tasks(id), "
+        "idx INTEGER NOT NULL, config TEXT NOT NULL, config_hash TEXT NOT NULL, status TEXT NOT NULL, "
+        "objective REAL, metrics TEXT NOT NULL, error TEXT NOT NULL, log_tail TEXT NOT NULL, strategy TEXT NOT NULL, "
+        "seed INTEGER NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL, pruned_by INTEGER, "
+        "UNIQUE (task_id, idx), UNIQUE (task_id, config_hash));"
+        "CREATE INDEX trials_by_objective ON trials (task_id, status, objective);"
+        "INSERT INTO tasks VALUES (1, 'h', '{}', 's', 'inprocess', 1, '{}', 'samples_per_s', 0, 'then');"
+        "INSERT INTO trials VALUES (1, 1, 0, '{\"batch_size\":8}', 'x', 'ok', 42.0, '{}', '', '', 'random', 0, "
+        "'then', 1.0, NULL);"
+        "PRAGMA application_id = 1397506384; PRAGMA user_version = 1;";
+    ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(raw);
+  }
+  auto db = Database::open(path);
+  const auto trials = db->trials(1);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].objective, 42.0);
+  EXPECT_FALSE(trials[0].confirmed_objective.has_value());
+  EXPECT_EQ(db->add_remeasurement(again(1, 0, TrialStatus::kOk, 40.0)), 1);
+  EXPECT_EQ(db->best(1, 1)[0].confirmed_objective, 41.0);
+}
+
 TEST(DatabaseTest, LooksUpTheBestConfigurationForAProgram) {
   auto db = Database::in_memory();
   const int64_t here = db->find_or_create_task(key("{\"cpu\":\"here\"}"), "samples_per_s", false).id;

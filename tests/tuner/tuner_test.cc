@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -329,6 +330,130 @@ TEST(TunerTest, ModelBasedReachesTheOptimumSoonerThanRandom) {
   };
   const double bayes = median_trials("bayes"), random = median_trials("random");
   EXPECT_LT(bayes, random) << "bayes " << bayes << ", random " << random;
+}
+
+
+// The fake objective, measured with luck: the first measurement of each configuration in `lucky`
+// comes out 30% high; a configuration in `flaky` runs out of memory when measured again.
+class NoisyRunner : public runners::Runner {
+ public:
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    std::vector<TrialResult> out;
+    for (const Config& c : candidates) {
+      const int n = runs[c.canonical_json()]++;
+      if (oom(c) || (n > 0 && flaky.count(c.canonical_json()))) {
+        out.push_back(failed_trial(TrialStatus::kOom, "fake oom"));
+        continue;
+      }
+      TrialResult r;
+      r.metrics["samples_per_s"] = throughput(c) * (n == 0 && lucky.count(c.canonical_json()) ? 1.3 : 1.0);
+      out.push_back(r);
+    }
+    return out;
+  }
+  std::string kind() const override { return "fake"; }
+  std::set<std::string> lucky, flaky;
+  std::map<std::string, int> runs;
+};
+
+Config config_of(int64_t batch, double ckpt, const std::string& attn) {
+  Config c;
+  c.set("batch_size", batch);
+  c.set("ckpt", ckpt);
+  c.set("attn", attn);
+  return c;
+}
+
+struct NoisyBench : Bench {
+  NoisyRunner noisy;
+  // The optimum (fused attention, batch 128, full checkpointing: 72.0) and the runner-up (naive:
+  // 60.0), whose first measurement is lucky (78.1).
+  const Config optimum_config = config_of(128, 1.0, "fused");
+  const Config runner_up = config_of(128, 1.0, "naive");
+  NoisyBench() { noisy.lucky.insert(runner_up.canonical_json()); }
+  TunerOptions options(size_t confirm) const {
+    TunerOptions o;
+    o.strategy = "exhaustive";
+    o.trials = 0;
+    o.confirm = confirm;
+    return o;
+  }
+};
+
+TEST(ConfirmationTest, WithoutItTheLuckyMeasurementWins) {
+  NoisyBench s;
+  const TuneSummary summary = tune(s.space, s.noisy, *s.database, s.key, s.options(0));
+  ASSERT_TRUE(summary.best.has_value());
+  EXPECT_EQ(summary.best->config, s.runner_up);
+  EXPECT_EQ(summary.remeasured, 0u);
+}
+
+TEST(ConfirmationTest, TheBestFewAreMeasuredAgainAndRankedByTheirMedian) {
+  NoisyBench s;
+  std::vector<Progress> again;
+  const TuneSummary summary = tune(s.space, s.noisy, *s.database, s.key, s.options(2), [&](const Progress& p) {
+    if (p.round > 0) again.push_back(p);
+  });
+  ASSERT_TRUE(summary.best.has_value());
+  EXPECT_EQ(summary.best->config, s.optimum_config);
+  EXPECT_EQ(summary.best->remeasured, 2);
+  EXPECT_NEAR(*summary.best->confirmed_objective, s.optimum(), 1e-9);
+  EXPECT_EQ(summary.remeasured, 4u);  // the top two, two rounds each
+  EXPECT_EQ(s.noisy.runs[s.runner_up.canonical_json()], 3);
+  // In rounds: both are measured once before either is measured twice.
+  ASSERT_EQ(again.size(), 4u);
+  EXPECT_EQ(again[0].round, 1);
+  EXPECT_EQ(again[1].round, 1);
+  EXPECT_EQ(again[2].round, 2);
+  EXPECT_NE(again[0].config, again[1].config);
+  const auto lucky = s.database->find_trial(summary.task_id, s.runner_up);
+  EXPECT_NEAR(*lucky->confirmed_objective, throughput(s.runner_up), 1e-9);  // median of 78.1, 60, 60
+
+  // Running it again re-measures nothing.
+  const TuneSummary resumed = tune(s.space, s.noisy, *s.database, s.key, s.options(2));
+  EXPECT_EQ(resumed.measured, 0u);
+  EXPECT_EQ(resumed.remeasured, 0u);
+  EXPECT_EQ(resumed.best->config, s.optimum_config);
+}
+
+TEST(ConfirmationTest, AFailedReMeasurementDropsTheTrialAndTheNextIsConfirmed) {
+  NoisyBench s;
+  s.noisy.flaky.insert(s.optimum_config.canonical_json());
+  const TuneSummary summary = tune(s.space, s.noisy, *s.database, s.key, s.options(1));
+  ASSERT_TRUE(summary.best.has_value());
+  // The lucky runner-up is re-measured first (median 69.1 < 72.0), then the optimum, which runs
+  // out of memory: it leaves the ranking and is not measured again; the runner-up, top once more,
+  // gets its second round.
+  EXPECT_EQ(s.noisy.runs[s.optimum_config.canonical_json()], 2);
+  EXPECT_EQ(s.noisy.runs[s.runner_up.canonical_json()], 3);
+  EXPECT_EQ(summary.remeasured, 3u);
+  EXPECT_EQ(summary.remeasure_failed, 1u);
+  EXPECT_EQ(summary.best->config, s.runner_up);
+  EXPECT_EQ(summary.best->remeasured, 2);
+}
+
+TEST(ConfirmationTest, ConfirmsAtMostTwiceAsManyTrialsAsAsked) {
+  NoisyBench s;
+  // Two lucky ones above the optimum: each falls below it once measured again; with --confirm 1
+  // the second is the last one the confirmation may take, so the optimum is left measured once.
+  s.noisy.lucky.insert(config_of(128, 1.0, "bad").canonical_json());
+  TunerOptions o = s.options(1);
+  o.confirm_rounds = 1;
+  const TuneSummary summary = tune(s.space, s.noisy, *s.database, s.key, o);
+  EXPECT_EQ(summary.remeasured, 2u);
+  EXPECT_EQ(s.noisy.runs[s.optimum_config.canonical_json()], 1);
+  EXPECT_EQ(summary.best->config, s.optimum_config);
+}
+
+TEST(ConfirmationTest, StopsAtTheTimeLimit) {
+  NoisyBench s;
+  tune(s.space, s.noisy, *s.database, s.key, s.options(0));  // the search, whole
+  TunerOptions o = s.options(3);
+  o.time_limit_s = 1e-9;  // spent before the confirmation starts
+  const TuneSummary summary = tune(s.space, s.noisy, *s.database, s.key, o);
+  EXPECT_EQ(summary.remeasured, 0u);
+  EXPECT_NE(summary.stopped_because.find("the confirmation stopped at the time limit"), std::string::npos)
+      << summary.stopped_because;
 }
 
 }  // namespace

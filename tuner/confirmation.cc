@@ -1,0 +1,62 @@
+#include "tuner/confirmation.h"
+
+#include <set>
+
+#include "tuner/measure.h"
+
+namespace slapo::tuner {
+
+ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database, const db::TaskRecord& task,
+                                const TunerOptions& options, const std::function<bool()>& out_of_time,
+                                const std::function<void(const Progress&)>& on_progress) {
+  ConfirmationCounts counts;
+  if (options.confirm == 0 || options.confirm_rounds == 0) return counts;
+  const auto rounds = static_cast<int64_t>(options.confirm_rounds);
+  std::set<int64_t> chosen;  // trials taken into the confirmation (by this run or an earlier one)
+  for (const db::TrialRecord& t : database.trials(task.id)) {
+    if (t.remeasured > 0) chosen.insert(t.index);
+  }
+  for (;;) {
+    // One round: every trial of the current top that lacks rounds is measured once more.
+    std::vector<db::TrialRecord> due;
+    for (db::TrialRecord& t : database.best(task.id, options.confirm)) {
+      if (t.remeasured >= rounds) continue;
+      if (!chosen.count(t.index) && chosen.size() >= 2 * options.confirm) continue;  // the cap
+      due.push_back(std::move(t));
+    }
+    if (due.empty()) return counts;
+    for (const db::TrialRecord& t : due) {
+      if (out_of_time()) {
+        counts.out_of_time = true;
+        return counts;
+      }
+      chosen.insert(t.index);
+      db::Remeasurement r;
+      r.task_id = task.id;
+      r.trial_index = t.index;
+      r.started_at = db::utc_now();
+      const Measurement m = measure(runner, t.config, options.objective);
+      r.result = m.result;
+      r.objective = m.objective;
+      r.duration_s = m.duration_s;
+      r.round = database.add_remeasurement(r);
+      ++counts.remeasured;
+      if (r.result.status != TrialStatus::kOk) ++counts.failed;
+      if (on_progress) {
+        Progress p;
+        p.index = t.index;
+        p.round = r.round;
+        p.config = t.config;
+        p.status = r.result.status;
+        p.objective = r.objective;
+        p.error = r.result.error;
+        if (const auto now = database.find_trial(task.id, t.config)) p.confirmed = now->confirmed_objective;
+        const auto top = database.best(task.id, 1);
+        if (!top.empty()) p.best = top[0].ranking_objective();
+        on_progress(p);
+      }
+    }
+  }
+}
+
+}  // namespace slapo::tuner
