@@ -1,7 +1,7 @@
 // Tuner efficiency on recorded objective tables (docs/benchmarks.md).
 //
-//   cd benchmark/tables && ../../build/benchmark/tuner_efficiency gpt-mini-batch-ckpt-attn
-//       bert-mini-batch-ckpt gpt-mini-parallel [--seeds 30]     (one command)
+//   ./build/benchmark/tuner_efficiency benchmark/tables/{gpt-mini-batch-ckpt-attn,bert-mini-batch-ckpt,gpt-mini-parallel,bert-mini-fusion}
+//   (options: --seeds 30, --replay-seeds 300)
 //
 // A table is a space file (NAME.toml) and every configuration of it measured on this machine
 // (NAME.json: `slapo-tune db export --format json` of an exhaustive run; NAME.2.json, NAME.3.json,
@@ -16,7 +16,8 @@
 // Then, with the passes replayed as noise (each measurement draws one recorded pass at random),
 // what the default strategy finally recommends after 20 trials, with and without --confirm 3,
 // against 26 trials without (the same number of measurements): the recommended configuration's
-// true (median) objective as a share of the optimum, and how often it is one of the ties.
+// true (median) objective as a share of the optimum, and how often it is one of the ties, over
+// --replay-seeds seeds (300).
 
 #include <algorithm>
 #include <cmath>
@@ -248,13 +249,16 @@ std::string trials(double v) {
 int main(int argc, char** argv) {
   std::vector<std::string> tables;
   int seeds = 30;
+  int replay_seeds = 300;  // the recommendation is a yes/no per seed: it needs more of them
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
+    else if (a == "--replay-seeds" && i + 1 < argc) replay_seeds = std::atoi(argv[++i]);
     else tables.push_back(a);
   }
   if (tables.empty()) {
-    std::cerr << "usage: tuner_efficiency TABLE [TABLE ...] [--seeds N]   (TABLE: path without .toml/.json)\n";
+    std::cerr << "usage: tuner_efficiency TABLE [TABLE ...] [--seeds N] [--replay-seeds N]   (TABLE: path without "
+                 ".toml/.json)\n";
     return 2;
   }
   const std::vector<std::string> strategies = {"auto", "bayes", "coordinate", "random", "slapo", "exhaustive"};
@@ -300,7 +304,8 @@ int main(int argc, char** argv) {
                   tie_medians["auto"] <= tie_reference / 2 ? "met" : "not met");
 
       // The recommendation on the noisy replay, with and without confirmation.
-      std::printf("noisy replay, auto, what it recommends (true objective / optimum; share of seeds recommending a tie):\n");
+      std::printf("noisy replay, auto, what it recommends over %d seeds (true objective / optimum; share of seeds "
+                  "recommending a tie):\n", replay_seeds);
       const struct {
         const char* label;
         size_t trials, confirm;
@@ -308,13 +313,13 @@ int main(int argc, char** argv) {
       for (const auto& arm : arms) {
         std::vector<double> share;
         int tie = 0;
-        for (int seed = 0; seed < seeds; ++seed) {
+        for (int seed = 0; seed < replay_seeds; ++seed) {
           const auto [s, is_tie] = recommended(table, space, arm.trials, arm.confirm, static_cast<uint64_t>(seed));
           share.push_back(s);
           tie += is_tie;
         }
         std::printf("  %-24s median %5.1f%%  p10 %5.1f%%  a tie %3.0f%%\n", arm.label, 100 * quantile(share, 0.5),
-                    100 * quantile(share, 0.1), 100.0 * tie / seeds);
+                    100 * quantile(share, 0.1), 100.0 * tie / replay_seeds);
       }
     }
   } catch (const std::exception& e) {

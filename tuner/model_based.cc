@@ -14,9 +14,10 @@ namespace slapo::tuner {
 
 namespace {
 
-// Uniform samples before the model takes over. With the memory frontier one is enough: on both
-// recorded tables, 1, 2 and 3 starts reached the optimum in a median of 6.0, 8.5 and 10.0 trials
-// (table 1) and 3.0 each (table 2); the plain model needs 3 (with 1 it took 35 on table 1).
+// Uniform samples before the model takes over. With the memory frontier (after its ladder, when
+// that found nothing that fits) one is enough: before the ladder, on the first two recorded
+// tables, 1, 2 and 3 starts reached the optimum in a median of 6.0, 8.5 and 10.0 trials (table 1)
+// and 3.0 each (table 2); the plain model needs 3 (with 1 it took 35 on table 1).
 constexpr size_t kInitialPlain = 3;
 constexpr size_t kInitialFrontier = 1;
 constexpr uint64_t kEnumerateUpTo = 4096;
@@ -58,6 +59,19 @@ class ModelBased : public Strategy {
     if (space.size() <= kEnumerateUpTo) {
       for (uint64_t i = 0; i < space.size(); ++i) all_.push_back(space.at(i));
     }
+    ladder_ = Ladder{};
+    if (memory_frontier_ && !all_.empty()) {
+      for (const auto& k : space.knobs()) {
+        if (k.mem == space::MemTrend::kUp && k.kind != space::KnobKind::kChoice && k.kind != space::KnobKind::kCuts &&
+            k.domain.size() >= 2) {
+          ladder_.knob = k.name;
+          ladder_.domain = &k.domain;
+          ladder_.hi = static_cast<int64_t>(k.domain.size()) - 1;
+          ladder_.active = true;
+          break;
+        }
+      }
+    }
   }
 
   std::vector<Config> propose(size_t n, const KnownFn& known) override {
@@ -76,6 +90,12 @@ class ModelBased : public Strategy {
       if (!frontier.empty()) candidates = std::move(frontier);
     }
     if (candidates.empty()) return out;
+    if (ladder_.active) {
+      if (std::optional<Config> rung = ladder_rung(known)) {
+        out.push_back(std::move(*rung));
+        return out;
+      }
+    }
     size_t ok = 0;
     for (const auto& [key, o] : observed_) ok += o.objective ? 1 : 0;
     // Start: uniform among the candidates until the model has something to stand on.
@@ -124,7 +144,12 @@ class ModelBased : public Strategy {
       s.oom = o.status == TrialStatus::kOom;
       s.order = observations_++;
       s.config = o.config;
-      observed_[o.config.canonical_json()] = std::move(s);
+      std::string key = o.config.canonical_json();
+      if (ladder_.pending == key) {
+        ladder_.pending.clear();
+        ladder_.climb(s.objective.has_value());
+      }
+      observed_[std::move(key)] = std::move(s);
     }
     dirty_ = true;
   }
@@ -139,35 +164,93 @@ class ModelBased : public Strategy {
     Config config;
   };
 
+  // The frontier ladder, auto's start: a binary search for the largest value of the first knob
+  // that costs memory (mem = "up": the batch size) that fits, from the first frontier
+  // configuration — the least memory saving (no checkpointing), the other knobs as the space's
+  // first point has them. It is Slapo's own prior (the largest batch that fits is usually the
+  // fastest; checkpointing costs recomputation), taken on the frontier instead of at full
+  // checkpointing, and the model learns from every rung.
+  struct Ladder {
+    bool active = false;
+    std::string knob;
+    const std::vector<Value>* domain = nullptr;
+    std::optional<Config> reference;
+    int64_t lo = 0, hi = -1, mid = 0;
+    std::string pending;  // the rung proposed, not yet observed
+    // fits: climb above mid, else below it.
+    void climb(bool fits) {
+      if (fits) lo = mid + 1;
+      else hi = mid - 1;
+    }
+  };
+
+  std::optional<Config> ladder_rung(const KnownFn& known) {
+    if (!ladder_.reference) {
+      // The first configuration in index order that no saving knob can lower: the same one on a
+      // resumed run as on the first.
+      for (const Config& c : all_) {
+        if (lower_settings({c, c.canonical_json()}).empty()) {
+          ladder_.reference = c;
+          break;
+        }
+      }
+      if (!ladder_.reference) {
+        ladder_.active = false;
+        return std::nullopt;
+      }
+    }
+    while (ladder_.lo <= ladder_.hi) {
+      ladder_.mid = (ladder_.lo + ladder_.hi) / 2;
+      Config rung = *ladder_.reference;
+      rung.set(ladder_.knob, (*ladder_.domain)[static_cast<size_t>(ladder_.mid)]);
+      std::string key = rung.canonical_json();
+      const auto seen = observed_.find(key);
+      if (seen != observed_.end()) {
+        ladder_.climb(seen->second.objective.has_value());  // measured already (resumed, or an earlier rung)
+        continue;
+      }
+      if (!space_->contains(rung).ok || known(rung)) {
+        ladder_.climb(false);  // not a point of the space (a constraint): look lower
+        continue;
+      }
+      ladder_.pending = std::move(key);
+      return rung;
+    }
+    ladder_.active = false;
+    return std::nullopt;
+  }
+
   // A knob that saves memory at a price in speed (mem = "down": checkpointing, for one) is best
   // at the least setting that fits. A configuration is on the frontier when, for each such knob,
   // the next lower setting (the others equal) does not exist or ran out of memory.
   bool on_frontier(const Candidate& candidate) {
-    const Config& c = candidate.config;
-    auto it = lower_.find(candidate.key);
-    if (it == lower_.end()) {
-      // For each saving knob, the next lower value of its domain that is valid with the others.
-      std::vector<std::string> lower;
-      for (const auto& [knob, domain] : saving_domains_) {
-        const Value& current = c.at(knob);
-        auto at = std::find(domain->begin(), domain->end(), current);
-        while (at != domain->begin()) {
-          --at;
-          Config l = c;
-          l.set(knob, *at);
-          if (space_->contains(l).ok) {
-            lower.push_back(l.canonical_json());
-            break;
-          }
-        }
-      }
-      it = lower_.emplace(candidate.key, std::move(lower)).first;
-    }
-    for (const std::string& l : it->second) {
+    for (const std::string& l : lower_settings(candidate)) {
       auto seen = observed_.find(l);
       if (seen == observed_.end() || !seen->second.oom) return false;
     }
     return true;
+  }
+
+  // For each saving knob, the next lower value of its domain that is valid with the others.
+  const std::vector<std::string>& lower_settings(const Candidate& candidate) {
+    auto it = lower_.find(candidate.key);
+    if (it != lower_.end()) return it->second;
+    const Config& c = candidate.config;
+    std::vector<std::string> lower;
+    for (const auto& [knob, domain] : saving_domains_) {
+      const Value& current = c.at(knob);
+      auto at = std::find(domain->begin(), domain->end(), current);
+      while (at != domain->begin()) {
+        --at;
+        Config l = c;
+        l.set(knob, *at);
+        if (space_->contains(l).ok) {
+          lower.push_back(l.canonical_json());
+          break;
+        }
+      }
+    }
+    return lower_.emplace(candidate.key, std::move(lower)).first->second;
   }
 
   // Memory dominance relaxed: a configuration at least as hungry in every trended knob as one that
@@ -309,6 +392,7 @@ class ModelBased : public Strategy {
   }
 
   const bool memory_frontier_;
+  Ladder ladder_;
   const space::CompiledSpace* space_ = nullptr;
   std::unique_ptr<Rng> rng_;
   bool minimize_ = false;

@@ -6,11 +6,12 @@
 //   feasibility model a Gaussian process on encode(c) → +1 (ok) / −1 (failed: out of memory, ...),
 //                     read as P(feasible) = Φ(μ / σ)
 //   acquisition       expected improvement × P(feasible), over the unmeasured configurations
-//                     (all of them in spaces up to 4,096; otherwise 512 uniform samples plus the
+//                     (all of them in spaces up to 4,096; otherwise 128 uniform samples plus the
 //                     neighbours of the best few measured)
 //
-// It starts from uniform samples (3; 1 with the memory frontier; fewer when earlier trials are
-// resumed) and refits the length scale and noise by marginal likelihood every 8 observations.
+// It starts from uniform samples (3; fewer when earlier trials are resumed) — with the memory
+// frontier, from the frontier ladder instead (below) — and refits the length scale and noise by
+// marginal likelihood every 8 observations.
 
 #include <memory>
 
@@ -21,7 +22,10 @@ namespace slapo::tuner {
 // With `memory_frontier` (the default strategy, "auto"), knobs that save memory at a price in
 // speed (mem = "down") are searched from the least setting that fits: while any configuration is
 // on that frontier (for each such knob, the next lower setting does not exist or ran out of
-// memory), only frontier configurations are proposed; then the whole space.
+// memory), only frontier configurations are proposed; then the whole space. It starts with the
+// frontier ladder: a binary search for the largest value of the first mem = "up" knob (the batch
+// size) that fits, the other knobs as in the first configuration that no saving knob can lower
+// (Slapo's own prior, taken where no memory is saved), in spaces small enough to enumerate.
 std::unique_ptr<Strategy> make_model_based_strategy(bool memory_frontier = false);
 
 }  // namespace slapo::tuner

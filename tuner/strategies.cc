@@ -299,8 +299,9 @@ class SlapoHeuristic : public Strategy {
   std::map<std::string, std::optional<double>> results_;
 };
 
-// The default: the model-based search, which reached the optimum of every recorded objective table
-// in the fewest trials (docs/benchmarks.md); a space of a handful of points is simply measured.
+// The default: the model-based search from the memory frontier, started by the frontier ladder,
+// which reached the optimum of every recorded objective table in the fewest trials
+// (docs/benchmarks.md); a space of a handful of points is simply measured.
 class Auto : public Strategy {
  public:
   std::string name() const override { return "auto"; }

@@ -456,5 +456,28 @@ TEST(ConfirmationTest, StopsAtTheTimeLimit) {
       << summary.stopped_because;
 }
 
+// auto starts with the frontier ladder: from the first configuration no saving knob can lower
+// (batch 1, no checkpointing, naive), a binary search for the largest batch that fits: 8 fits,
+// 32 fits, 64 runs out of memory (64 > 48); a resumed run goes on from what is recorded.
+TEST(TunerTest, AutoStartsWithTheFrontierLadder) {
+  const std::vector<Config> rungs = {config_of(8, 0.0, "naive"), config_of(32, 0.0, "naive"), config_of(64, 0.0, "naive")};
+  Bench s;
+  TunerOptions o;
+  o.strategy = "auto";
+  o.trials = 3;
+  std::vector<Config> first;
+  tune(s.space, s.runner, *s.database, s.key, o, [&](const Progress& p) { first.push_back(p.config); });
+  EXPECT_EQ(first, rungs);
+
+  Bench resumed;
+  o.trials = 2;
+  tune(resumed.space, resumed.runner, *resumed.database, resumed.key, o);
+  o.trials = 4;
+  std::vector<Config> next;
+  tune(resumed.space, resumed.runner, *resumed.database, resumed.key, o, [&](const Progress& p) { next.push_back(p.config); });
+  ASSERT_GE(next.size(), 1u);
+  EXPECT_EQ(next[0], rungs[2]);
+}
+
 }  // namespace
 }  // namespace slapo::tuner
