@@ -120,7 +120,12 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       on_progress(p);
     }
   }
-  const ConfirmationCounts confirmed = confirm_best(runner, database, task, options, out_of_time, on_progress);
+  const ConfirmationCounts confirmed =
+      confirm_best(runner, database, task, options, out_of_time, [&](Progress p) {
+        p.measured = measured_total;  // re-measurements are not trials
+        p.elapsed_s = seconds_since(start);
+        if (on_progress) on_progress(p);
+      });
   summary.remeasured = confirmed.remeasured;
   summary.remeasure_failed = confirmed.failed;
   if (confirmed.out_of_time) summary.stopped_because += "; the confirmation stopped at the time limit";

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -93,6 +94,13 @@ TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
   const auto trial = nlohmann::json::parse(show.out);
   EXPECT_EQ(trial["remeasured"], 2);
   EXPECT_EQ(trial["remeasurements"].size(), 2u);
+  // The report ranks by the median and says so.
+  const std::string html = ::testing::TempDir() + "/tune_" + std::to_string(getpid()) + "_confirm.html";
+  ASSERT_EQ(run("report --db " + db + " --out " + html).exit_code, 0);
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("<th>median</th><th>measured</th>"), std::string::npos);
+  EXPECT_NE(page.find("rank by the median of their measurements"), std::string::npos);
 }
 
 TEST(TuneCliTest, BadInput) {

@@ -402,6 +402,7 @@ TEST(ConfirmationTest, TheBestFewAreMeasuredAgainAndRankedByTheirMedian) {
   EXPECT_EQ(s.noisy.runs[s.runner_up.canonical_json()], 3);
   // In rounds: both are measured once before either is measured twice.
   ASSERT_EQ(again.size(), 4u);
+  EXPECT_EQ(again[0].measured, summary.measured);  // re-measurements are not trials
   EXPECT_EQ(again[0].round, 1);
   EXPECT_EQ(again[1].round, 1);
   EXPECT_EQ(again[2].round, 2);
