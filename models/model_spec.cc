@@ -66,13 +66,20 @@ int64_t ModelSpec::parameter_count() const {
   return embeddings + layers * per_layer + final_norm;
 }
 
+double ModelSpec::block_forward_flops(int64_t seq) const {
+  const double h = static_cast<double>(hidden), s = static_cast<double>(seq), f = static_cast<double>(ffn);
+  double flops = 2 * s * h * f * 2;               // MLP: two matmuls
+  if (family != "mlp") flops += 2 * s * h * h * 4  // q, k, v, out projections
+                                + 2 * s * s * h * 2;  // scores and weighted values
+  return flops;
+}
+
+double ModelSpec::head_forward_flops(int64_t seq) const {
+  return 2 * static_cast<double>(seq) * static_cast<double>(hidden) * static_cast<double>(vocab);
+}
+
 double ModelSpec::forward_flops(int64_t seq) const {
-  const double h = static_cast<double>(hidden), s = static_cast<double>(seq);
-  const double f = static_cast<double>(ffn), v = static_cast<double>(vocab);
-  double per_layer = 2 * s * h * f * 2;               // MLP: two matmuls
-  if (family != "mlp") per_layer += 2 * s * h * h * 4  // q, k, v, out projections
-                                    + 2 * s * s * h * 2;  // scores and weighted values
-  return static_cast<double>(layers) * per_layer + 2 * s * h * v;  // LM head
+  return static_cast<double>(layers) * block_forward_flops(seq) + head_forward_flops(seq);
 }
 
 }  // namespace slapo::models

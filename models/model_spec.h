@@ -23,8 +23,11 @@ struct ModelSpec {
 
   // Parameters, counted (embeddings included once: the LM head is tied).
   int64_t parameter_count() const;
-  // Forward FLOPs of one sequence of `seq` tokens (matmuls only; 2 per multiply-add).
+  // Forward FLOPs of one sequence of `seq` tokens (matmuls only; 2 per multiply-add): `layers`
+  // blocks and the LM head.
   double forward_flops(int64_t seq) const;
+  double block_forward_flops(int64_t seq) const;
+  double head_forward_flops(int64_t seq) const;
 };
 
 // The spec of a preset. Throws Error(kNotFound) listing the presets when unknown.

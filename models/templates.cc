@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "models/attention.h"
+#include "models/pipeline_cuts.h"
 #include "models/zoo.h"
 #include "schedule/keyed_dropout.h"
 
@@ -166,8 +167,7 @@ ParallelKnobs parallel_knobs(const ModelSpec& spec, const Config& config) {
     }
     p.cuts = *list;
   } else {
-    // Even stages: stage i + 1 begins at block (i + 1) · layers / pp.
-    for (int64_t i = 0; i + 1 < p.pp; ++i) p.cuts.push_back((i + 1) * spec.layers / p.pp);
+    p.cuts = balanced_cuts(spec, p.pp);  // the slowest stage as fast as it can be
   }
   return p;
 }

@@ -49,7 +49,8 @@ void check_template(const std::string& name, const ModelSpec& spec, const Config
 // Applies the template's primitives to `sch` (a schedule of a model built from `spec`).
 void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config);
 
-// The parallel layout a configuration asks for (defaults: one rank, 1f1b, even cuts).
+// The parallel layout a configuration asks for (defaults: one rank, 1f1b, balanced cuts:
+// models/pipeline_cuts.h).
 struct ParallelKnobs {
   int64_t tp = 1, pp = 1, dp = 1;
   int64_t micro_batches = 1;

@@ -164,7 +164,7 @@ TEST(CommandRunnerTest, KnobValuesReachTheCommandVerbatim) {
   CommandOptions o;
   o.argv = {"printf", "%s\\nthroughput: 7\\n", "{name}"};
   CommandRunner runner(o);
-  for (const std::string value : {"; touch " + marker, "$(touch " + marker + ")", "`touch " + marker + "`",
+  for (const std::string& value : {"; touch " + marker, "$(touch " + marker + ")", "`touch " + marker + "`",
                                   "'\" && touch " + marker}) {
     Config c;
     c.set("name", value);

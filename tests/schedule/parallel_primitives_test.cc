@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "error_of.h"
+#include "models/pipeline_cuts.h"
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "schedule/build.h"
@@ -193,16 +194,33 @@ TEST(DataParallelTest, GradientsAreAveragedInBuckets) {
   EXPECT_TRUE(torch::equal(params[1].grad(), torch::full({256}, 2.0f)));
 }
 
-TEST(TemplateTest, PipelineCutsComeFromTheKnobOrAreEven) {
+TEST(PipelineCutsTest, TheSlowestStageIsAsFastAsItCanBe) {
+  const models::ModelSpec gpt = models::model_preset("gpt-mini");  // 6 blocks; the head: 2.29 blocks
+  EXPECT_NEAR(gpt.head_forward_flops(gpt.max_seq) / gpt.block_forward_flops(gpt.max_seq), 2.286, 1e-3);
+  EXPECT_NEAR(gpt.forward_flops(64), 6 * gpt.block_forward_flops(64) + gpt.head_forward_flops(64), 1.0);
+  EXPECT_TRUE(models::balanced_cuts(gpt, 1).empty());
+  EXPECT_EQ(models::balanced_cuts(gpt, 2), std::vector<int64_t>{4});  // 4 | 2 + 2.29
+  EXPECT_EQ(models::balanced_cuts(gpt, 3), (std::vector<int64_t>{2, 5}));  // 2 | 3 | 1 + 2.29 (3 | 2 | ... ties)
+  EXPECT_EQ(models::balanced_cuts(gpt, 6), (std::vector<int64_t>{1, 2, 3, 4, 5}));
+  // Without a head worth counting, the split is even.
+  models::ModelSpec headless = models::model_preset("mlp-mini");  // 8 blocks
+  headless.vocab = 1;
+  EXPECT_EQ(models::balanced_cuts(headless, 4), (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(models::balanced_cuts(models::model_preset("mlp-mini"), 2), std::vector<int64_t>{5});  // head: 2 blocks
+  EXPECT_THROW(models::balanced_cuts(gpt, 7), Error);
+}
+
+TEST(TemplateTest, PipelineCutsComeFromTheKnobOrAreBalanced) {
   const models::ModelSpec spec = models::model_preset("gpt-mini");  // 6 blocks, 8 heads
   auto cuts_of = [&](const std::string& json) {
     auto sch = create_schedule(models::build_model(spec, 0));
     models::apply_template(*sch, spec, "gpt", Config::from_json(json));
     return build(*sch).plan.cuts;
   };
-  EXPECT_EQ(cuts_of(R"({"pp": 2})"), std::vector<std::string>{"h.2"});  // stage 2 begins at block 3
+  // The LM head weighs 2.3 blocks: stage 2 begins at block 4 (4 | 2 + head), not 3.
+  EXPECT_EQ(cuts_of(R"({"pp": 2})"), std::vector<std::string>{"h.3"});
   EXPECT_EQ(cuts_of(R"({"pp": 2, "cuts": [4]})"), std::vector<std::string>{"h.3"});
-  EXPECT_EQ(cuts_of(R"({"pp": 3})"), (std::vector<std::string>{"h.1", "h.3"}));
+  EXPECT_EQ(cuts_of(R"({"pp": 3})"), (std::vector<std::string>{"h.1", "h.4"}));  // 2 | 3 | 1 + head
   EXPECT_NE(error_of([&] { cuts_of(R"({"pp": 2, "cuts": [0]})"); }).find("must increase within blocks 1..5"),
             std::string::npos);
   EXPECT_NE(error_of([&] { cuts_of(R"({"pp": 3, "cuts": [2]})"); }).find("1 cuts for pp = 3 stages (needs 2)"),
