@@ -24,6 +24,19 @@
 namespace slapo::schedule {
 namespace {
 
+// A zoo model under test, an identical copy (same preset, same seed) to compare it with, and the
+// schedule of the one under test.
+struct ModelPair {
+  ModelPair(const std::string& preset, uint64_t seed)
+      : spec(models::model_preset(preset)),
+        original(models::build_model(spec, seed)),
+        scheduled(models::build_model(spec, seed)),
+        sch(create_schedule(scheduled)) {}
+  const models::ModelSpec spec;
+  const std::shared_ptr<SlotModule> original, scheduled;
+  const std::unique_ptr<Schedule> sch;
+};
+
 void apply_gpt_template(const std::string& json) {
   const models::ModelSpec spec = models::model_preset("gpt-tiny");
   auto sch = create_schedule(models::build_model(spec, 0));
@@ -52,25 +65,22 @@ graph(%x, %b, %alpha, %approximate):
 // ---- decompose -------------------------------------------------------------------------------
 
 TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 3);
-  auto scheduled = models::build_model(spec, 3);
-  auto sch = create_schedule(scheduled);
-  models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
-  (*sch)["h.0.attn.q_proj"].decompose();
-  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>((*sch)["h.1.mlp.fc_out"].module()), nullptr);
-  EXPECT_NE(sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos) << sch->to_string();
-  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(0)), 5);
+  const ModelPair m("gpt-tiny", 3);
+  models::apply_template(*m.sch, m.spec, "gpt", Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
+  (*m.sch)["h.0.attn.q_proj"].decompose();
+  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>((*m.sch)["h.1.mlp.fc_out"].module()), nullptr);
+  EXPECT_NE(m.sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos) << m.sch->to_string();
+  const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(0)), 5);
   EXPECT_TRUE(r.within(1e-5)) << r.to_string();
   EXPECT_TRUE(r.unmatched.empty());  // same parameter names
   // Replays from its text.
-  auto fresh = create_schedule(models::build_model(spec, 3));
-  replay(*fresh, parse_schedule_text(sch->to_string()), models::replace_with_zoo_module);
-  EXPECT_EQ(fresh->to_string(), sch->to_string());
+  auto fresh = create_schedule(models::build_model(m.spec, 3));
+  replay(*fresh, parse_schedule_text(m.sch->to_string()), models::replace_with_zoo_module);
+  EXPECT_EQ(fresh->to_string(), m.sch->to_string());
   // Misuse.
   ScheduleOptions o;
   o.tp_size = 2;
-  auto planned = create_schedule(models::build_model(spec, 1), o);
+  auto planned = create_schedule(models::build_model(m.spec, 1), o);
   (*planned)["h.0.mlp.fc_in"].shard("weight", 0);
   EXPECT_NE(error_of([&] { (*planned)["h.0.mlp.fc_in"].decompose(); })
                 .find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is already sharded"),
@@ -101,37 +111,31 @@ class HolderImpl : public SlotModule {
 };
 
 TEST(TraceTest, TracedModulesRunInPlaceWithTheSameMath) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 7);
-  auto scheduled = models::build_model(spec, 7);
-  auto sch = create_schedule(scheduled);
-  scheduled->train();
-  (*sch)["h.0"].trace({torch::randn({2, 16, 32})});
-  (*sch)["h.1.mlp.fc_in"].decompose();
-  (*sch)["h.1.mlp"].trace();  // by need
-  const std::string ir = (*sch)["h.0"].print_graph();
+  const ModelPair m("gpt-tiny", 7);
+  m.scheduled->train();
+  (*m.sch)["h.0"].trace({torch::randn({2, 16, 32})});
+  (*m.sch)["h.1.mlp.fc_in"].decompose();
+  (*m.sch)["h.1.mlp"].trace();  // by need
+  const std::string ir = (*m.sch)["h.0"].print_graph();
   EXPECT_NE(ir.find("aten::gelu"), std::string::npos) << ir;
   EXPECT_NE(ir.find("slapo::keyed_dropout"), std::string::npos) << ir;  // dropout stays keyed
-  EXPECT_NE(sch->to_string().find("sch[\"h.0\"].trace()"), std::string::npos);
-  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(1)), 9);
+  EXPECT_NE(m.sch->to_string().find("sch[\"h.0\"].trace()"), std::string::npos);
+  const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(1)), 9);
   EXPECT_TRUE(r.within(1e-5)) << r.to_string();
   EXPECT_TRUE(r.unmatched.empty());
   EXPECT_GT(r.grads.size(), 20u);
   // Another shape: traced again, still right.
-  EXPECT_TRUE(verify(*original, *scheduled, zoo_run(tiny_tokens(2, 3, 8)), 10).within(1e-5));
-  EXPECT_NE((*sch)["h.1.mlp"].print_graph().find("aten::matmul"), std::string::npos);
+  EXPECT_TRUE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(2, 3, 8)), 10).within(1e-5));
+  EXPECT_NE((*m.sch)["h.1.mlp"].print_graph().find("aten::matmul"), std::string::npos);
 }
 
 TEST(TraceTest, ACheckpointedModuleRunsItsGraphUnderCheckpointing) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 8);
-  auto scheduled = models::build_model(spec, 8);
-  auto sch = create_schedule(scheduled);
-  (*sch)["h.0"].checkpoint().trace();
-  (*sch)["h.1"].trace().checkpoint();
-  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(3)), 11);
+  const ModelPair m("gpt-tiny", 8);
+  (*m.sch)["h.0"].checkpoint().trace();
+  (*m.sch)["h.1"].trace().checkpoint();
+  const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(3)), 11);
   EXPECT_TRUE(r.within(1e-5)) << r.to_string();
-  EXPECT_NE((*sch)["h.1"].print_graph().find("slapo::keyed_dropout"), std::string::npos);
+  EXPECT_NE((*m.sch)["h.1"].print_graph().find("slapo::keyed_dropout"), std::string::npos);
 }
 
 TEST(TraceTest, FindByPathAndByPattern) {
@@ -332,19 +336,16 @@ class FusionTemplateTest : public ::testing::TestWithParam<FusionCase> {};
 
 TEST_P(FusionTemplateTest, OutputsAndGradientsAsTheOriginal) {
   const FusionCase& c = GetParam();
-  const models::ModelSpec spec = models::model_preset(c.model);
-  auto original = models::build_model(spec, 4);
-  auto scheduled = models::build_model(spec, 4);
-  auto sch = create_schedule(scheduled);
-  models::apply_template(*sch, spec, spec.family, Config::from_json(c.knobs));
-  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(2)), 6);
+  const ModelPair m(c.model, 4);
+  models::apply_template(*m.sch, m.spec, m.spec.family, Config::from_json(c.knobs));
+  const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(2)), 6);
   EXPECT_TRUE(r.within(2e-5)) << r.to_string();
   // (A replaced attention has parameters of other names: fused_qkv's qkv.)
   if (std::string(c.knobs).find("attn") == std::string::npos) {
     EXPECT_TRUE(r.unmatched.empty());
   }
-  const std::string block = models::blocks_path(spec) + ".0";
-  const std::string ir = (*sch)[block].print_graph();
+  const std::string block = models::blocks_path(m.spec) + ".0";
+  const std::string ir = (*m.sch)[block].print_graph();
   for (const char* op : c.fused_ops) EXPECT_NE(ir.find(op), std::string::npos) << op << " not in\n" << ir;
   for (const char* op : c.removed_ops) EXPECT_EQ(ir.find(op), std::string::npos) << op << " still in\n" << ir;
 }
@@ -396,15 +397,12 @@ TEST(FuseTest, ChainsByNameAndErrors) {
 // ---- primitives on matches ------------------------------------------------------------------------
 
 TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 5);
-  auto scheduled = models::build_model(spec, 5);
-  auto sch = create_schedule(scheduled);
+  const ModelPair m("gpt-tiny", 5);
   for (const char* block : {"h.0", "h.1"}) {
-    (*sch)[std::string(block) + ".mlp.fc_in"].decompose();
-    (*sch)[block].trace({torch::randn({2, 16, 32})});
+    (*m.sch)[std::string(block) + ".mlp.fc_in"].decompose();
+    (*m.sch)[block].trace({torch::randn({2, 16, 32})});
   }
-  Schedule& h0 = (*sch)["h.0"];
+  Schedule& h0 = (*m.sch)["h.0"];
   const std::vector<GraphMatch> found = h0.find_pattern(kAddGelu);
   ASSERT_EQ(found.size(), 1u);
   // The same occurrence, with the pattern written as C++.
@@ -417,18 +415,18 @@ TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
       h0.find_pattern("graph(%x, %a):\n  %y = aten::gelu(%x, %a)\n  return (%y)");
   EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("is not a chain the native compiler has a kernel for"),
             std::string::npos);
-  const GraphMatch foreign = (*sch)["h.1"].find_pattern(kAddGelu).at(0);
+  const GraphMatch foreign = (*m.sch)["h.1"].find_pattern(kAddGelu).at(0);
   EXPECT_NE(error_of([&] { h0.fuse(foreign); }).find("was found in another module"), std::string::npos);
   h0.fuse(found[0]);
   EXPECT_NE(h0.print_graph().find("slapo::bias_gelu"), std::string::npos);
   EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("stale match 0 of 'h.0' (aten::gelu)"), std::string::npos);
   EXPECT_TRUE(h0.find_pattern(kAddGelu).empty());
   // The same math, in this shape and in a shape traced later.
-  EXPECT_TRUE(verify(*original, *scheduled, zoo_run(tiny_tokens(4)), 12).within(1e-5));
-  EXPECT_TRUE(verify(*original, *scheduled, zoo_run(tiny_tokens(5, 3, 8)), 13).within(1e-5));
-  EXPECT_NE(sch->to_string().find("sch[\"h.0\"].fuse_match(\"\\ngraph(%x, %b, %alpha, %approximate):\\n"),
+  EXPECT_TRUE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(4)), 12).within(1e-5));
+  EXPECT_TRUE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(5, 3, 8)), 13).within(1e-5));
+  EXPECT_NE(m.sch->to_string().find("sch[\"h.0\"].fuse_match(\"\\ngraph(%x, %b, %alpha, %approximate):\\n"),
             std::string::npos)
-      << sch->to_string();
+      << m.sch->to_string();
 }
 
 // gelu(x + b) · scale, in eager C++: what replaces the matched add + GELU.
@@ -441,12 +439,9 @@ class ScaledBiasGeluImpl : public torch::nn::Module {
 TORCH_MODULE(ScaledBiasGelu);
 
 TEST(MatchTest, ReplaceASubgraphByAModule) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 6);
-  auto scheduled = models::build_model(spec, 6);
-  auto sch = create_schedule(scheduled);
-  (*sch)["h.0.mlp.fc_in"].decompose();
-  Schedule& mlp = (*sch)["h.0.mlp"];
+  const ModelPair m("gpt-tiny", 6);
+  (*m.sch)["h.0.mlp.fc_in"].decompose();
+  Schedule& mlp = (*m.sch)["h.0.mlp"];
   mlp.trace({torch::randn({2, 16, 32})});
   const GraphMatch match = mlp.find_pattern(kAddGelu).at(0);
   EXPECT_NE(error_of([&] { mlp.replace(match, torch::nn::Linear(4, 4)); }).find("takes 1 tensors but match 0"),
@@ -457,24 +452,21 @@ TEST(MatchTest, ReplaceASubgraphByAModule) {
   EXPECT_NE(mlp.print_graph().find("slapo::call"), std::string::npos) << mlp.print_graph();
   EXPECT_EQ(mlp.print_graph().find("aten::gelu"), std::string::npos);
   // The module is part of the model (its parameter is trained) and of the schedule.
-  EXPECT_NO_THROW((*sch)["h.0.mlp.subgraph_0"]);
-  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(6)), 14);
+  EXPECT_NO_THROW((*m.sch)["h.0.mlp.subgraph_0"]);
+  const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(6)), 14);
   EXPECT_LT(r.max_grad_diff(), 1e-5) << r.to_string();
   EXPECT_EQ(r.unmatched, std::vector<std::string>{"h.0.mlp.subgraph_0.scale (scheduled only)"});
-  torch::Tensor scale = scheduled->named_parameters()["h.0.mlp.subgraph_0.scale"];
+  torch::Tensor scale = m.scheduled->named_parameters()["h.0.mlp.subgraph_0.scale"];
   ASSERT_TRUE(scale.grad().defined());
   EXPECT_GT(scale.grad().abs().item<float>(), 0);
-  EXPECT_NE(error_of([&] { replay(*create_schedule(models::build_model(spec, 6)), parse_schedule_text(sch->to_string())); })
+  EXPECT_NE(error_of([&] { replay(*create_schedule(models::build_model(m.spec, 6)), parse_schedule_text(m.sch->to_string())); })
                 .find("cannot be replayed from text"),
             std::string::npos);
 }
 
 TEST(MatchTest, CheckpointASubgraphAndReplayIt) {
-  const models::ModelSpec spec = models::model_preset("gpt-tiny");
-  auto original = models::build_model(spec, 9);
-  auto scheduled = models::build_model(spec, 9);
-  auto sch = create_schedule(scheduled);
-  Schedule& block = (*sch)["h.0"];
+  const ModelPair m("gpt-tiny", 9);
+  Schedule& block = (*m.sch)["h.0"];
   block.trace({torch::randn({2, 16, 32})});
   // The attention's scores, softmax and dropout: recomputed in backward with the same mask.
   const char* const kSoftmaxDropout = R"(
@@ -487,16 +479,16 @@ graph(%s, %dim, %dtype, %p, %seed, %axis, %parts, %rank, %ind):
   block.checkpoint(found[0]);
   EXPECT_NE(block.print_graph().find("slapo::call"), std::string::npos);
   EXPECT_EQ(block.print_graph().find("aten::softmax"), std::string::npos);
-  const VerifyReport r = verify(*original, *scheduled, zoo_run(tiny_tokens(7)), 15);
+  const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(7)), 15);
   EXPECT_TRUE(r.within(1e-5)) << r.to_string();
   EXPECT_NE(error_of([&] { block.checkpoint(found[0]); }).find("stale"), std::string::npos);
 
   // From its text, onto a module traced by need: found again when the graph is traced.
-  auto replayed_model = models::build_model(spec, 9);
+  auto replayed_model = models::build_model(m.spec, 9);
   auto replayed = create_schedule(replayed_model);
-  replay(*replayed, parse_schedule_text(sch->to_string()));
-  EXPECT_EQ(replayed->to_string(), sch->to_string());
-  const VerifyReport again = verify(*original, *replayed_model, zoo_run(tiny_tokens(7)), 15);
+  replay(*replayed, parse_schedule_text(m.sch->to_string()));
+  EXPECT_EQ(replayed->to_string(), m.sch->to_string());
+  const VerifyReport again = verify(*m.original, *replayed_model, zoo_run(tiny_tokens(7)), 15);
   EXPECT_TRUE(again.within(1e-5)) << again.to_string();
   EXPECT_NE((*replayed)["h.0"].print_graph().find("slapo::call"), std::string::npos);
 }
