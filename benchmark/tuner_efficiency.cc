@@ -34,6 +34,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/stats.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
 #include "tuner/tuner.h"
@@ -105,11 +106,10 @@ Table load_table(const std::string& base) {
     std::vector<double>& v = objectives[key];
     TrialResult r;
     if (static_cast<int>(v.size()) > failures[key]) {
-      std::sort(v.begin(), v.end());
-      const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-      r.metrics["samples_per_s"] = median;
-      if (median > best) {
-        best = median;
+      const double m = median(v);
+      r.metrics["samples_per_s"] = m;
+      if (m > best) {
+        best = m;
         t.optimum_key = key;
       }
     } else {

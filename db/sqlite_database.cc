@@ -5,7 +5,6 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "db/database.h"
 
 namespace slapo::db {
@@ -183,12 +183,6 @@ void read_metrics(const std::string& text, std::map<std::string, double>* metric
   for (auto it = parsed.begin(); it != parsed.end(); ++it) {
     if (it.value().is_number()) (*metrics)[it.key()] = it.value().get<double>();
   }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int64_t pragma_int(Connection& c, const char* sql) {

@@ -11,6 +11,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
@@ -25,13 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const double pos = p * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos)), hi = static_cast<size_t>(std::ceil(pos));
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
 int64_t knob_int(const Config& config, const char* name, int64_t fallback) {

@@ -1,0 +1,18 @@
+#include "core/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace slapo {
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const double pos = p * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos)), hi = static_cast<size_t>(std::ceil(pos));
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
+
+}  // namespace slapo
