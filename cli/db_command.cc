@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/config_table.h"
+#include "cli/count_option.h"
 #include "core/error.h"
 #include "db/database.h"
 
@@ -118,7 +119,7 @@ int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream
       ("task", po::value<int64_t>(&task_id), "task id (default: the only task)")
       ("trial", po::value<int64_t>(&trial_index), "show: a trial's index")
       ("status", po::value<std::string>(&status_text), "only trials with this status (ok, oom, pruned, ...)")
-      ("top", po::value<size_t>(&top), "at most K trials (best: default 1)")
+      ("top", count_value(&top), "at most K trials (best: default 1)")
       ("sort", po::value<std::string>(&sort), "sort ok trials by this metric (default: the task's objective)")
       ("format", po::value<std::string>(&format_text)->default_value("table"), "table, csv or json");
   po::options_description all;

@@ -6,6 +6,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/command.h"
+#include "cli/count_option.h"
 #include "cli/html_report.h"
 #include "core/error.h"
 #include "db/database.h"
@@ -26,7 +27,7 @@ int run_report(const std::vector<std::string>& args, std::ostream& out, std::ost
       ("out", po::value<std::string>(&out_path), "the HTML file to write")
       ("x", po::value<std::string>(&options.x_knob), "the heat map's horizontal knob (default: the knob with the most values)")
       ("y", po::value<std::string>(&options.y_knob), "the heat map's vertical knob (default: the next one)")
-      ("top", po::value<size_t>(&options.top)->default_value(10), "rows of the top-configurations table");
+      ("top", count_value(&options.top)->default_value(Count{10}, "10"), "rows of the top-configurations table");
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);

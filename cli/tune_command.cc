@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/config_arg.h"
+#include "cli/count_option.h"
 #include "cli/runner_setup.h"
 #include "core/error.h"
 #include "db/database.h"
@@ -63,15 +64,15 @@ int tune(const std::vector<std::string>& all_args, std::ostream& out, std::ostre
       ("space", po::value<std::string>(&space_file), "space file")
       ("db", po::value<std::string>(&db_path)->default_value("tune.db"), "tuning database (created when absent)")
       ("strategy", po::value<std::string>(&options.strategy)->default_value("auto"), "auto, bayes, exhaustive, random, coordinate, slapo")
-      ("trials", po::value<size_t>(&options.trials)->default_value(20), "measured trials of the task in all (0: no limit)")
+      ("trials", count_value(&options.trials)->default_value(Count{20}, "20"), "measured trials of the task in all (0: no limit)")
       ("time-limit", po::value<double>(&options.time_limit_s)->default_value(0), "seconds for this run (0: none)")
-      ("patience", po::value<size_t>(&options.patience)->default_value(0), "stop after N trials without a better one")
+      ("patience", count_value(&options.patience)->default_value(Count{0}, "0"), "stop after N trials without a better one")
       ("seed", po::value<uint64_t>(&options.seed)->default_value(0), "the strategy's seed")
       ("objective", po::value<std::string>(&objective), "metric to optimize (default: samples_per_s, or the command's)")
       ("minimize", po::bool_switch(&options.minimize), "minimize the objective (step times, memory)")
-      ("confirm", po::value<size_t>(&options.confirm)->default_value(0),
+      ("confirm", count_value(&options.confirm)->default_value(Count{0}, "0"),
        "then measure the best K again and rank them by their median (0: no)")
-      ("confirm-rounds", po::value<size_t>(&options.confirm_rounds)->default_value(2),
+      ("confirm-rounds", count_value(&options.confirm_rounds)->default_value(Count{2}, "2"),
        "re-measurements of each of the best K")
       ("param", po::value<std::vector<std::string>>(&params)->composing(), "override a parameter: NAME=VALUE")
       ("json", po::bool_switch(&json), "one JSON object per trial, then the summary");

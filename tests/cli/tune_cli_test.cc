@@ -110,6 +110,21 @@ TEST(TuneCliTest, BadInput) {
   EXPECT_NE(strategy.err.find("--strategy hyperband: unknown (strategies: auto, bayes,"), std::string::npos) << strategy.err;
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
+  // Counts are whole numbers >= 0: boost alone would read -1 as 2^64 - 1.
+  for (const char* flag : {"--trials", "--patience", "--confirm", "--confirm-rounds"}) {
+    for (const char* bad : {"-1", "2x", "many"}) {
+      Outcome r = run("single-device --space " + kSpace + " --db " + db + " " + flag + " " + bad);
+      EXPECT_EQ(r.exit_code, 2) << flag << " " << bad;
+      EXPECT_NE(r.err.find(std::string("the argument ('") + bad + "') for option '" + flag + "' is invalid"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+  for (const std::string& command : {"db best --db " + db, "report --db " + db + " --out x.html"}) {
+    Outcome r = run(command + " --top -2");
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find("the argument ('-2') for option '--top' is invalid"), std::string::npos) << r.err;
+  }
 }
 
 TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
