@@ -46,7 +46,7 @@ Fixture& fixture() {
     key.workload_json = "{}";
     key.space_hash = "bench";
     key.fingerprint_json = "{}";
-    f->task = f->database->find_or_create_task(key, "samples_per_s", false).id;
+    f->task = f->database->find_or_create_task(key, {"samples_per_s", false}).id;
     for (; f->next < 100000; ++f->next) f->database->add_trial(make_trial(f->task, f->next));
     return f;
   }();

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/options.h"
 #include "core/error.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
@@ -23,7 +24,7 @@ Config parse_config_arg(const std::string& arg) {
 
 space::Space load_space(const std::string& file, const std::vector<std::string>& params) {
   space::Space declared = space::load_space_file(file);
-  for (const std::string& p : params) declared.set_parameter(p);
+  for (const std::string& p : params) for_flag("--param", p, [&] { declared.set_parameter(p); });
   return declared;
 }
 

@@ -5,16 +5,13 @@
 #include <iostream>
 #include <sstream>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/command.h"
+#include "cli/commands.h"
 #include "cli/config_table.h"
 #include "cli/count_option.h"
 #include "core/error.h"
 #include "db/database.h"
-
-namespace po = boost::program_options;
 
 namespace slapo::cli {
 
@@ -106,55 +103,65 @@ void print_trials(std::ostream& out, Format format, const std::vector<db::TrialR
   print_table(out, format, rows);
 }
 
+const char* const kActions[] = {"tasks", "trials", "best", "show", "export", "prune"};
+
+void declare(DbOptions* o, OptionSet& set) {
+  o->task.declare(set);
+  set.visible.add_options()
+      ("trial", po::value<int64_t>()->notifier([o](int64_t i) { o->trial = i; }), "show: a trial's index")
+      ("status", po::value<std::string>(&o->status), "only trials with this status (ok, oom, pruned, ...)")
+      ("top", count_value(&o->top), "at most K trials (best: default 1)")
+      ("sort", po::value<std::string>(&o->sort), "sort ok trials by this metric (default: the task's objective)")
+      ("format", po::value<std::string>(&o->format), "table, csv or json (default: table; csv for export)");
+  set.hidden.add_options()("action", po::value<std::string>(&o->action));
+  set.positional.add("action", 1);
+}
+
+std::optional<TrialStatus> status_filter(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const std::optional<TrialStatus> status = trial_status_from_string(text);
+  SLAPO_CHECK(status.has_value(), ErrorCode::kInvalidArgument, "--status ", text,
+              ": expected ok, oom, invalid, schedule_error, runtime_error, timeout, crashed or pruned");
+  return status;
+}
+
 }  // namespace
 
-int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string action, path, status_text, sort, format_text = "table";
-  int64_t task_id = -1, trial_index = -1;
-  size_t top = 0;
-  po::options_description options("options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("db", po::value<std::string>(&path), "the database file")
-      ("task", po::value<int64_t>(&task_id), "task id (default: the only task)")
-      ("trial", po::value<int64_t>(&trial_index), "show: a trial's index")
-      ("status", po::value<std::string>(&status_text), "only trials with this status (ok, oom, pruned, ...)")
-      ("top", count_value(&top), "at most K trials (best: default 1)")
-      ("sort", po::value<std::string>(&sort), "sort ok trials by this metric (default: the task's objective)")
-      ("format", po::value<std::string>(&format_text)->default_value("table"), "table, csv or json");
-  po::options_description all;
-  all.add(options).add_options()("action", po::value<std::string>(&action));
-  po::positional_options_description positional;
-  positional.add("action", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help") || args.empty()) {
-    out << kUsage << "\n" << options;
-    return vm.count("help") ? kExitOk : kExitUsage;
-  }
-  static const char* kActions[] = {"tasks", "trials", "best", "show", "export", "prune"};
-  SLAPO_CHECK(std::find_if(std::begin(kActions), std::end(kActions), [&](const char* a) { return action == a; }) !=
-                  std::end(kActions),
-              ErrorCode::kInvalidArgument, "db: unknown action '", action, "' (expected tasks, trials, best, show, export or prune)");
-  SLAPO_CHECK(!path.empty(), ErrorCode::kInvalidArgument, "db ", action, ": --db FILE is required");
-  // export defaults to CSV; everything else to a table.
-  const Format format = action == "export" && vm["format"].defaulted() ? Format::kCsv : parse_format(format_text);
-  std::optional<TrialStatus> status;
-  if (!status_text.empty()) {
-    status = trial_status_from_string(status_text);
-    SLAPO_CHECK(status.has_value(), ErrorCode::kInvalidArgument, "--status ", status_text,
-                ": expected ok, oom, invalid, schedule_error, runtime_error, timeout, crashed or pruned");
-  }
+DbOptions parse_db(const Args& args) {
+  DbOptions o = parse_options<DbOptions>(args, declare);
+  if (o.help) return o;
+  SLAPO_CHECK(!o.action.empty(), ErrorCode::kInvalidArgument,
+              "db: missing ACTION (tasks, trials, best, show, export or prune; see 'slapo-tune db --help')");
+  SLAPO_CHECK(std::find(std::begin(kActions), std::end(kActions), o.action) != std::end(kActions),
+              ErrorCode::kInvalidArgument, "db: unknown action '", o.action,
+              "' (expected tasks, trials, best, show, export or prune)");
+  SLAPO_CHECK(!o.task.db.empty(), ErrorCode::kInvalidArgument, "db ", o.action, ": --db FILE is required");
+  if (!o.format.empty()) parse_format(o.format);
+  status_filter(o.status);
+  SLAPO_CHECK(o.action != "prune" || !o.status.empty(), ErrorCode::kInvalidArgument,
+              "db prune: --status S is required (which trials to delete)");
+  return o;
+}
 
-  auto database = db::Database::open_existing(path);
-  const std::vector<db::TaskRecord> tasks = database->tasks();
+int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << help_text<DbOptions>(kUsage, declare);
+    return kExitOk;
+  }
+  const std::string& action = o.action;
+  // export defaults to CSV; everything else to a table.
+  const Format format = !o.format.empty() ? parse_format(o.format) : action == "export" ? Format::kCsv : Format::kTable;
+  const std::optional<TrialStatus> status = status_filter(o.status);
+  const size_t top = o.top;
+  const std::string& sort = o.sort;
+  auto database = db::Database::open_existing(o.task.db);
   if (action == "tasks") {
+    const std::vector<db::TaskRecord> tasks = database->tasks();
     if (format == Format::kJson) {
       nlohmann::ordered_json j = nlohmann::ordered_json::array();
       for (const auto& t : tasks) {
         j.push_back({{"id", t.id}, {"model", model_of(t)}, {"runner", t.key.runner}, {"world_size", t.key.world_size},
-                     {"objective", t.objective}, {"minimize", t.minimize}, {"trials", t.trial_count},
+                     {"objective", t.objective.metric}, {"minimize", t.objective.minimize}, {"trials", t.trial_count},
                      {"created_at", t.created_at},
                      {"workload", nlohmann::ordered_json::parse(t.key.workload_json, nullptr, false)}});
       }
@@ -164,17 +171,13 @@ int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream
     std::vector<std::vector<std::string>> rows = {{"id", "model", "runner", "world", "objective", "trials", "created_at"}};
     for (const auto& t : tasks) {
       rows.push_back({std::to_string(t.id), model_of(t), t.key.runner, std::to_string(t.key.world_size),
-                      (t.minimize ? "min " : "max ") + t.objective, std::to_string(t.trial_count), t.created_at});
+                      t.objective.to_string(), std::to_string(t.trial_count), t.created_at});
     }
     print_table(out, format, rows);
     return kExitOk;
   }
 
-  if (task_id < 0) {
-    SLAPO_CHECK(tasks.size() == 1, ErrorCode::kInvalidArgument, "db ", action, ": ", path, " has ", tasks.size(),
-                " tasks; choose one with --task ID (see 'slapo-tune db tasks --db ", path, "')");
-    task_id = tasks[0].id;
-  }
+  const int64_t task_id = o.task.resolve(*database, "db " + action);
   const db::TaskRecord task = database->task(task_id);
 
   if (action == "trials" || action == "export") {
@@ -209,15 +212,12 @@ int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return kExitOk;
   }
   if (action == "show") {
-    if (trial_index >= 0) {
-      const auto trials = database->trials(task_id);
-      const auto it = std::find_if(trials.begin(), trials.end(), [&](const auto& t) { return t.index == trial_index; });
-      SLAPO_CHECK(it != trials.end(), ErrorCode::kNotFound, "db show: task ", task_id, " has no trial ", trial_index,
-                  " (", trials.size(), " trials)");
-      nlohmann::ordered_json j = trial_json(*it);
-      if (it->remeasured > 0) {
+    if (o.trial) {
+      const db::TrialRecord t = for_flag("--trial", std::to_string(*o.trial), [&] { return database->trial(task_id, *o.trial); });
+      nlohmann::ordered_json j = trial_json(t);
+      if (t.remeasured > 0) {
         nlohmann::ordered_json again = nlohmann::ordered_json::array();
-        for (const db::Remeasurement& r : database->remeasurements(task_id, trial_index)) {
+        for (const db::Remeasurement& r : database->remeasurements(task_id, t.index)) {
           nlohmann::ordered_json m;
           m["round"] = r.round;
           m["status"] = to_string(r.result.status);
@@ -234,8 +234,8 @@ int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream
     }
     nlohmann::ordered_json j;
     j["id"] = task.id;
-    j["objective"] = task.objective;
-    j["minimize"] = task.minimize;
+    j["objective"] = task.objective.metric;
+    j["minimize"] = task.objective.minimize;
     j["runner"] = task.key.runner;
     j["world_size"] = task.key.world_size;
     j["space_hash"] = task.key.space_hash;
@@ -247,7 +247,6 @@ int run_db(const std::vector<std::string>& args, std::ostream& out, std::ostream
     return kExitOk;
   }
   // prune
-  SLAPO_CHECK(status.has_value(), ErrorCode::kInvalidArgument, "db prune: --status S is required (which trials to delete)");
   const int64_t n = database->prune(task_id, *status);
   out << "deleted " << n << " " << to_string(*status) << " trials of task " << task_id << "\n";
   return kExitOk;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/metrics.h"
 
 namespace slapo::cli {
 
@@ -82,7 +83,7 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
     Cell& c = cells[{x.index_of(*vx), y.index_of(*vy)}];
     const TrialStatus s = t.result.status;
     if (s == TrialStatus::kOk && t.objective) {
-      if (!c.best || (task.minimize ? *t.objective < *c.best : *t.objective > *c.best)) c.best = t.objective;
+      if (task.objective.better(t.objective, c.best)) c.best = t.objective;
     } else if (s == TrialStatus::kOom) {
       c.oom = true;
     } else if (s == TrialStatus::kPruned) {
@@ -114,9 +115,9 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
         const Cell& c = it->second;
         if (c.best) {
           const double t = hi > lo ? (*c.best - lo) / (hi - lo) : 1.0;
-          fill = color(task.minimize ? 1 - t : t);
+          fill = color(task.objective.minimize ? 1 - t : t);
           label = fmt(*c.best, 4);
-          if ((task.minimize ? 1 - t : t) > 0.55) text_color = "#fff";
+          if ((task.objective.minimize ? 1 - t : t) > 0.55) text_color = "#fff";
           title = "best " + label;
         } else if (c.oom) {
           fill = "url(#hatch)", label = "OOM", title = "out of memory";
@@ -178,7 +179,7 @@ std::string convergence(const db::TaskRecord& task, const std::vector<db::TrialR
     if (t->objective) {
       svg << "<circle cx='" << fmt(px(i), 6) << "' cy='" << fmt(py(*t->objective), 6) << "' r='3' fill='#7fb3d5'><title>trial "
           << t->index << ": " << fmt(*t->objective) << "</title></circle>\n";
-      if (!best || (task.minimize ? *t->objective < *best : *t->objective > *best)) best = t->objective;
+      if (task.objective.better(t->objective, best)) best = t->objective;
     } else {
       const double x = px(i), y = height - bottom - 8;
       svg << "<path d='M" << fmt(x - 4, 6) << " " << fmt(y - 4, 6) << " l8 8 m0 -8 l-8 8' stroke='#c0392b' stroke-width='2'>"
@@ -244,7 +245,7 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
           "th{background:#eef}h2{margin-top:1.6em}.note{color:#555}</style></head><body>\n";
   html << "<h1>Tuning report: task " << task.id << "</h1>\n";
   html << "<p>" << escape(model) << " · runner " << escape(task.key.runner) << " × " << task.key.world_size
-       << " · objective " << escape(task.objective) << (task.minimize ? " (minimized)" : " (maximized)") << " · created "
+       << " · objective " << escape(task.objective.metric) << (task.objective.minimize ? " (minimized)" : " (maximized)") << " · created "
        << escape(task.created_at) << "</p>\n";
   html << "<p>" << ok + failed << " measured (" << ok << " ok, " << failed << " failed), " << pruned
        << " pruned without running.</p>\n";
@@ -253,11 +254,11 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
   if (xk.empty() || yk.empty()) {
     html << "<p class='note'>The heat map needs two knobs.</p>\n";
   } else {
-    html << "<p class='note'>Each cell: the best " << escape(task.objective) << " over the other knobs. "
+    html << "<p class='note'>Each cell: the best " << escape(task.objective.metric) << " over the other knobs. "
          << "Hatched: out of memory; grey: pruned (proven out of memory); pink: failed; white: not measured.</p>\n";
     html << heat_map(task, trials, axis_of(xk, trials), axis_of(yk, trials));
   }
-  html << "<h2>Convergence</h2>\n<p class='note'>The best " << escape(task.objective)
+  html << "<h2>Convergence</h2>\n<p class='note'>The best " << escape(task.objective.metric)
        << " so far (line) against the measured trials in order; dots are trials, crosses failed ones.</p>\n";
   html << convergence(task, trials);
 
@@ -269,7 +270,7 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
     html << "<p class='note'>The best were measured again: they rank by the median of their measurements; one "
             "that failed a re-measurement is left out.</p>\n";
   }
-  html << "<table><tr><th>rank</th><th>trial</th><th>" << escape(task.objective) << "</th>";
+  html << "<table><tr><th>rank</th><th>trial</th><th>" << escape(task.objective.metric) << "</th>";
   if (confirmed) html << "<th>median</th><th>measured</th>";
   for (const auto& k : knobs) html << "<th>" << escape(k) << "</th>";
   html << "<th>step ms</th><th>peak MiB</th></tr>\n";
@@ -278,8 +279,7 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
     if (t.result.status == TrialStatus::kOk && t.objective && t.remeasure_failed == 0) best.push_back(&t);
   }
   std::stable_sort(best.begin(), best.end(), [&](const auto* a, const auto* b) {
-    return task.minimize ? *a->ranking_objective() < *b->ranking_objective()
-                         : *a->ranking_objective() > *b->ranking_objective();
+    return task.objective.better(*a->ranking_objective(), *b->ranking_objective());
   });
   for (size_t i = 0; i < best.size() && i < options.top; ++i) {
     const auto* t = best[i];
@@ -292,11 +292,11 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
       const Value* v = t->config.find(k);
       html << "<td>" << (v ? escape(to_plain_string(*v)) : "") << "</td>";
     }
-    auto metric = [&](const char* name, double scale) {
+    auto cell = [&](const char* name, double scale) {
       auto it = t->result.metrics.find(name);
       return it == t->result.metrics.end() ? std::string() : fmt(it->second / scale, 4);
     };
-    html << "<td>" << metric("step_ms_median", 1) << "</td><td>" << metric("peak_bytes", 1 << 20) << "</td></tr>\n";
+    html << "<td>" << cell(metric::kStepMsMedian, 1) << "</td><td>" << cell(metric::kPeakBytes, 1 << 20) << "</td></tr>\n";
   }
   html << "</table>\n</body></html>\n";
   return html.str();

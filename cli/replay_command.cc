@@ -4,19 +4,17 @@
 #include <iomanip>
 #include <iostream>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli/command.h"
+#include "cli/commands.h"
 #include "core/error.h"
+#include "core/metrics.h"
 #include "db/database.h"
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "cli/runner_setup.h"
+#include "runners/runner_spec.h"
 #include "runners/system_info.h"
 #include "schedule/schedule.h"
-
-namespace po = boost::program_options;
 
 namespace slapo::cli {
 
@@ -43,62 +41,55 @@ std::vector<std::string> fingerprint_changes(const std::string& recorded, const 
   return changes;
 }
 
+void declare(ReplayOptions* o, OptionSet& set) {
+  o->task.declare(set);
+  set.visible.add_options()
+      ("trial", po::value<int64_t>()->notifier([o](int64_t i) { o->trial = i; }), "the trial's index (default: the best)")
+      ("steps", po::value<int>()->notifier([o](int s) { o->steps = s; }), "timed steps (default: as recorded)")
+      ("print-schedule", po::bool_switch(&o->print_schedule), "print the primitives the configuration applies");
+}
+
 }  // namespace
 
-int run_replay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string path;
-  int64_t task_id = -1, trial_index = -1;
-  int steps = 0;
-  bool print_schedule = false;
-  po::options_description options("options");
-  options.add_options()
-      ("help,h", "show this help")
-      ("db", po::value<std::string>(&path), "the database file")
-      ("task", po::value<int64_t>(&task_id), "task id (default: the only task)")
-      ("trial", po::value<int64_t>(&trial_index), "the trial's index (default: the best)")
-      ("steps", po::value<int>(&steps), "timed steps (default: as recorded)")
-      ("print-schedule", po::bool_switch(&print_schedule), "print the primitives the configuration applies");
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(options).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    out << kUsage << "\n" << options;
+ReplayOptions parse_replay(const Args& args) {
+  ReplayOptions o = parse_options<ReplayOptions>(args, declare);
+  if (o.help) return o;
+  SLAPO_CHECK(!o.task.db.empty(), ErrorCode::kInvalidArgument, "replay: --db FILE is required");
+  SLAPO_CHECK(!o.steps || *o.steps >= 1, ErrorCode::kInvalidArgument, "--steps must be at least 1");
+  return o;
+}
+
+int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << help_text<ReplayOptions>(kUsage, declare);
     return kExitOk;
   }
-  SLAPO_CHECK(!path.empty(), ErrorCode::kInvalidArgument, "replay: --db FILE is required");
-  SLAPO_CHECK(!vm.count("steps") || steps >= 1, ErrorCode::kInvalidArgument, "--steps must be at least 1");
-  auto database = db::Database::open_existing(path);
-  if (task_id < 0) {
-    const auto tasks = database->tasks();
-    SLAPO_CHECK(tasks.size() == 1, ErrorCode::kInvalidArgument, "replay: ", path, " has ", tasks.size(),
-                " tasks; choose one with --task ID");
-    task_id = tasks[0].id;
-  }
+  auto database = db::Database::open_existing(o.task.db);
+  const int64_t task_id = o.task.resolve(*database, "replay");
   const db::TaskRecord task = database->task(task_id);
   db::TrialRecord recorded;
-  if (trial_index >= 0) {
-    const auto trials = database->trials(task_id);
-    const auto it = std::find_if(trials.begin(), trials.end(), [&](const auto& t) { return t.index == trial_index; });
-    SLAPO_CHECK(it != trials.end(), ErrorCode::kNotFound, "replay: task ", task_id, " has no trial ", trial_index);
-    recorded = *it;
+  if (o.trial) {
+    recorded = for_flag("--trial", std::to_string(*o.trial), [&] { return database->trial(task_id, *o.trial); });
   } else {
     const auto best = database->best(task_id, 1);
     SLAPO_CHECK(!best.empty(), ErrorCode::kNotFound, "replay: task ", task_id, " has no successful trial");
     recorded = best[0];
   }
 
-  const RunnerSetup setup = runner_for_task(task, steps);
-  if (print_schedule) {
-    SLAPO_CHECK(setup.workload.has_value(), ErrorCode::kInvalidArgument, "--print-schedule: task ", task_id,
+  runners::RunnerSpec spec =
+      runners::RunnerSpec::from_task(task.key.workload_json, task.key.runner, task.key.world_size, task.objective.metric);
+  if (spec.workload && o.steps) spec.workload->steps = *o.steps;
+  if (o.print_schedule) {
+    SLAPO_CHECK(spec.workload.has_value(), ErrorCode::kInvalidArgument, "--print-schedule: task ", task_id,
                 " runs an external command; slapo does not know its schedule");
-    const runners::Workload& workload = *setup.workload;
-    const models::ModelSpec spec = models::model_preset(workload.model);
-    auto sch = schedule::create_schedule(models::build_model(spec, workload.seed));
-    models::apply_template(*sch, spec, workload.schedule_template(), recorded.config);
+    const runners::Workload& workload = *spec.workload;
+    const models::ModelSpec model = workload.spec();
+    auto sch = schedule::create_schedule(models::build_model(model, workload.seed));
+    models::apply_template(*sch, model, workload.schedule_template(), recorded.config);
     out << "schedule of " << recorded.config.to_string() << ":\n"
         << (sch->to_string().empty() ? "  (no primitives)\n" : sch->to_string());
   }
-  runners::Runner* runner = setup.runner.get();
+  const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
 
   const std::string fingerprint = runners::fingerprint_json(runners::collect_system_info());
   for (const std::string& change : fingerprint_changes(task.key.fingerprint_json, fingerprint)) {
@@ -123,15 +114,16 @@ int run_replay(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   // Drift: beyond the recorded step-time spread (p10..p90 around the median), and at least 5%.
   const auto& rm = recorded.result.metrics;
-  const auto objective = measured.metrics.find(task.objective);
+  const auto objective = measured.metrics.find(task.objective.metric);
   if (recorded.objective && objective != measured.metrics.end() && *recorded.objective != 0) {
     double noise = 0.05;
-    if (rm.count("step_ms_p10") && rm.count("step_ms_p90") && rm.count("step_ms_median") && rm.at("step_ms_median") > 0) {
-      noise = std::max(noise, (rm.at("step_ms_p90") - rm.at("step_ms_p10")) / rm.at("step_ms_median"));
+    if (rm.count(metric::kStepMsP10) && rm.count(metric::kStepMsP90) && rm.count(metric::kStepMsMedian) &&
+        rm.at(metric::kStepMsMedian) > 0) {
+      noise = std::max(noise, (rm.at(metric::kStepMsP90) - rm.at(metric::kStepMsP10)) / rm.at(metric::kStepMsMedian));
     }
     const double drift = std::fabs(objective->second / *recorded.objective - 1);
     if (drift > noise) {
-      err << "warning: " << task.objective << " drifted " << std::fixed << std::setprecision(1) << 100 * drift
+      err << "warning: " << task.objective.metric << " drifted " << std::fixed << std::setprecision(1) << 100 * drift
           << "% from the record, beyond the recorded noise of " << 100 * noise << "%\n";
     }
   }

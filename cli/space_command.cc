@@ -1,17 +1,13 @@
 // slapo-tune space show|count|list|sample FILE [--param NAME=VALUE ...]
 
-#include <iostream>
+#include <ostream>
 
-#include <boost/program_options.hpp>
-
-#include "cli/command.h"
-#include "cli/config_arg.h"
+#include "cli/commands.h"
 #include "cli/config_table.h"
+#include "cli/count_option.h"
 #include "core/error.h"
+#include "core/rng.h"
 #include "space/compiled_space.h"
-#include "space/space_file.h"
-
-namespace po = boost::program_options;
 
 namespace slapo::cli {
 
@@ -29,53 +25,40 @@ constexpr const char* kUsage =
     "  list FILE      the configurations in index order   [--limit N] [--offset K] [--format F]\n"
     "  sample FILE    uniform random configurations       --n N [--seed S] [--format F]\n";
 
-struct SpaceOptions {
-  std::string action;
-  std::string file;
-  std::vector<std::string> params;
-  uint64_t limit = 50;
-  uint64_t offset = 0;
-  uint64_t n = 10;
-  uint64_t seed = 0;
-  std::string format = "table";
-};
+void declare(SpaceOptions* o, OptionSet& set) {
+  o->space.declare(set, /*flag=*/false);
+  set.visible.add_options()
+      ("limit", count_value(&o->limit)->default_value(Count{50}, "50"), "list: at most N rows (0: all)")
+      ("offset", count_value(&o->offset)->default_value(Count{0}, "0"), "list: start at index K")
+      ("n", count_value(&o->n)->default_value(Count{10}, "10"), "sample: how many")
+      ("seed", po::value<uint64_t>(&o->seed)->default_value(0), "sample: random seed")
+      ("format", po::value<std::string>(&o->format)->default_value("table"), "table, csv or json");
+  set.hidden.add_options()("action", po::value<std::string>(&o->action))("file", po::value<std::string>(&o->space.file));
+  set.positional.add("action", 1).add("file", 1);
+}
 
 }  // namespace
 
-int run_space(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  SpaceOptions o;
-  po::options_description visible("options");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("param", po::value<std::vector<std::string>>(&o.params)->composing(),
-       "override a parameter: NAME=VALUE (repeatable)")
-      ("limit", po::value<uint64_t>(&o.limit)->default_value(50), "list: at most N rows (0: all)")
-      ("offset", po::value<uint64_t>(&o.offset)->default_value(0), "list: start at index K")
-      ("n", po::value<uint64_t>(&o.n)->default_value(10), "sample: how many")
-      ("seed", po::value<uint64_t>(&o.seed)->default_value(0), "sample: random seed")
-      ("format", po::value<std::string>(&o.format)->default_value("table"), "table, csv or json");
-  po::options_description all;
-  all.add(visible).add_options()
-      ("action", po::value<std::string>(&o.action))
-      ("file", po::value<std::string>(&o.file));
-  po::positional_options_description positional;
-  positional.add("action", 1).add("file", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  po::notify(vm);
-  if (vm.count("help") || args.empty()) {
-    out << kUsage << "\n" << visible;
-    return vm.count("help") ? kExitOk : kExitUsage;
+SpaceOptions parse_space(const Args& args) {
+  SpaceOptions o = parse_options<SpaceOptions>(args, declare);
+  if (o.help) return o;
+  SLAPO_CHECK(!o.action.empty(), ErrorCode::kInvalidArgument,
+              "space: missing ACTION (show, count, list or sample; see 'slapo-tune space --help')");
+  SLAPO_CHECK(o.action == "show" || o.action == "count" || o.action == "list" || o.action == "sample",
+              ErrorCode::kInvalidArgument, "space: unknown action '", o.action, "' (expected show, count, list or sample)");
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "space ", o.action, ": missing FILE");
+  parse_format(o.format);
+  return o;
+}
+
+int run_space(const SpaceOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << help_text<SpaceOptions>(kUsage, declare);
+    return kExitOk;
   }
-  static const char* kActions[] = {"show", "count", "list", "sample"};
-  bool known = false;
-  for (const char* a : kActions) known = known || o.action == a;
-  SLAPO_CHECK(known, ErrorCode::kInvalidArgument, "space: unknown action '", o.action,
-              "' (expected show, count, list or sample)");
-  SLAPO_CHECK(!o.file.empty(), ErrorCode::kInvalidArgument, "space ", o.action, ": missing FILE");
   const Format format = parse_format(o.format);
 
-  const space::Space declared = load_space(o.file, o.params);
+  const space::Space declared = o.space.load();
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   std::vector<std::string> columns;
   for (const auto& k : compiled.knobs()) columns.push_back(k.name);

@@ -1,14 +1,32 @@
-// slapo-tune --version: the build and the machine facts that decide whether numbers mean anything.
+// slapo-tune version (or --version): the build and the machine facts that decide whether numbers
+// mean anything.
 
 #include <ostream>
 
-#include "cli/command.h"
+#include "cli/commands.h"
 #include "core/version.h"
 #include "runners/system_info.h"
 
 namespace slapo::cli {
 
-int run_version(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: slapo-tune version\n"
+    "\n"
+    "Prints slapo's version, LibTorch's, the BLAS in use, and the machine.\n";
+
+void declare(VersionOptions*, OptionSet&) {}
+
+}  // namespace
+
+VersionOptions parse_version(const Args& args) { return parse_options<VersionOptions>(args, declare); }
+
+int run_version(const VersionOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << help_text<VersionOptions>(kUsage, declare);
+    return kExitOk;
+  }
   const runners::SystemInfo info = runners::collect_system_info();
   out << "slapo-tune " << kVersion << " (git " << kGitRevision << ")\n"
       << "libtorch " << info.torch_version << ", " << info.torch_threads << " threads"

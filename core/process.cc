@@ -1,5 +1,7 @@
 #include "core/process.h"
 
+#include "core/error.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <climits>
 
 extern char** environ;
 
@@ -170,7 +174,10 @@ ProcessResult fork_and_run(const std::function<int()>& body, const ProcessOption
     int code = 1;
     try {
       code = body();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "uncaught exception: %s\n", e.what());
     } catch (...) {
+      std::fprintf(stderr, "uncaught exception of a type that is not std::exception\n");
     }
     fflush(stdout);
     fflush(stderr);
@@ -182,6 +189,13 @@ ProcessResult fork_and_run(const std::function<int()>& body, const ProcessOption
   result.started = true;
   collect(pid, out_pipe[0], err_pipe[0], options, start, &result);
   return result;
+}
+
+std::string self_executable() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  SLAPO_CHECK(n > 0, ErrorCode::kIo, "cannot find this program's executable (/proc/self/exe)");
+  return std::string(path, static_cast<size_t>(n));
 }
 
 }  // namespace slapo

@@ -48,7 +48,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 
 // Runs `body` in a fork of this process (its own process group, standard output and error
 // captured, no input, `options.env` added), with the same time limit and result as run_process;
-// the child exits with body's return value. REQUIRES: this process has not run an OpenMP parallel
+// the child exits with body's return value; an exception that escapes `body` is printed on the
+// child's standard error ("uncaught exception: ...") and the child exits 1. REQUIRES: this process has not run an OpenMP parallel
 // region (libgomp deadlocks in such a child) — the fork server (`slapo-tune worker --serve`)
 // forks before any.
 ProcessResult fork_and_run(const std::function<int()>& body, const ProcessOptions& options = {});
@@ -58,5 +59,9 @@ std::string tail_lines(const std::string& text, size_t lines);
 
 // "SIGSEGV" for 11, etc.
 std::string signal_name(int signal);
+
+// The path of the running executable (/proc/self/exe), to start more of it (workers, ranks).
+// Throws Error(kIo) when the system does not say.
+std::string self_executable();
 
 }  // namespace slapo

@@ -53,7 +53,7 @@ int free_tcp_port() {
 }
 
 std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
-  SLAPO_CHECK(options.nproc >= 1, ErrorCode::kInvalidArgument, "--nproc ", options.nproc, " must be at least 1");
+  SLAPO_CHECK(options.nproc >= 1, ErrorCode::kInvalidArgument, "ranks: ", options.nproc, " processes; at least 1 is needed");
   SLAPO_CHECK(!options.argv.empty(), ErrorCode::kInvalidArgument, "ranks: no command to run");
   const int port = options.master_port > 0 ? options.master_port : free_tcp_port();
   std::vector<ProcessResult> results(static_cast<size_t>(options.nproc));

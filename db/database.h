@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/metrics.h"
+#include "core/objective.h"
 #include "core/trial.h"
 
 namespace slapo::db {
@@ -37,8 +39,7 @@ struct TaskKey {
 struct TaskRecord {
   int64_t id = 0;
   TaskKey key;
-  std::string objective = "samples_per_s";  // the metric the tuner optimizes
-  bool minimize = false;
+  Objective objective{metric::kDefaultObjective};  // the metric the tuner optimizes, and its direction
   std::string created_at;  // UTC, ISO 8601
   int64_t trial_count = 0;
 };
@@ -95,8 +96,8 @@ class Database {
 
   virtual ~Database() = default;
 
-  // The task with this key, created when new (with `objective` and `minimize`).
-  virtual TaskRecord find_or_create_task(const TaskKey& key, const std::string& objective, bool minimize) = 0;
+  // The task with this key, created when new (with `objective`).
+  virtual TaskRecord find_or_create_task(const TaskKey& key, const Objective& objective) = 0;
   virtual std::vector<TaskRecord> tasks() = 0;
   // Throws Error(kNotFound) listing the task ids when absent.
   virtual TaskRecord task(int64_t id) = 0;
@@ -106,6 +107,9 @@ class Database {
   virtual int64_t add_trial(TrialRecord trial) = 0;
   // The recorded trial of `config` in `task`, if any (indexed by the config's hash).
   virtual std::optional<TrialRecord> find_trial(int64_t task, const Config& config) = 0;
+  // Trial `index` of `task`. Throws Error(kNotFound) naming the task and its trial count when
+  // there is no such trial.
+  virtual TrialRecord trial(int64_t task, int64_t index) = 0;
   // Trials of a task in the order they were measured.
   virtual std::vector<TrialRecord> trials(int64_t task, const TrialFilter& filter = {}) = 0;
   // The top `k` ok trials by `metric` (the task's objective when empty), best first: smallest

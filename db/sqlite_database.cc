@@ -225,7 +225,7 @@ class SqliteDatabase : public Database {
     }
   }
 
-  TaskRecord find_or_create_task(const TaskKey& key, const std::string& objective, bool minimize) override {
+  TaskRecord find_or_create_task(const TaskKey& key, const Objective& objective) override {
     Transaction tx(c_);
     {
       Statement find(c_, "SELECT id FROM tasks WHERE key_hash = ?");
@@ -239,8 +239,8 @@ class SqliteDatabase : public Database {
     Statement insert(c_, "INSERT INTO tasks (key_hash, workload, space_hash, runner, world_size, fingerprint, "
                          "objective, minimize, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     insert.bind(1, key.hash()).bind(2, key.workload_json).bind(3, key.space_hash).bind(4, key.runner)
-        .bind(5, int64_t{key.world_size}).bind(6, key.fingerprint_json).bind(7, objective)
-        .bind(8, int64_t{minimize ? 1 : 0}).bind(9, utc_now());
+        .bind(5, int64_t{key.world_size}).bind(6, key.fingerprint_json).bind(7, objective.metric)
+        .bind(8, int64_t{objective.minimize ? 1 : 0}).bind(9, utc_now());
     insert.step();
     const int64_t id = sqlite3_last_insert_rowid(c_.get());
     tx.commit();
@@ -304,6 +304,16 @@ class SqliteDatabase : public Database {
     return std::nullopt;
   }
 
+  TrialRecord trial(int64_t task_id, int64_t index) override {
+    {
+      Statement s(c_, SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND idx = ?");
+      s.bind(1, task_id).bind(2, index);
+      if (s.step()) return read_trial(s);
+    }
+    const TaskRecord t = task(task_id);  // throws for a task that does not exist
+    SLAPO_FAIL(ErrorCode::kNotFound, "task ", task_id, " has no trial ", index, " (", t.trial_count, " trials)");
+  }
+
   std::vector<TrialRecord> trials(int64_t task, const TrialFilter& filter) override {
     std::vector<TrialRecord> out;
     Statement s(c_, filter.status ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = ? ORDER BY idx"
@@ -316,21 +326,17 @@ class SqliteDatabase : public Database {
 
   std::vector<TrialRecord> best(int64_t task_id, size_t k, const std::string& metric) override {
     // Only the objective is needed: task() would also count the task's trials.
-    struct {
-      std::string objective;
-      bool minimize = false;
-    } t;
+    Objective objective;
     {
       Statement s(c_, "SELECT objective, minimize FROM tasks WHERE id = ?");
       s.bind(1, task_id);
       if (!s.step()) task(task_id);  // throws the not-found error
-      t.objective = s.text(0);
-      t.minimize = s.integer(1) != 0;
+      objective = {s.text(0), s.integer(1) != 0};
     }
     std::vector<TrialRecord> out;
-    if (metric.empty() || metric == t.objective) {
+    if (metric.empty() || metric == objective.metric) {
       // The ranking expression is indexed: the query reads about k rows.
-      Statement s(c_, t.minimize ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
+      Statement s(c_, objective.minimize ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
                                                 "AND " SLAPO_DB_RELIABLE "ORDER BY COALESCE(confirmed, objective) ASC, idx LIMIT ?"
                                  : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
                                                 "AND " SLAPO_DB_RELIABLE "ORDER BY COALESCE(confirmed, objective) DESC, idx LIMIT ?");
@@ -452,8 +458,7 @@ class SqliteDatabase : public Database {
     t.key.runner = s.text(3);
     t.key.world_size = static_cast<int>(s.integer(4));
     t.key.fingerprint_json = s.text(5);
-    t.objective = s.text(6);
-    t.minimize = s.integer(7) != 0;
+    t.objective = {s.text(6), s.integer(7) != 0};
     t.created_at = s.text(8);
     t.trial_count = s.integer(9);
     return t;

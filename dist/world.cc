@@ -44,10 +44,6 @@ RankEnv RankEnv::from_env() {
   return e;
 }
 
-std::string Layout::to_string() const {
-  return "tp=" + std::to_string(tp) + " dp=" + std::to_string(dp) + " pp=" + std::to_string(pp);
-}
-
 ParallelGroups local_groups() {
   ParallelGroups g;
   g.world = std::make_shared<schedule::LocalCommunicator>("world");

@@ -6,15 +6,14 @@
 // hosts the store (as torch.distributed's env:// does); under slapo's own launcher the launcher
 // hosts it on a free port it picked (SLAPO_STORE_HOSTED=1), so two jobs never share a port.
 //
-// Layout: the tensor-parallel rank varies fastest, then the data-parallel rank, then the stage:
-//   global = tp_rank + tp * (dp_rank + dp * pp_rank)
-// so a tensor-parallel group is a block of neighbouring ranks (one machine, the most traffic).
+// The layout of the ranks into groups is core/layout.h's.
 
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/layout.h"
 #include "schedule/communicator.h"
 
 namespace slapo::dist {
@@ -33,16 +32,6 @@ struct RankEnv {
   // Reads RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, SLAPO_STORE_HOSTED,
   // SLAPO_DIST_TIMEOUT. A missing or malformed variable throws naming it.
   static RankEnv from_env();
-};
-
-struct Layout {
-  int tp = 1, dp = 1, pp = 1;
-  int world() const { return tp * dp * pp; }
-  int rank_of(int tp_rank, int dp_rank, int pp_rank) const { return tp_rank + tp * (dp_rank + dp * pp_rank); }
-  int tp_rank(int rank) const { return rank % tp; }
-  int dp_rank(int rank) const { return (rank / tp) % dp; }
-  int pp_rank(int rank) const { return rank / (tp * dp); }
-  std::string to_string() const;  // "tp=2 dp=1 pp=2"
 };
 
 struct ParallelGroups {

@@ -21,7 +21,7 @@ AttentionOptions attention_options(const ModelSpec& spec) {
   o.hidden = spec.hidden;
   o.heads = spec.heads;
   o.dropout = spec.dropout;
-  o.causal = spec.family == "gpt";
+  o.causal = spec.traits().causal;
   return o;
 }
 }  // namespace

@@ -16,7 +16,7 @@ ModelSpec spec(const char* preset, const char* family, int64_t vocab, int64_t se
   s.heads = heads;
   s.layers = layers;
   s.ffn = ffn;
-  s.layer_norm_eps = s.family == "bert" ? 1e-12 : 1e-5;
+  s.layer_norm_eps = s.traits().layer_norm_eps;
   return s;
 }
 
@@ -55,21 +55,23 @@ std::vector<std::string> model_presets() {
 int64_t ModelSpec::parameter_count() const {
   const int64_t h = hidden;
   int64_t per_layer = 0;
-  if (family == "mlp") {
+  const FamilyTraits& f = traits();
+  if (!f.attention) {
     per_layer = 2 * h + (h * ffn + ffn) + (ffn * h + h);
   } else {
     per_layer = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 2 * 2 * h;
   }
-  int64_t embeddings = vocab * h + (family == "mlp" ? 0 : max_seq * h);
-  if (family == "bert") embeddings += 2 * h + 2 * h /* embedding LN */ + h * h + h + 2 * h + vocab;
-  const int64_t final_norm = family == "bert" ? 0 : 2 * h;
+  int64_t embeddings = vocab * h + (f.position_embedding ? max_seq * h : 0);
+  // BERT's token-type embedding and its norm, and its head's dense, norm and vocabulary bias.
+  if (f.head_bias) embeddings += 2 * h + 2 * h + h * h + h + 2 * h + vocab;
+  const int64_t final_norm = f.final_norm ? 2 * h : 0;
   return embeddings + layers * per_layer + final_norm;
 }
 
 double ModelSpec::block_forward_flops(int64_t seq) const {
   const double h = static_cast<double>(hidden), s = static_cast<double>(seq), f = static_cast<double>(ffn);
   double flops = 2 * s * h * f * 2;               // MLP: two matmuls
-  if (family != "mlp") flops += 2 * s * h * h * 4  // q, k, v, out projections
+  if (traits().attention) flops += 2 * s * h * h * 4  // q, k, v, out projections
                                 + 2 * s * s * h * 2;  // scores and weighted values
   return flops;
 }

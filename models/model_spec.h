@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "models/family.h"
+
 namespace slapo::models {
 
 struct ModelSpec {
@@ -20,6 +22,9 @@ struct ModelSpec {
   int64_t ffn = 0;
   double dropout = 0.1;
   double layer_norm_eps = 1e-5;
+
+  // What the family means to schedules (models/family.h).
+  const FamilyTraits& traits() const { return family_traits(family); }
 
   // Parameters, counted (embeddings included once: the LM head is tied).
   int64_t parameter_count() const;

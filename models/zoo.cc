@@ -144,6 +144,6 @@ torch::Tensor language_model_loss(const torch::Tensor& logits, const torch::Tens
   return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
 }
 
-std::string blocks_path(const ModelSpec& spec) { return spec.family == "bert" ? "encoder" : "h"; }
+std::string blocks_path(const ModelSpec& spec) { return spec.traits().blocks; }
 
 }  // namespace slapo::models

@@ -11,14 +11,20 @@
 namespace slapo::runners {
 
 CommandRunner::CommandRunner(CommandOptions options) : options_(std::move(options)) {
-  SLAPO_CHECK(!options_.argv.empty(), ErrorCode::kInvalidArgument, "command runner: no command after --");
+  SLAPO_CHECK(!options_.argv.empty(), ErrorCode::kInvalidArgument, "command runner: no command to run");
   try {
     const std::regex re(options_.metric_regex);
-    SLAPO_CHECK(re.mark_count() >= 1, ErrorCode::kInvalidArgument, "--metric-regex '", options_.metric_regex,
+    SLAPO_CHECK(re.mark_count() >= 1, ErrorCode::kInvalidArgument, "metric regex '", options_.metric_regex,
                 "': needs one capture group around the number");
+  } catch (const std::regex_error& e) {
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, "metric regex '", options_.metric_regex,
+               "': not a valid regular expression: ", e.what());
+  }
+  try {
     const std::regex oom(options_.oom_pattern, std::regex::icase);
   } catch (const std::regex_error& e) {
-    SLAPO_FAIL(ErrorCode::kInvalidArgument, "--metric-regex / --oom-pattern: not a valid regular expression: ", e.what());
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, "out-of-memory pattern '", options_.oom_pattern,
+               "': not a valid regular expression: ", e.what());
   }
 }
 
@@ -71,7 +77,7 @@ TrialResult CommandRunner::judge(const ProcessResult& p) const {
     if (end == number.c_str()) r = failed_trial(TrialStatus::kRuntimeError, "metric '" + number + "' is not a number");
     else r.metrics[options_.metric_name] = value;
   }
-  r.metrics["wall_s"] = p.duration_s;
+  r.metrics[metric::kWallS] = p.duration_s;
   if (r.status != TrialStatus::kOk) r.log_tail = tail_lines(output, options_.log_lines);
   return r;
 }

@@ -13,28 +13,20 @@
 
 namespace slapo::runners {
 
-dist::Layout parallel_layout(const models::ModelSpec& spec, Config* config, int world_size) {
-  const models::ParallelKnobs knobs = models::parallel_knobs(spec, *config);
-  dist::Layout layout;
-  layout.tp = static_cast<int>(knobs.tp);
-  layout.pp = static_cast<int>(knobs.pp);
-  layout.dp = config->contains("dp") ? static_cast<int>(knobs.dp) : std::max(1, world_size / (layout.tp * layout.pp));
-  if (!config->contains("dp")) config->set("dp", Value(static_cast<int64_t>(layout.dp)));
-  return layout;
-}
-
 ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups groups) : groups_(std::move(groups)) {
-  const models::ParallelKnobs knobs = models::parallel_knobs(setup.spec, setup.config);
-  const dist::Layout& layout = groups_.layout;
-  SLAPO_CHECK(knobs.tp == layout.tp && knobs.pp == layout.pp && knobs.dp == layout.dp, ErrorCode::kInvalidArgument,
-              "the configuration asks for tp=", knobs.tp, " dp=", knobs.dp, " pp=", knobs.pp, " (", knobs.world(),
-              " ranks) but this job is ", layout.to_string(), " (", layout.world(), " ranks)");
+  const Layout& layout = groups_.layout;
+  const models::TemplateConfig config =
+      models::parse_template_config(setup.template_name, setup.spec, setup.config, layout.world());
+  const models::ParallelKnobs& knobs = config.parallel;
+  SLAPO_CHECK(knobs.layout == layout, ErrorCode::kInvalidArgument, "the configuration asks for ",
+              knobs.layout.to_string(), " (", knobs.world(), " ranks) but this job is ", layout.to_string(), " (",
+              layout.world(), " ranks)");
   model_ = models::build_model(setup.spec, setup.seed);
   schedule::ScheduleOptions options;
   options.tp_group = groups_.tp;
   options.seed = setup.seed;
   auto sch = schedule::create_schedule(model_, options);
-  models::apply_template(*sch, setup.spec, setup.template_name, setup.config);
+  models::apply_template(*sch, setup.spec, config);
   built_ = schedule::build(*sch);
   schedule_text_ = sch->to_string();
 

@@ -39,15 +39,11 @@ struct TrainerSetup {
   double lr = 1e-4;
 };
 
-// The layout of a job of `world_size` ranks for `config`: tp and pp from its knobs, dp from its
-// knob or, when it names none, what tp·pp leave of the world (then written into *config, so the
-// trainer and the template see it). A layout that does not fill the world is the caller's to refuse.
-dist::Layout parallel_layout(const models::ModelSpec& spec, Config* config, int world_size);
-
 class ParallelTrainer {
  public:
-  // Throws Error(kInvalidArgument) when the configuration's tp/pp/dp do not match `groups`, and
-  // whatever the schedule throws when it cannot be applied.
+  // Throws Error(kInvalidArgument) when the configuration's tp/pp/dp do not match `groups` (a
+  // configuration without dp fills the ranks tp and pp leave), and whatever the schedule throws
+  // when it cannot be applied.
   ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups groups);
   ~ParallelTrainer();
 

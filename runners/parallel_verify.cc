@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
 #include "schedule/build.h"
@@ -131,6 +132,13 @@ ParallelVerifyReport verify_parallel(const Workload& w, const Config& config, co
     report.curve.push_back(trainer.step(tokens, targets, static_cast<uint64_t>(step)));
   }
   return report;
+}
+
+ParallelVerifyReport verify_this_rank(const Workload& workload, const Config& config, int steps, double lr) {
+  torch::set_num_threads(1);
+  const dist::RankEnv env = dist::RankEnv::from_env();
+  const Layout layout = models::parallel_knobs(workload.spec(), config, env.world_size).layout;
+  return verify_parallel(workload, config, dist::connect(env, layout), steps, lr);
 }
 
 }  // namespace slapo::runners

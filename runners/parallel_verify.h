@@ -51,4 +51,9 @@ struct ParallelVerifyReport {
 ParallelVerifyReport verify_parallel(const Workload& workload, const Config& config, const dist::ParallelGroups& groups,
                                      int steps, double lr);
 
+// This process as one rank of a verification job started by a launcher (RankEnv from the
+// environment): joins the job in the configuration's layout (dp, when unnamed, fills what tp and
+// pp leave) at one thread per rank, and verifies its part.
+ParallelVerifyReport verify_this_rank(const Workload& workload, const Config& config, int steps, double lr);
+
 }  // namespace slapo::runners

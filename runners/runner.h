@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/metrics.h"
 #include "core/trial.h"
 
 namespace slapo::runners {
@@ -27,23 +28,5 @@ class Runner {
 // One trial run as several ranks: the result of the rank that shows the cause (out of memory,
 // crashed, timed out, ... in that order, its error prefixed by "rank N: "), else rank 0's.
 TrialResult combine_ranks(const std::vector<TrialResult>& ranks);
-
-// Metric names shared by runners, the database and the CLI.
-namespace metric {
-inline constexpr const char* kSamplesPerS = "samples_per_s";
-inline constexpr const char* kTokensPerS = "tokens_per_s";
-inline constexpr const char* kStepMsMedian = "step_ms_median";
-inline constexpr const char* kStepMsP10 = "step_ms_p10";
-inline constexpr const char* kStepMsP90 = "step_ms_p90";
-inline constexpr const char* kPeakBytes = "peak_bytes";
-inline constexpr const char* kTflops = "tflops";
-inline constexpr const char* kLossFirst = "loss_first";
-inline constexpr const char* kLossLast = "loss_last";
-inline constexpr const char* kBuildMs = "build_ms";
-inline constexpr const char* kMaxRssBytes = "max_rss_bytes";
-inline constexpr const char* kThroughput = "throughput";  // the command runner's default metric
-inline constexpr const char* kCommShare = "comm_share";      // share of step time in collectives (ranks > 1)
-inline constexpr const char* kBubbleShare = "bubble_share";  // share of step time waiting on a pipeline neighbour
-}  // namespace metric
 
 }  // namespace slapo::runners

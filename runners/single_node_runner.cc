@@ -3,12 +3,13 @@
 #include "core/error.h"
 #include "dist/launcher.h"
 #include "runners/subprocess_runner.h"
+#include "runners/worker_protocol.h"
 
 namespace slapo::runners {
 
 SingleNodeRunner::SingleNodeRunner(SingleNodeOptions options) : options_(std::move(options)) {
   SLAPO_CHECK(!options_.worker.empty(), ErrorCode::kInvalidArgument, "single-node runner: no worker command");
-  SLAPO_CHECK(options_.nproc >= 1, ErrorCode::kInvalidArgument, "--nproc ", options_.nproc, " must be at least 1");
+  SLAPO_CHECK(options_.nproc >= 1, ErrorCode::kInvalidArgument, "single-node runner: ", options_.nproc, " ranks per trial; at least 1 is needed");
 }
 
 std::vector<TrialResult> SingleNodeRunner::run(const std::vector<Config>& candidates) {
@@ -16,8 +17,7 @@ std::vector<TrialResult> SingleNodeRunner::run(const std::vector<Config>& candid
   for (const Config& config : candidates) {
     dist::LaunchOptions launch;
     launch.nproc = options_.nproc;
-    launch.argv = options_.worker;
-    launch.argv.insert(launch.argv.end(), {"--workload", options_.workload_json, "--config", config.to_json()});
+    launch.argv = worker_argv(options_.worker, options_.workload_json, config);
     launch.env = options_.env;
     // Ranks share the cores: OpenMP threads that sleep instead of spinning while waiting.
     launch.env.emplace("OMP_WAIT_POLICY", "passive");
@@ -27,7 +27,7 @@ std::vector<TrialResult> SingleNodeRunner::run(const std::vector<Config>& candid
     std::vector<TrialResult> ranks;
     for (const ProcessResult& p : job.ranks) ranks.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
     TrialResult r = combine_ranks(ranks);
-    r.metrics["wall_s"] = ranks[0].metrics["wall_s"];
+    r.metrics[metric::kWallS] = ranks[0].metrics[metric::kWallS];
     results.push_back(std::move(r));
   }
   return results;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/defaults.h"
 #include "runners/runner.h"
 
 namespace slapo::runners {
@@ -18,7 +19,7 @@ struct SingleNodeOptions {
   std::vector<std::string> worker;  // {"/path/slapo-tune", "worker"}
   std::string workload_json;
   int nproc = 2;
-  double timeout_s = 600;          // per trial, for every rank
+  double timeout_s = defaults::kTrialTimeoutS;        // per trial, for every rank
   int collective_timeout_s = 60;   // a rank waiting longer than this on a peer fails
   std::map<std::string, std::string> env;
   size_t log_lines = 30;

@@ -1,8 +1,7 @@
 #include "runners/subprocess_runner.h"
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
+#include "runners/worker_protocol.h"
 
 namespace slapo::runners {
 
@@ -27,7 +26,7 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
       r = failed_trial(TrialStatus::kCrashed, std::string("garbled worker output: ") + e.what());
     }
   }
-  r.metrics["wall_s"] = p.duration_s;
+  r.metrics[metric::kWallS] = p.duration_s;
   if (r.status != TrialStatus::kOk && r.log_tail.empty()) r.log_tail = log;
   return r;
 }
@@ -36,19 +35,14 @@ SubprocessRunner::~SubprocessRunner() = default;
 
 ProcessResult SubprocessRunner::run_forked(const Config& config) {
   ProcessResult p;
-  if (!server_) {
-    std::vector<std::string> argv = options_.worker;
-    argv.push_back("--serve");
-    server_ = Coprocess::start(argv, options_.env);
-  }
-  const nlohmann::json request = {
-      {"workload", options_.workload_json}, {"config", config.to_json()}, {"timeout_s", options_.timeout_s}};
+  if (!server_) server_ = Coprocess::start(fork_server_argv(options_.worker), options_.env);
+  const TrialRequest request{options_.workload_json, config.to_json(), options_.timeout_s};
   // The server enforces the trial's time limit; this one only guards against a server that hangs.
   const double guard = options_.timeout_s > 0 ? options_.timeout_s + 60 : 0;
   std::optional<std::string> line;
-  if (server_->write_line(request.dump())) line = server_->read_line(guard);
-  const nlohmann::json r = line ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();
-  if (!r.is_object()) {
+  if (server_->write_line(encode_request(request))) line = server_->read_line(guard);
+  const std::optional<ProcessResult> response = line ? decode_response(*line) : std::nullopt;
+  if (!response) {
     server_.reset();  // started again for the next trial
     p.started = true;
     p.signal = 0;
@@ -56,23 +50,16 @@ ProcessResult SubprocessRunner::run_forked(const Config& config) {
     p.err = "the fork server stopped answering";
     return p;
   }
-  p.started = r.value("started", false);
-  p.error = r.value("error", "");
-  p.timed_out = r.value("timed_out", false);
-  p.exit_code = r.value("exit_code", -1);
-  p.signal = r.value("signal", 0);
-  p.out = r.value("out", "");
-  p.err = r.value("err", "");
-  p.duration_s = r.value("duration_s", 0.0);
-  return p;
+  return *response;
 }
 
 std::vector<TrialResult> SubprocessRunner::run(const std::vector<Config>& candidates) {
   std::vector<TrialResult> results;
   for (const Config& config : candidates) {
-    std::vector<std::string> argv = options_.worker;
-    argv.insert(argv.end(), {"--workload", options_.workload_json, "--config", config.to_json()});
-    const ProcessResult p = options_.fork_server ? run_forked(config) : run_process(argv, {options_.env, options_.timeout_s});
+    const ProcessResult p = options_.fork_server
+                                ? run_forked(config)
+                                : run_process(worker_argv(options_.worker, options_.workload_json, config),
+                                              {options_.env, options_.timeout_s});
     SLAPO_CHECK(p.started, ErrorCode::kNotFound, "subprocess runner: ", p.error);
     results.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
   }

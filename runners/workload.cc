@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -77,6 +78,91 @@ class Batches {
 
 }  // namespace
 
+namespace {
+
+// The [workload] table's keys: each row reads its key into a Workload and writes it back. The one
+// list of keys: parsing, the canonical JSON (the task key: rows write in this order, and a row
+// whose value is the default may stay silent) and the error for an unknown key all come from it.
+struct WorkloadField {
+  const char* key;
+  // Reads `v` into `w`; `need(ok, what)` fails naming the key when !ok.
+  std::function<void(const nlohmann::json& v, Workload& w, const std::function<void(bool, const char*)>& need,
+                     const std::string& origin)>
+      read;
+  std::function<void(const Workload& w, nlohmann::ordered_json& j)> write;
+};
+
+template <typename T>
+WorkloadField integer_field(const char* key, T Workload::*field, int64_t lo, bool write_when_zero = true) {
+  return {key,
+          [field, lo](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
+            need(v.is_number_integer() && v.get<int64_t>() >= lo, lo > 0 ? "a positive integer" : "an integer >= 0");
+            w.*field = static_cast<T>(v.get<int64_t>());
+          },
+          [key, field, write_when_zero](const Workload& w, nlohmann::ordered_json& j) {
+            if (write_when_zero || w.*field > 0) j[key] = w.*field;
+          }};
+}
+
+// A string field; `allowed` (when not empty) lists its values, `what` says so in the error.
+WorkloadField text_field(const char* key, std::string Workload::*field, std::vector<std::string> allowed = {},
+                         const char* what = "a string", bool write_when_empty = true) {
+  return {key,
+          [field, allowed, what](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
+            need(v.is_string(), "a string");
+            w.*field = v.get<std::string>();
+            need(allowed.empty() || std::find(allowed.begin(), allowed.end(), w.*field) != allowed.end(), what);
+          },
+          [key, field, write_when_empty](const Workload& w, nlohmann::ordered_json& j) {
+            if (write_when_empty || !(w.*field).empty()) j[key] = w.*field;
+          }};
+}
+
+const std::vector<WorkloadField>& workload_fields() {
+  static const std::vector<WorkloadField> fields = {
+      text_field("model", &Workload::model),
+      text_field("template", &Workload::template_name, {}, "a string", /*write_when_empty=*/false),
+      integer_field("batch_size", &Workload::batch_size, 1),
+      integer_field("seq_len", &Workload::seq_len, 1, /*write_when_zero=*/false),
+      integer_field("vocab", &Workload::vocab, 1, /*write_when_zero=*/false),
+      text_field("dtype", &Workload::dtype, {"float32"}, "\"float32\" (the only dtype supported on the CPU so far)"),
+      text_field("optimizer", &Workload::optimizer, {"adamw", "sgd"}, "\"adamw\" or \"sgd\""),
+      {"lr",
+       [](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
+         need(v.is_number() && v.get<double>() > 0, "a positive number");
+         w.lr = v.get<double>();
+       },
+       [](const Workload& w, nlohmann::ordered_json& j) { j["lr"] = w.lr; }},
+      integer_field("warmup", &Workload::warmup, 0),
+      integer_field("steps", &Workload::steps, 1),
+      integer_field("threads", &Workload::threads, 1),
+      integer_field("seed", &Workload::seed, 0),
+      {"memory_budget",
+       [](const nlohmann::json& v, Workload& w, const auto& need, const std::string& origin) {
+         if (v.is_number_integer()) w.memory_budget = v.get<uint64_t>();
+         else if (v.is_string()) w.memory_budget = parse_bytes(v.get<std::string>(), origin + ": [workload] memory_budget");
+         else need(false, "bytes or a size such as \"2GiB\"");
+       },
+       [](const Workload& w, nlohmann::ordered_json& j) {
+         if (w.memory_budget > 0) j["memory_budget"] = w.memory_budget;
+       }},
+      // data_dtype is written only beside data.
+      text_field("data", &Workload::data, {}, "a string", /*write_when_empty=*/false),
+      {"data_dtype",
+       [](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
+         need(v.is_string(), "a string");
+         w.data_dtype = v.get<std::string>();
+         need(w.data_dtype == "uint16" || w.data_dtype == "int32", "\"uint16\" or \"int32\"");
+       },
+       [](const Workload& w, nlohmann::ordered_json& j) {
+         if (!w.data.empty()) j["data_dtype"] = w.data_dtype;
+       }},
+  };
+  return fields;
+}
+
+}  // namespace
+
 Workload Workload::from_json(const std::string& json, const std::string& origin) {
   nlohmann::json j;
   try {
@@ -86,52 +172,20 @@ Workload Workload::from_json(const std::string& json, const std::string& origin)
   }
   SLAPO_CHECK(j.is_object(), ErrorCode::kInvalidArgument, origin, ": [workload] must be a table");
   Workload w;
-  auto need = [&](bool ok, const std::string& key, const char* what) {
-    SLAPO_CHECK(ok, ErrorCode::kInvalidArgument, origin, ": [workload] ", key, ": expected ", what, ", found ",
-                j[key].dump());
-  };
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
-    const auto& v = it.value();
-    auto integer = [&](auto* field, int64_t lo) {
-      need(v.is_number_integer() && v.get<int64_t>() >= lo, key, lo > 0 ? "a positive integer" : "an integer >= 0");
-      *field = static_cast<std::remove_pointer_t<decltype(field)>>(v.get<int64_t>());
-    };
-    auto text = [&](std::string* field) {
-      need(v.is_string(), key, "a string");
-      *field = v.get<std::string>();
-    };
-    if (key == "model") text(&w.model);
-    else if (key == "template") text(&w.template_name);
-    else if (key == "batch_size") integer(&w.batch_size, 1);
-    else if (key == "seq_len") integer(&w.seq_len, 1);
-    else if (key == "vocab") integer(&w.vocab, 1);
-    else if (key == "warmup") integer(&w.warmup, 0);
-    else if (key == "steps") integer(&w.steps, 1);
-    else if (key == "threads") integer(&w.threads, 1);
-    else if (key == "seed") integer(&w.seed, 0);
-    else if (key == "data") text(&w.data);
-    else if (key == "lr") {
-      need(v.is_number() && v.get<double>() > 0, key, "a positive number");
-      w.lr = v.get<double>();
-    } else if (key == "dtype") {
-      text(&w.dtype);
-      need(w.dtype == "float32", key, "\"float32\" (the only dtype supported on the CPU so far)");
-    } else if (key == "optimizer") {
-      text(&w.optimizer);
-      need(w.optimizer == "adamw" || w.optimizer == "sgd", key, "\"adamw\" or \"sgd\"");
-    } else if (key == "data_dtype") {
-      text(&w.data_dtype);
-      need(w.data_dtype == "uint16" || w.data_dtype == "int32", key, "\"uint16\" or \"int32\"");
-    } else if (key == "memory_budget") {
-      if (v.is_number_integer()) w.memory_budget = v.get<uint64_t>();
-      else if (v.is_string()) w.memory_budget = parse_bytes(v.get<std::string>(), origin + ": [workload] memory_budget");
-      else need(false, key, "bytes or a size such as \"2GiB\"");
-    } else {
-      SLAPO_FAIL(ErrorCode::kInvalidArgument, origin, ": [workload] unknown key '", key,
-                 "' (known: model, template, batch_size, seq_len, vocab, dtype, optimizer, lr, warmup, steps, "
-                 "threads, seed, memory_budget, data, data_dtype)");
+    const auto field = std::find_if(workload_fields().begin(), workload_fields().end(),
+                                    [&](const WorkloadField& f) { return key == f.key; });
+    if (field == workload_fields().end()) {
+      std::string known;
+      for (const WorkloadField& f : workload_fields()) known += (known.empty() ? "" : ", ") + std::string(f.key);
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, origin, ": [workload] unknown key '", key, "' (known: ", known, ")");
     }
+    const auto need = [&](bool ok, const char* what) {
+      SLAPO_CHECK(ok, ErrorCode::kInvalidArgument, origin, ": [workload] ", key, ": expected ", what, ", found ",
+                  it.value().dump());
+    };
+    field->read(it.value(), w, need, origin);
   }
   SLAPO_CHECK(!w.model.empty(), ErrorCode::kInvalidArgument, origin, ": [workload] needs model = \"<preset>\"");
   return w;
@@ -139,23 +193,7 @@ Workload Workload::from_json(const std::string& json, const std::string& origin)
 
 std::string Workload::to_json() const {
   nlohmann::ordered_json j;
-  j["model"] = model;
-  if (!template_name.empty()) j["template"] = template_name;
-  j["batch_size"] = batch_size;
-  if (seq_len > 0) j["seq_len"] = seq_len;
-  if (vocab > 0) j["vocab"] = vocab;
-  j["dtype"] = dtype;
-  j["optimizer"] = optimizer;
-  j["lr"] = lr;
-  j["warmup"] = warmup;
-  j["steps"] = steps;
-  j["threads"] = threads;
-  j["seed"] = seed;
-  if (memory_budget > 0) j["memory_budget"] = memory_budget;
-  if (!data.empty()) {
-    j["data"] = data;
-    j["data_dtype"] = data_dtype;
-  }
+  for (const WorkloadField& f : workload_fields()) f.write(*this, j);
   return j.dump();
 }
 
@@ -193,10 +231,7 @@ TrialResult measure_trial(const Workload& w, const Config& config, const dist::P
   TrialResult result;
   try {
     check_workload(w, config);
-    const models::ParallelKnobs knobs = models::parallel_knobs(w.spec(), config);
-    SLAPO_CHECK(knobs.world() == groups.layout.world(), ErrorCode::kInvalidArgument, "the configuration (tp=",
-                knobs.tp, " pp=", knobs.pp, " dp=", knobs.dp, ") needs ", knobs.world(), " ranks; this run has ",
-                groups.layout.world(), " (use the single-node runner: --nproc ", knobs.world(), ")");
+    models::parallel_knobs(w.spec(), config, groups.layout.world()).layout.check_world(groups.layout.world());
   } catch (const Error& e) {
     return failed_trial(TrialStatus::kInvalid, e.what());
   }

@@ -1,15 +1,7 @@
 #pragma once
 // Workload: what a trial trains, from the space file's [workload] table, and the measurement
-// protocol (measure_trial).
-//
-//   model          zoo preset (required)           template   schedule template (model's default)
-//   batch_size     default batch (knob overrides)  seq_len    sequence length (knob overrides)
-//   vocab          override the preset's vocab     dtype      "float32" (the only one on CPU yet)
-//   optimizer      "adamw" (default) | "sgd"       lr         learning rate (1e-4)
-//   warmup         untimed steps (2)               steps      timed steps (5)
-//   threads        LibTorch threads (2)            seed       weights and data (0)
-//   memory_budget  bytes or "2GiB": past it a trial is `oom`
-//   data           file of token ids (synthetic tokens when absent); data_dtype "uint16" | "int32"
+// protocol (measure_trial). The table's keys and their meaning: docs/runners.md; the one list of
+// them that parsing and the canonical JSON share: workload_fields() in workload.cc.
 
 #include <cstdint>
 #include <string>

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "schedule/primitives.h"
 #include "schedule/schedule.h"
 
 namespace slapo::schedule {
@@ -21,12 +22,10 @@ std::string quote_argument(const std::string& s);
 // naming the line number and what was expected.
 std::vector<AppliedPrimitive> parse_schedule_text(const std::string& text);
 
-// Makes the module of a recorded `replace` step: calls target.replace(...) for `type_name`.
-// Throws Error(kInvalidArgument) for a type it cannot make.
-using ReplaceFactory = std::function<void(Schedule& target, const std::string& type_name)>;
 
-// Applies `steps` to `sch` in order. `replace` steps need `factory`; without one they are an
-// error naming the step. Every other error is the primitive's own.
+// Applies `steps` to `sch` in order, each by its primitive's row in the table
+// (schedule/primitives.h). `replace` steps need `factory`; without one they are an error naming
+// the step. Every other error is the primitive's own.
 void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const ReplaceFactory& factory = {});
 
 }  // namespace slapo::schedule

@@ -56,7 +56,7 @@ Value parse_value_text(const std::string& text) {
 
 void Space::set_parameter(const std::string& assignment) {
   const auto eq = assignment.find('=');
-  SLAPO_CHECK(eq != std::string::npos && eq > 0, ErrorCode::kInvalidArgument, "--param '",
+  SLAPO_CHECK(eq != std::string::npos && eq > 0, ErrorCode::kInvalidArgument, "parameter assignment '",
               assignment, "': expected NAME=VALUE");
   const std::string name = assignment.substr(0, eq);
   const Value value = parse_value_text(assignment.substr(eq + 1));
@@ -67,7 +67,7 @@ void Space::set_parameter(const std::string& assignment) {
                               (std::holds_alternative<int64_t>(value) ||
                                std::holds_alternative<double>(value));
     SLAPO_CHECK(both_numbers || p.value.index() == value.index(), ErrorCode::kInvalidArgument,
-                "--param ", name, ": '", assignment.substr(eq + 1), "' is not of the type of its value ",
+                "parameter ", name, ": '", assignment.substr(eq + 1), "' is not of the type of its value ",
                 slapo::to_string(p.value), " in ", p.where.to_string());
     p.value = value;
     return;
@@ -75,8 +75,7 @@ void Space::set_parameter(const std::string& assignment) {
   std::vector<std::string> known;
   for (const auto& p : parameters) known.push_back(p.name);
   const std::string near = nearest_name(name, known);
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "--param ", name, ": ", origin,
-             " declares no such parameter",
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "parameter ", name, ": ", origin, " declares no such parameter",
              near.empty() ? std::string() : " (did you mean '" + near + "'?)");
 }
 

@@ -4,16 +4,16 @@
 
 namespace slapo::tuner {
 
-Measurement measure(runners::Runner& runner, const Config& config, const std::string& objective) {
+Measurement measure(runners::Runner& runner, const Config& config, const Objective& objective) {
   const auto start = std::chrono::steady_clock::now();
   Measurement m;
   m.result = runner.run({config})[0];
   m.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto it = m.result.metrics.find(objective);
+  const auto it = m.result.metrics.find(objective.metric);
   if (m.result.status == TrialStatus::kOk && it != m.result.metrics.end()) {
     m.objective = it->second;
   } else if (m.result.status == TrialStatus::kOk) {
-    m.result = failed_trial(TrialStatus::kRuntimeError, "the trial reported no '" + objective + "'");
+    m.result = failed_trial(TrialStatus::kRuntimeError, "the trial reported no '" + objective.metric + "'");
   }
   return m;
 }

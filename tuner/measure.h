@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/objective.h"
 #include "core/trial.h"
 #include "runners/runner.h"
 
@@ -18,6 +19,6 @@ struct Measurement {
 };
 
 // An ok trial that reports no `objective` metric becomes a runtime error saying so.
-Measurement measure(runners::Runner& runner, const Config& config, const std::string& objective);
+Measurement measure(runners::Runner& runner, const Config& config, const Objective& objective);
 
 }  // namespace slapo::tuner

@@ -37,10 +37,10 @@ class ModelBased : public Strategy {
   explicit ModelBased(bool memory_frontier) : memory_frontier_(memory_frontier) {}
   std::string name() const override { return memory_frontier_ ? "auto" : "bayes"; }
 
-  void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) override {
+  void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) override {
     space_ = &space;
     rng_ = std::make_unique<Rng>(seed);
-    minimize_ = minimize;
+    minimize_ = objective.minimize;
     observed_.clear();
     proposed_.clear();
     observations_ = last_refit_ = 0;

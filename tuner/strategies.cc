@@ -25,7 +25,7 @@ namespace {
 class Exhaustive : public Strategy {
  public:
   std::string name() const override { return "exhaustive"; }
-  void begin(const space::CompiledSpace& space, uint64_t, bool) override {
+  void begin(const space::CompiledSpace& space, uint64_t, const Objective&) override {
     space_ = &space;
     next_ = 0;
   }
@@ -48,7 +48,7 @@ class Exhaustive : public Strategy {
 class RandomSearch : public Strategy {
  public:
   std::string name() const override { return "random"; }
-  void begin(const space::CompiledSpace& space, uint64_t seed, bool) override {
+  void begin(const space::CompiledSpace& space, uint64_t seed, const Objective&) override {
     space_ = &space;
     rng_ = std::make_unique<Rng>(seed);
     drawn_.clear();
@@ -76,10 +76,10 @@ class RandomSearch : public Strategy {
 class CoordinateDescent : public Strategy {
  public:
   std::string name() const override { return "coordinate"; }
-  void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) override {
+  void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) override {
     space_ = &space;
     rng_ = std::make_unique<Rng>(seed);
-    minimize_ = minimize;
+    objective_ = objective;
     center_.reset();
     center_value_.reset();
     results_.clear();
@@ -136,9 +136,7 @@ class CoordinateDescent : public Strategy {
   }
 
  private:
-  bool better(double a, const std::optional<double>& b) const {
-    return !b || (minimize_ ? a < *b : a > *b);
-  }
+  bool better(double a, const std::optional<double>& b) const { return objective_.better(a, b); }
   static bool pending(const std::vector<Config>& out, const Config& c) {
     return std::find(out.begin(), out.end(), c) != out.end();
   }
@@ -171,7 +169,7 @@ class CoordinateDescent : public Strategy {
 
   const space::CompiledSpace* space_ = nullptr;
   std::unique_ptr<Rng> rng_;
-  bool minimize_ = false;
+  Objective objective_;
   std::optional<Config> center_;
   std::optional<double> center_value_;
   std::map<std::string, std::optional<double>> results_;  // canonical JSON → objective (nullopt: failed)
@@ -186,9 +184,9 @@ class CoordinateDescent : public Strategy {
 class SlapoHeuristic : public Strategy {
  public:
   std::string name() const override { return "slapo"; }
-  void begin(const space::CompiledSpace& space, uint64_t, bool minimize) override {
+  void begin(const space::CompiledSpace& space, uint64_t, const Objective& objective) override {
     space_ = &space;
-    minimize_ = minimize;
+    objective_ = objective;
     for (const auto& knob : space.knobs()) {
       if (knob.name == "batch_size") batch_ = knob;
       if (knob.name == "ckpt_ratio" || knob.name == "ckpt_layers") ckpt_ = knob;
@@ -247,7 +245,7 @@ class SlapoHeuristic : public Strategy {
   void advance(const std::optional<double>& value) {
     const bool fits = value.has_value();
     if (fits) {
-      if (!best_ || (minimize_ ? *value < *best_ : *value > *best_)) {
+      if (objective_.better(value, best_)) {
         best_ = value;
         without_improvement_ = 0;
       } else {
@@ -286,7 +284,7 @@ class SlapoHeuristic : public Strategy {
   }
 
   const space::CompiledSpace* space_ = nullptr;
-  bool minimize_ = false;
+  Objective objective_;
   space::KnobInfo batch_, ckpt_;
   Config base_;
   Phase phase_ = Phase::kDone;
@@ -305,10 +303,10 @@ class SlapoHeuristic : public Strategy {
 class Auto : public Strategy {
  public:
   std::string name() const override { return "auto"; }
-  void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) override {
+  void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) override {
     if (space.size() <= 4) inner_ = std::make_unique<Exhaustive>();
     else inner_ = make_model_based_strategy(/*memory_frontier=*/true);
-    inner_->begin(space, seed, minimize);
+    inner_->begin(space, seed, objective);
   }
   std::vector<Config> propose(size_t n, const KnownFn& known) override { return inner_->propose(n, known); }
   void observe(const std::vector<Observation>& o) override { inner_->observe(o); }
@@ -330,7 +328,7 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name) {
   if (name == "auto") return std::make_unique<Auto>();
   std::string names;
   for (const std::string& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "--strategy ", name, ": unknown (strategies: ", names, ")");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "unknown strategy '", name, "' (strategies: ", names, ")");
 }
 
 }  // namespace slapo::tuner

@@ -2,7 +2,7 @@
 // Strategy: proposes which configurations to measure next. It sees the compiled space (indices,
 // samples, neighbours) and the observations, never the runner or the database.
 //
-//   begin(space, seed, minimize) → { propose(n, known) → observe(observations) }* 
+//   begin(space, seed, objective) → { propose(n, known) → observe(observations) }*
 //
 // A strategy never proposes a configuration `known` reports (measured, pruned or recorded in an
 // earlier run) and proposes nothing when it has nothing left.
@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/metrics.h"
+#include "core/objective.h"
 #include "core/trial.h"
 #include "space/compiled_space.h"
 
@@ -32,7 +34,7 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
   // REQUIRES: `space` outlives the strategy's use.
-  virtual void begin(const space::CompiledSpace& space, uint64_t seed, bool minimize) = 0;
+  virtual void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) = 0;
   virtual std::vector<Config> propose(size_t n, const KnownFn& known) = 0;
   virtual void observe(const std::vector<Observation>& observations) = 0;
 };

@@ -20,18 +20,19 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
                  const std::function<void(const Progress&)>& on_progress) {
   const auto start = Clock::now();
   TuneSummary summary;
-  const db::TaskRecord task = database.find_or_create_task(task_key, options.objective, options.minimize);
+  const db::TaskRecord task = database.find_or_create_task(task_key, options.objective);
   summary.task_id = task.id;
-  SLAPO_CHECK(task.objective == options.objective && task.minimize == options.minimize, ErrorCode::kInvalidArgument,
-              "task ", task.id, " was tuned for ", task.minimize ? "minimal " : "maximal ", task.objective,
-              "; use the same --objective/--minimize, or another --db");
+  SLAPO_CHECK(task.objective.metric == options.objective.metric && task.objective.minimize == options.objective.minimize,
+              ErrorCode::kInvalidArgument, "task ", task.id, " was tuned to ", task.objective.verb(), " ",
+              task.objective.metric, ", not to ", options.objective.verb(), " ", options.objective.metric,
+              "; tune it with that objective, or use another database");
 
   std::unique_ptr<Strategy> strategy = make_strategy(options.strategy);
-  strategy->begin(space, options.seed, options.minimize);
+  strategy->begin(space, options.seed, options.objective);
   MemoryDominance dominance(space);
   std::unordered_set<std::string> known;  // canonical JSON of every recorded configuration
   std::optional<double> best;
-  auto better = [&](double v) { return !best || (options.minimize ? v < *best : v > *best); };
+  auto better = [&](double v) { return options.objective.better(v, best); };
 
   // Resume: what the task already holds.
   size_t measured_total = 0;

@@ -34,8 +34,7 @@ struct TunerOptions {
   double time_limit_s = 0;    // wall time of this run; 0: none
   size_t patience = 0;        // stop after this many measured trials without a better one; 0: never
   uint64_t seed = 0;
-  std::string objective = "samples_per_s";
-  bool minimize = false;
+  Objective objective{metric::kDefaultObjective};
   // Once the search stops: measure the best `confirm` trials again, `confirm_rounds` times each,
   // and rank them by their median (tuner/confirmation.h). Not counted in `trials`; bounded by
   // `time_limit_s`. 0: no confirmation.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "tests/cli/cli_support.h"
 
 namespace {
@@ -58,12 +61,50 @@ TEST(PrimitivesCliTest, ListAndHelp) {
   EXPECT_EQ(all.exit_code, 0);
   EXPECT_NE(all.out.find("checkpoint"), std::string::npos);
   EXPECT_NE(all.out.find("cut_pipeline_stage"), std::string::npos);
-  Outcome one = run("primitives shard");
+  EXPECT_NE(all.out.find("find"), std::string::npos);
+  EXPECT_EQ(run("primitives list").out, all.out);
+  Outcome one = run("primitives show shard");
   EXPECT_EQ(one.exit_code, 0);
   EXPECT_NE(one.out.find("sch[path].shard(name, axis)"), std::string::npos);
-  Outcome unknown = run("primitives fuse_everything");
+  Outcome unknown = run("primitives show fuse_everything");
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown primitive 'fuse_everything'"), std::string::npos);
+  // NOUN VERB: a primitive's name is not a verb.
+  Outcome old = run("primitives shard");
+  EXPECT_EQ(old.exit_code, 2);
+  EXPECT_NE(old.err.find("primitives: unknown action 'shard' (expected list, show NAME or reference)"),
+            std::string::npos)
+      << old.err;
+}
+
+// The reference sections of docs/schedule.md are what the tables print: the docs cannot drift
+// from the primitives and knobs the code has.
+TEST(PrimitivesCliTest, TheDocsHoldTheTablesReferences) {
+  std::ifstream in(std::string(SLAPO_SOURCE_DIR) + "/docs/schedule.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  for (const char* command : {"primitives reference", "templates reference"}) {
+    Outcome r = run(command);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(doc.find(r.out), std::string::npos)
+        << "docs/schedule.md does not hold `slapo-tune " << command << "`; regenerate that section";
+  }
+}
+
+TEST(TemplatesCliTest, ListAndShowComeFromTheKnobTable) {
+  Outcome all = run("templates");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  for (const char* t : {"gpt ", "bert ", "mlp "}) EXPECT_NE(all.out.find(t), std::string::npos) << all.out;
+  Outcome gpt = run("templates show gpt");
+  ASSERT_EQ(gpt.exit_code, 0) << gpt.err;
+  EXPECT_NE(gpt.out.find("attn_shard"), std::string::npos);
+  EXPECT_NE(gpt.out.find("naive, fused_qkv, baddbmm (default naive)"), std::string::npos) << gpt.out;
+  Outcome mlp = run("templates show mlp");
+  EXPECT_EQ(mlp.out.find("attn"), std::string::npos) << "an MLP has no attention knobs: " << mlp.out;
+  Outcome unknown = run("templates show llama");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown schedule template 'llama' (templates: gpt, bert, mlp)"), std::string::npos)
+      << unknown.err;
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ TEST(TuneCliTest, BadInput) {
   const std::string db = temp_db("bad");
   Outcome strategy = run("single-device --space " + kSpace + " --db " + db + " --strategy hyperband");
   EXPECT_EQ(strategy.exit_code, 2);
-  EXPECT_NE(strategy.err.find("--strategy hyperband: unknown (strategies: auto, bayes,"), std::string::npos) << strategy.err;
+  EXPECT_NE(strategy.err.find("--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, bayes,"), std::string::npos) << strategy.err;
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
   // Counts are whole numbers >= 0: boost alone would read -1 as 2^64 - 1.

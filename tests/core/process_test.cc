@@ -46,6 +46,16 @@ TEST(ProcessTest, MissingExecutable) {
   EXPECT_NE(r.error.find("cannot run '/nonexistent/worker'"), std::string::npos);
 }
 
+TEST(ProcessTest, AForkedBodyThatThrowsSaysWhyOnItsStandardError) {
+  const ProcessResult r = fork_and_run([]() -> int { throw std::runtime_error("the model did not build"); });
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("uncaught exception: the model did not build"), std::string::npos) << r.err;
+}
+
+TEST(ProcessTest, SelfExecutableIsThisTestProgram) {
+  EXPECT_NE(self_executable().find("core_test"), std::string::npos) << self_executable();
+}
+
 TEST(ProcessTest, TailLines) {
   EXPECT_EQ(tail_lines("a\nb\nc\n", 2), "b\nc\n");
   EXPECT_EQ(tail_lines("a\nb\nc", 5), "a\nb\nc");

@@ -55,9 +55,9 @@ TrialRecord trial(int64_t task, int64_t bs, TrialStatus status, std::optional<do
 
 TEST(DatabaseTest, TasksAreFoundByTheirKey) {
   auto db = Database::in_memory();
-  const TaskRecord a = db->find_or_create_task(key(), "samples_per_s", false);
-  EXPECT_EQ(db->find_or_create_task(key(), "samples_per_s", false).id, a.id);
-  const TaskRecord b = db->find_or_create_task(key("{\"cpu\":\"y\"}"), "samples_per_s", false);
+  const TaskRecord a = db->find_or_create_task(key(), {"samples_per_s", false});
+  EXPECT_EQ(db->find_or_create_task(key(), {"samples_per_s", false}).id, a.id);
+  const TaskRecord b = db->find_or_create_task(key("{\"cpu\":\"y\"}"), {"samples_per_s", false});
   EXPECT_NE(b.id, a.id);
   EXPECT_EQ(db->tasks().size(), 2u);
   EXPECT_EQ(db->task(a.id).key.fingerprint_json, "{\"cpu\":\"x\"}");
@@ -72,7 +72,7 @@ TEST(DatabaseTest, TasksAreFoundByTheirKey) {
 
 TEST(DatabaseTest, TrialsAreIndexedInOrderAndNeverDuplicated) {
   auto db = Database::in_memory();
-  const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+  const int64_t task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
   EXPECT_EQ(db->add_trial(trial(task, 8, TrialStatus::kOk, 100, 5)), 0);
   EXPECT_EQ(db->add_trial(trial(task, 16, TrialStatus::kOk, 180, 4)), 1);
   EXPECT_EQ(db->add_trial(trial(task, 32, TrialStatus::kOom, std::nullopt)), 2);
@@ -95,11 +95,22 @@ TEST(DatabaseTest, TrialsAreIndexedInOrderAndNeverDuplicated) {
   c.set("batch_size", int64_t{128});
   EXPECT_FALSE(db->find_trial(task, c).has_value());
   EXPECT_EQ(db->task(task).trial_count, 4);
+  // By index.
+  EXPECT_EQ(db->trial(task, 2).config.find("batch_size") != nullptr, true);
+  EXPECT_EQ(std::get<int64_t>(*db->trial(task, 2).config.find("batch_size")), 32);
+  try {
+    db->trial(task, 9);
+    ADD_FAILURE() << "trial 9 does not exist";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+    EXPECT_STREQ(e.what(), "task 1 has no trial 9 (4 trials)");
+  }
+  EXPECT_THROW(db->trial(task + 7, 0), Error);
 }
 
 TEST(DatabaseTest, BestByObjectiveAndByAnotherMetric) {
   auto db = Database::in_memory();
-  const int64_t up = db->find_or_create_task(key(), "samples_per_s", false).id;
+  const int64_t up = db->find_or_create_task(key(), {"samples_per_s", false}).id;
   db->add_trial(trial(up, 8, TrialStatus::kOk, 100, 5));
   db->add_trial(trial(up, 16, TrialStatus::kOk, 180, 3));
   db->add_trial(trial(up, 32, TrialStatus::kOk, 150, 4));
@@ -110,7 +121,7 @@ TEST(DatabaseTest, BestByObjectiveAndByAnotherMetric) {
   EXPECT_EQ(top[1].objective, 150);
   const auto fastest = db->best(up, 1, "step_ms_median");  // times: smallest first
   EXPECT_EQ(fastest[0].result.metrics.at("step_ms_median"), 3);
-  const int64_t down = db->find_or_create_task(key("{\"m\":1}"), "step_ms_median", true).id;
+  const int64_t down = db->find_or_create_task(key("{\"m\":1}"), {"step_ms_median", true}).id;
   db->add_trial(trial(down, 8, TrialStatus::kOk, 5));
   db->add_trial(trial(down, 16, TrialStatus::kOk, 3));
   EXPECT_EQ(db->best(down, 1)[0].objective, 3);
@@ -130,7 +141,7 @@ Remeasurement again(int64_t task, int64_t trial_index, TrialStatus status, std::
 
 TEST(DatabaseTest, ReMeasuredTrialsRankByTheirMedian) {
   auto db = Database::in_memory();
-  const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+  const int64_t task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
   const int64_t lucky = db->add_trial(trial(task, 8, TrialStatus::kOk, 200));  // truly ~150
   const int64_t steady = db->add_trial(trial(task, 16, TrialStatus::kOk, 180));
   db->add_trial(trial(task, 32, TrialStatus::kOk, 170));
@@ -172,7 +183,7 @@ TEST(DatabaseTest, ReMeasuredTrialsRankByTheirMedian) {
   EXPECT_THROW(db->add_remeasurement(again(task, 99, TrialStatus::kOk, 1)), Error);
 
   // Pruning trials removes their re-measurements: a new trial may reuse the index.
-  const int64_t other = db->find_or_create_task(key("{\"m\":2}"), "samples_per_s", false).id;
+  const int64_t other = db->find_or_create_task(key("{\"m\":2}"), {"samples_per_s", false}).id;
   const int64_t flaky = db->add_trial(trial(other, 8, TrialStatus::kOk, 10));
   db->add_remeasurement(again(other, flaky, TrialStatus::kOk, 11));
   db->add_trial(trial(other, 16, TrialStatus::kTimeout, std::nullopt));
@@ -214,8 +225,8 @@ TEST(DatabaseTest, AVersionOneFileIsMigratedWithItsTrials) {
 
 TEST(DatabaseTest, LooksUpTheBestConfigurationForAProgram) {
   auto db = Database::in_memory();
-  const int64_t here = db->find_or_create_task(key("{\"cpu\":\"here\"}"), "samples_per_s", false).id;
-  const int64_t there = db->find_or_create_task(key("{\"cpu\":\"there\"}"), "samples_per_s", false).id;
+  const int64_t here = db->find_or_create_task(key("{\"cpu\":\"here\"}"), {"samples_per_s", false}).id;
+  const int64_t there = db->find_or_create_task(key("{\"cpu\":\"there\"}"), {"samples_per_s", false}).id;
   db->add_trial(trial(here, 8, TrialStatus::kOk, 100));
   db->add_trial(trial(here, 16, TrialStatus::kOk, 300));
   db->add_trial(trial(there, 32, TrialStatus::kOk, 900));
@@ -231,7 +242,7 @@ TEST(DatabaseTest, PersistsAcrossOpens) {
   const std::string path = temp_path("persist.db");
   {
     auto db = Database::open(path);
-    const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+    const int64_t task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
     db->add_trial(trial(task, 8, TrialStatus::kOk, 100));
   }
   auto db = Database::open_existing(path);
@@ -284,7 +295,7 @@ TEST(DatabaseTest, ForeignNewerAndCorruptFilesAreRefusedAndUntouched) {
   const std::string full = temp_path("full.db");
   {
     auto db = Database::open(full);
-    const int64_t task = db->find_or_create_task(key(), "samples_per_s", false).id;
+    const int64_t task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
     for (int i = 0; i < 200; ++i) db->add_trial(trial(task, i, TrialStatus::kOk, i));
   }
   const std::string bytes = slurp(full);

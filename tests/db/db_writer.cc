@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   key.workload_json = "{\"model\":\"gpt-tiny\"}";
   key.space_hash = "s";
   key.fingerprint_json = "{}";
-  const int64_t task = database->find_or_create_task(key, "samples_per_s", false).id;
+  const int64_t task = database->find_or_create_task(key, {"samples_per_s", false}).id;
   const std::string writer = argv[2];
   const int count = std::atoi(argv[3]);
   for (int i = 0; i < count; ++i) {

@@ -35,7 +35,7 @@ int fail(const std::string& why) {
 bool near(const torch::Tensor& a, const torch::Tensor& b) { return a.sizes() == b.sizes() && torch::allclose(a, b, 1e-6, 1e-6); }
 
 int collectives() {
-  dist::Layout layout;
+  Layout layout;
   layout.tp = 2;
   const dist::ParallelGroups g = dist::connect(dist::RankEnv::from_env(), layout);
   schedule::Communicator& tp = *g.tp;
@@ -109,7 +109,7 @@ int collectives() {
 }
 
 int schedules() {
-  dist::Layout layout;
+  Layout layout;
   layout.tp = 2;
   layout.pp = 2;
   const dist::ParallelGroups g = dist::connect(dist::RankEnv::from_env(), layout);
@@ -139,7 +139,7 @@ int schedules() {
 // The others must fail with a clear error, not hang.
 int fault(bool hang) {
   const dist::RankEnv env = dist::RankEnv::from_env();
-  dist::Layout layout;
+  Layout layout;
   layout.dp = env.world_size;
   const dist::ParallelGroups g = dist::connect(env, layout);
   if (g.rank == 1) {

@@ -10,8 +10,10 @@
 #include "core/error.h"
 #include "runners/command_runner.h"
 #include "runners/inprocess_runner.h"
+#include "runners/runner_spec.h"
 #include "runners/single_node_runner.h"
 #include "runners/subprocess_runner.h"
+#include "runners/worker_protocol.h"
 #include "runners/workload.h"
 
 namespace slapo::runners {
@@ -140,6 +142,102 @@ TEST(WorkloadTest, ParsesAndRejectsWithTheKey) {
   EXPECT_EQ(error(R"({"model": "gpt-mini", "steps": 0})"), "s.toml: [workload] steps: expected a positive integer, found 0");
   EXPECT_EQ(error(R"({"steps": 3})"), "s.toml: [workload] needs model = \"<preset>\"");
   EXPECT_NE(error(R"({"model": "gpt-mini", "memory_budget": "lots"})").find("memory_budget"), std::string::npos);
+}
+
+TEST(WorkloadTest, TheCanonicalJsonIsTheRecordedTaskKey) {
+  // Tasks recorded earlier are found by this text: its keys, their order and which are left out
+  // when at their default must not change.
+  EXPECT_EQ(Workload::from_json(R"({"model": "gpt-tiny"})", "s").to_json(),
+            R"({"model":"gpt-tiny","batch_size":8,"dtype":"float32","optimizer":"adamw","lr":0.0001,"warmup":2,)"
+            R"("steps":5,"threads":2,"seed":0})");
+  EXPECT_EQ(Workload::from_json(R"({"data_dtype": "int32", "data": "t.bin", "memory_budget": 1024, "seed": 3,
+                                    "vocab": 64, "seq_len": 8, "template": "gpt", "model": "gpt-tiny"})",
+                                "s")
+                .to_json(),
+            R"({"model":"gpt-tiny","template":"gpt","batch_size":8,"seq_len":8,"vocab":64,"dtype":"float32",)"
+            R"("optimizer":"adamw","lr":0.0001,"warmup":2,"steps":5,"threads":2,"seed":3,"memory_budget":1024,)"
+            R"("data":"t.bin","data_dtype":"int32"})");
+}
+
+TEST(RunnerSpecTest, RoundTripsThroughJsonAndFromTheTaskRecord) {
+  Workload w = Workload::from_json(R"({"model": "gpt-tiny", "steps": 2})", "s");
+  const RunnerSpec spec = RunnerSpec::for_workload(w, "subprocess", 1, 30, /*fork_server=*/false);
+  const RunnerSpec back = RunnerSpec::from_json(spec.to_json(), "spec");
+  EXPECT_EQ(back.to_json(), spec.to_json());
+  EXPECT_EQ(back.kind, "subprocess");
+  EXPECT_FALSE(back.fork_server);
+  EXPECT_EQ(back.timeout_s, 30);
+  EXPECT_EQ(spec.natural_objective(), "samples_per_s");
+  EXPECT_EQ(spec.workload_key(), w.to_json());
+  // Several ranks make it single-node; the task record gives the same spec back.
+  const RunnerSpec ranks = RunnerSpec::for_workload(w, "subprocess", 2, 600, true);
+  EXPECT_EQ(ranks.kind, "single-node");
+  const RunnerSpec again = RunnerSpec::from_task(ranks.workload_key(), "single-node", 2, "samples_per_s");
+  EXPECT_EQ(again.to_json(), ranks.to_json());
+  EXPECT_EQ(make_runner(again)->world_size(), 2);
+
+  CommandOptions c;
+  c.argv = {"sh", "-c", "echo speed=1"};
+  c.metric_regex = "speed=([0-9]+)";
+  c.metric_name = "speed";
+  c.oom_exit_code = 3;
+  c.nproc = 2;
+  const RunnerSpec command = RunnerSpec::for_command(c);
+  EXPECT_EQ(command.workload_key(),
+            R"x({"command":["sh","-c","echo speed=1"],"metric_regex":"speed=([0-9]+)","oom_pattern":"out of memory",)x"
+            R"x("oom_exit_code":3,"timeout_s":0.0,"nproc":2})x");
+  const RunnerSpec replayed = RunnerSpec::from_task(command.workload_key(), "command", 2, "speed");
+  EXPECT_EQ(replayed.to_json(), command.to_json());
+  EXPECT_EQ(RunnerSpec::from_json(command.to_json(), "spec").natural_objective(), "speed");
+  EXPECT_EQ(make_runner(replayed)->kind(), "command");
+
+  auto error = [](auto f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error([&] { RunnerSpec::for_workload(w, "inprocess", 2, 600, true); }),
+            "the inprocess runner runs one rank; 2 ranks per trial need processes (single-node)");
+  EXPECT_EQ(error([&] { RunnerSpec::for_workload(w, "remote", 1, 600, true); }),
+            "runner 'remote': expected inprocess, subprocess or single-node");
+  EXPECT_EQ(error([] { RunnerSpec::from_json("[1]", "spec.json"); }),
+            "spec.json: not a runner spec (a JSON object with a kind)");
+}
+
+TEST(WorkerProtocolTest, EveryMessageRoundTrips) {
+  Config c;
+  c.set("batch_size", int64_t{8});
+  EXPECT_EQ(worker_argv({"/bin/w", "worker"}, "{}", c),
+            (std::vector<std::string>{"/bin/w", "worker", "--workload", "{}", "--config", c.to_json()}));
+  EXPECT_EQ(fork_server_argv({"/bin/w", "worker"}), (std::vector<std::string>{"/bin/w", "worker", "--serve"}));
+  const std::optional<TrialRequest> request = decode_request(encode_request({"{\"model\":1}", c.to_json(), 12.5}));
+  ASSERT_TRUE(request.has_value());
+  EXPECT_EQ(request->workload_json, "{\"model\":1}");
+  EXPECT_EQ(request->config_json, c.to_json());
+  EXPECT_EQ(request->timeout_s, 12.5);
+  std::string why;
+  EXPECT_FALSE(decode_request("{\"workload\": 3, \"config\": \"{}\"}", &why).has_value());
+  EXPECT_EQ(why, "fork server: not a request: {\"workload\": 3, \"config\": \"{}\"}");
+  ProcessResult p;
+  p.started = true;
+  p.exit_code = 0;
+  p.signal = 9;
+  p.timed_out = true;
+  p.out = "line\n\xff";  // not UTF-8: replaced, not a broken answer
+  p.err = "e";
+  p.duration_s = 1.5;
+  const std::optional<ProcessResult> back = decode_response(encode_response(p));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_TRUE(back->started && back->timed_out);
+  EXPECT_EQ(back->signal, 9);
+  EXPECT_EQ(back->out.substr(0, 5), "line\n");
+  EXPECT_EQ(back->err, "e");
+  EXPECT_EQ(back->duration_s, 1.5);
+  EXPECT_FALSE(decode_response("not json").has_value());
+  EXPECT_FALSE(decode_response("{\"exit_code\": \"zero\"}").has_value());
 }
 
 TEST(WorkloadTest, TrainsOnATokenFile) {
@@ -331,7 +429,7 @@ TEST(SingleNodeRunnerTest, RealRanksTrainTheTemplateLayout) {
   EXPECT_GT(results[1].metrics.at("bubble_share"), 0);
   // Four ranks' worth of layout on two: refused before anything runs, with the reason.
   EXPECT_EQ(results[3].status, TrialStatus::kInvalid);
-  EXPECT_NE(results[3].error.find("needs 4 ranks; this trial has 2"), std::string::npos) << results[3].error;
+  EXPECT_NE(results[3].error.find("needs 4 ranks; this run has 2"), std::string::npos) << results[3].error;
 }
 
 TEST(CommandRunnerTest, SeveralRanksStartTheWayTorchrunDoes) {

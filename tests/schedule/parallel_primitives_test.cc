@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "error_of.h"
 #include "models/pipeline_cuts.h"
+#include "models/template_knobs.h"
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "schedule/build.h"
@@ -227,7 +228,7 @@ TEST(TemplateTest, PipelineCutsComeFromTheKnobOrAreBalanced) {
             std::string::npos);
   EXPECT_NE(error_of([&] { cuts_of(R"({"pp": 7})"); }).find("knob 'pp': 7 stages for 6 blocks"), std::string::npos);
   EXPECT_NE(error_of([&] { cuts_of(R"({"tp": 3})"); }).find("knob 'tp': 3 does not divide heads = 8"), std::string::npos);
-  EXPECT_NE(error_of([&] { cuts_of(R"({"mlp_shard": "diagonal"})"); }).find("'diagonal' is not a layout (col_row, row_col)"),
+  EXPECT_NE(error_of([&] { cuts_of(R"({"mlp_shard": "diagonal"})"); }).find("knob 'mlp_shard': 'diagonal' is not one of col_row, row_col"),
             std::string::npos);
   // A schedule with a real group must match the configuration's tp.
   ScheduleOptions o;
@@ -236,6 +237,56 @@ TEST(TemplateTest, PipelineCutsComeFromTheKnobOrAreBalanced) {
   EXPECT_NE(error_of([&] { models::apply_template(*sch, spec, "gpt", Config::from_json(R"({"tp": 2})")); })
                 .find("knob 'tp' = 2 but this schedule's tensor-parallel group has 1 rank(s)"),
             std::string::npos);
+}
+
+TEST(TemplateTest, AConfigurationIsParsedOnceIntoATypedValue) {
+  const models::ModelSpec spec = models::model_preset("gpt-mini");  // 6 blocks
+  const models::TemplateConfig c = models::parse_template_config(
+      "gpt", spec,
+      Config::from_json(R"({"ckpt_ratio": 0.5, "attn": "fused_qkv", "mlp_shard": "row_col", "embed_shard": "hidden",
+                           "fuse_layer_norm": true, "tp": 1, "pp": 2, "micro_batches": 4, "batch_size": 16})"),
+      /*world_size=*/6);
+  EXPECT_EQ(c.checkpointed_blocks, 3);
+  EXPECT_EQ(c.attn, models::AttentionKind::kFusedQkv);
+  EXPECT_EQ(c.attn_shard, models::PairShard::kColRow);  // the default
+  EXPECT_EQ(c.mlp_shard, models::PairShard::kRowCol);
+  EXPECT_EQ(c.embed_shard, models::EmbedShard::kHidden);
+  EXPECT_TRUE(c.fuse_layer_norm && c.any_fusion());
+  EXPECT_FALSE(c.decompose);
+  EXPECT_EQ(c.parallel.layout, (Layout{1, 3, 2}));  // dp fills the 6 ranks tp and pp leave
+  EXPECT_EQ(c.parallel.micro_batches, 4);
+  EXPECT_EQ(c.batch_size, 16);
+  EXPECT_FALSE(c.seq_len.has_value());
+  // Every knob a template understands is a row of the table, and only those apply to its family.
+  const models::TemplateInfo& mlp = models::find_template("mlp");
+  EXPECT_EQ(std::count(mlp.knobs.begin(), mlp.knobs.end(), "attn"), 0);
+  EXPECT_NE(error_of([&] {
+              models::check_template("mlp", models::model_preset("mlp-tiny"), Config::from_json(R"({"attn": "naive"})"));
+            }).find("knob 'attn' is not understood by schedule template 'mlp'"),
+            std::string::npos);
+  for (const char* bad : {R"({"decompose": 1})", R"({"ckpt_layers": 2.5})", R"({"attn": 3})", R"({"cuts": 4})"}) {
+    EXPECT_NE(error_of([&] { models::check_template("gpt", spec, Config::from_json(bad)); }), "") << bad;
+  }
+  EXPECT_EQ(error_of([&] { models::check_template("gpt", spec, Config::from_json(R"({"ckpt_layers": 2.5})")); }),
+            "knob 'ckpt_layers': 2.5 is not a whole number");
+  EXPECT_EQ(error_of([&] { models::check_template("gpt", spec, Config::from_json(R"({"ckpt_ratio": 0.5, "ckpt_layers": 1})")); }),
+            "give either knob 'ckpt_ratio' or 'ckpt_layers', not both");
+}
+
+TEST(TemplateTest, FamilyTraitsSayWhereThingsAre) {
+  EXPECT_EQ(models::model_preset("bert-tiny").traits().blocks, "encoder");
+  EXPECT_EQ(models::model_preset("gpt-tiny").traits().embedding, "wte");
+  EXPECT_FALSE(models::model_preset("mlp-tiny").traits().attention);
+  EXPECT_TRUE(models::model_preset("bert-tiny").traits().head_bias);
+  EXPECT_NE(error_of([] { models::family_traits("llama"); }).find("unknown model family 'llama' (families: gpt, bert, mlp)"),
+            std::string::npos);
+  // The parameter count follows the traits (and the built model).
+  for (const std::string& preset : {"gpt-tiny", "bert-tiny", "mlp-tiny"}) {
+    const models::ModelSpec spec = models::model_preset(preset);
+    int64_t built = 0;
+    for (const auto& t : unique_parameters(*models::build_model(spec, 0))) built += t.numel();
+    EXPECT_EQ(spec.parameter_count(), built) << preset;
+  }
 }
 
 }  // namespace

@@ -121,9 +121,9 @@ TEST(SpaceFileTest, ParameterOverrides) {
     }
     return std::string();
   };
-  EXPECT_EQ(error("num_layer=4"), "--param num_layer: s.toml declares no such parameter (did you mean 'num_layers'?)");
-  EXPECT_EQ(error("num_layers"), "--param 'num_layers': expected NAME=VALUE");
-  EXPECT_EQ(error("num_layers=deep"), "--param num_layers: 'deep' is not of the type of its value 4 in s.toml:2:14");
+  EXPECT_EQ(error("num_layer=4"), "parameter num_layer: s.toml declares no such parameter (did you mean 'num_layers'?)");
+  EXPECT_EQ(error("num_layers"), "parameter assignment 'num_layers': expected NAME=VALUE");
+  EXPECT_EQ(error("num_layers=deep"), "parameter num_layers: 'deep' is not of the type of its value 4 in s.toml:2:14");
   EXPECT_EQ(error("name=bert"), "");
 }
 

@@ -157,8 +157,7 @@ TEST(TunerTest, PatienceAndMinimize) {
   TunerOptions mo;
   mo.strategy = "exhaustive";
   mo.trials = 0;
-  mo.objective = "step_ms_median";
-  mo.minimize = true;
+  mo.objective = {"step_ms_median", true};
   const TuneSummary fastest = tune(m.space, m.runner, *m.database, m.key, mo);
   EXPECT_DOUBLE_EQ(*fastest.best->objective, 1000 / m.optimum());
   // The same task with another objective is refused.
@@ -203,7 +202,7 @@ TEST(StrategyTest, UnknownNameListsTheStrategies) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "--strategy hyperband: unknown (strategies: auto, bayes, exhaustive, random, coordinate, slapo)");
+              "unknown strategy 'hyperband' (strategies: auto, bayes, exhaustive, random, coordinate, slapo)");
   }
 }
 

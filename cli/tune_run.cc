@@ -1,0 +1,191 @@
+// The tuning run of `slapo-tune single-device` and `single-node`.
+
+#include "cli/tune_run.h"
+
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/count_option.h"
+#include "core/error.h"
+#include "space/compiled_space.h"
+
+namespace slapo::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: slapo-tune single-device --space FILE [options] [-- CMD ARGS...]\n"
+    "       slapo-tune single-node --nproc N --space FILE [options] [-- CMD ARGS...]\n"
+    "\n"
+    "Tunes the space file's [workload] (or the command after --) on this machine: the strategy\n"
+    "proposes configurations, out-of-memory dominance prunes the ones proven to run out of memory,\n"
+    "the runner measures the rest, and every trial is recorded in --db. Running the same command\n"
+    "again continues the same task and measures nothing twice. With --confirm K, the best K are\n"
+    "then measured again (--confirm-rounds times each) and ranked by their median: on a noisy\n"
+    "machine the best single measurement is often a lucky one.\n"
+    "\n"
+    "single-node runs every trial as N ranks (torchrun's variables, Gloo on the CPU): the\n"
+    "configuration's tp, pp and dp lay them out (dp fills what tp and pp leave), and a command\n"
+    "after -- is started N times the way torchrun starts a script.\n";
+
+std::string format_number(std::optional<double> v) {
+  if (!v) return "-";
+  std::ostringstream s;
+  s << std::setprecision(5) << *v;
+  return s.str();
+}
+
+nlohmann::ordered_json optional_json(std::optional<double> v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+// The first line of an error, at most 80 characters.
+std::string short_error(const std::string& error) { return error.substr(0, error.find('\n')).substr(0, 80); }
+
+void print_progress(const tuner::Progress& p, const TuneOptions& o, std::ostream& out) {
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["index"] = p.index;
+    j["config"] = nlohmann::ordered_json::parse(p.config.to_json());
+    j["status"] = to_string(p.status);
+    j["objective"] = optional_json(p.objective);
+    j["best"] = optional_json(p.best);
+    j["error"] = p.error;
+    j["measured"] = p.measured;
+    if (p.round > 0) {
+      j["round"] = p.round;
+      j["confirmed"] = optional_json(p.confirmed);
+    }
+    out << j.dump() << std::endl;
+    return;
+  }
+  std::ostringstream line;
+  if (p.round > 0) {
+    line << "[" << std::setw(3) << p.index << "] again #" << p.round << "  " << std::left << std::setw(5)
+         << to_string(p.status) << std::right << " " << std::setw(10) << format_number(p.objective) << "  median "
+         << std::setw(8) << format_number(p.confirmed) << "  best " << std::setw(10) << format_number(p.best) << "  "
+         << p.config.to_string();
+    if (!p.error.empty()) line << "  (" << short_error(p.error) << ")";
+    out << line.str() << "\n" << std::flush;
+    return;
+  }
+  line << "[" << std::setw(3) << p.index << "] " << std::left << std::setw(14) << to_string(p.status) << std::right
+       << " " << std::setw(10) << format_number(p.objective) << "  best " << std::setw(10) << format_number(p.best)
+       << "  " << p.config.to_string();
+  if (p.pruned_by) line << "  (implied by trial " << *p.pruned_by << ")";
+  else if (!p.error.empty()) line << "  (" << short_error(p.error) << ")";
+  if (o.tuner.trials > 0) line << "  left " << p.trials_left << ", eta " << static_cast<int>(p.eta_s) << " s";
+  out << line.str() << "\n" << std::flush;
+}
+
+void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o, const Objective& objective,
+                   std::ostream& out) {
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["task"] = summary.task_id;
+    j["best_config"] =
+        summary.best ? nlohmann::ordered_json::parse(summary.best->config.to_json()) : nlohmann::ordered_json(nullptr);
+    j["best_objective"] = optional_json(summary.best ? summary.best->ranking_objective() : std::nullopt);
+    j["best_measurements"] = summary.best ? 1 + summary.best->remeasured : 0;
+    j["measured"] = summary.measured;
+    j["pruned"] = summary.pruned;
+    j["failed"] = summary.failed;
+    j["resumed"] = summary.resumed;
+    j["remeasured"] = summary.remeasured;
+    j["elapsed_s"] = summary.elapsed_s;
+    j["stopped_because"] = summary.stopped_because;
+    out << j.dump() << "\n";
+    return;
+  }
+  out << "\nstopped: " << summary.stopped_because << "\n"
+      << "trials: " << summary.measured << " measured (" << summary.failed << " failed), " << summary.pruned
+      << " pruned, " << summary.resumed << " recorded before";
+  if (summary.remeasured > 0) {
+    out << "; " << summary.remeasured << " re-measured (" << summary.remeasure_failed << " failed)";
+  }
+  out << "; " << std::fixed << std::setprecision(1) << summary.elapsed_s << " s\n"
+      << std::defaultfloat << std::setprecision(6);
+  if (!summary.best) {
+    out << "no configuration succeeded\n";
+    return;
+  }
+  out << "best: " << summary.best->config.to_string() << "  " << objective.metric << " = "
+      << format_number(summary.best->ranking_objective()) << " (trial " << summary.best->index;
+  if (summary.best->remeasured > 0) {
+    out << "; median of " << 1 + summary.best->remeasured << " measurements, the first "
+        << format_number(summary.best->objective);
+  }
+  out << ")\n";
+  for (const auto& [name, value] : summary.best->result.metrics) {
+    out << "  " << std::left << std::setw(16) << name << value << "\n";
+  }
+  out << "replay it: slapo-tune replay --db " << o.db << " --task " << summary.task_id << "\n";
+}
+
+}  // namespace
+
+void declare_tune(TuneOptions* o, OptionSet& set) {
+  o->space.declare(set);
+  set.visible.add_options()
+      ("db", po::value<std::string>(&o->db)->default_value("tune.db"), "tuning database (created when absent)")
+      ("strategy", po::value<std::string>(&o->tuner.strategy)->default_value("auto"),
+       "auto, bayes, exhaustive, random, coordinate, slapo")
+      ("trials", count_value(&o->tuner.trials)->default_value(Count{20}, "20"),
+       "measured trials of the task in all (0: no limit)")
+      ("time-limit", po::value<double>(&o->tuner.time_limit_s)->default_value(0), "seconds for this run (0: none)")
+      ("patience", count_value(&o->tuner.patience)->default_value(Count{0}, "0"),
+       "stop after N trials without a better one")
+      ("seed", po::value<uint64_t>(&o->tuner.seed)->default_value(0), "the strategy's seed")
+      ("objective", po::value<std::string>(&o->objective),
+       "metric to optimize (default: samples_per_s, or the command's)")
+      ("minimize", po::bool_switch(&o->tuner.objective.minimize), "minimize the objective (step times, memory)")
+      ("confirm", count_value(&o->tuner.confirm)->default_value(Count{0}, "0"),
+       "then measure the best K again and rank them by their median (0: no)")
+      ("confirm-rounds", count_value(&o->tuner.confirm_rounds)->default_value(Count{2}, "2"),
+       "re-measurements of each of the best K")
+      ("json", po::bool_switch(&o->json), "one JSON object per trial, then the summary");
+  o->runner.declare(set);
+}
+
+TuneOptions parse_tune(const Args& all_args, const char* command) {
+  auto [args, cmd] = split_command(all_args);
+  TuneOptions o = parse_options<TuneOptions>(args, declare_tune);
+  o.runner.command = cmd;
+  if (o.help) return o;
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, command, ": --space FILE is required");
+  for_flag("--strategy", o.tuner.strategy, [&] { tuner::make_strategy(o.tuner.strategy); });
+  return o;
+}
+
+std::string tune_help() { return help_text<TuneOptions>(kUsage, declare_tune); }
+
+int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << tune_help();
+    return kExitOk;
+  }
+  const space::Space declared = o.space.load();
+  const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
+  SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, o.space.file, ": the space is empty");
+  const runners::RunnerSpec spec = o.runner.spec(declared);
+  const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
+  tuner::TunerOptions options = o.tuner;
+  options.objective.metric = o.objective.empty() ? spec.natural_objective() : o.objective;
+  auto database = db::Database::open(o.db);
+
+  if (!o.json) {
+    out << "tuning " << o.space.file << ": " << compiled.size() << " configurations, strategy " << options.strategy
+        << ", runner " << runner->kind() << ", " << options.objective.verb() << " " << options.objective.metric
+        << ", db " << o.db << "\n";
+  }
+  const tuner::TuneSummary summary =
+      tuner::tune(compiled, *runner, *database, task_key(spec, *runner, declared), options,
+                  [&](const tuner::Progress& p) { print_progress(p, o, out); });
+  print_summary(summary, o, options.objective, out);
+  return summary.best ? kExitOk : kExitFailure;
+}
+
+}  // namespace slapo::cli

@@ -1,0 +1,51 @@
+// slapo-tune worker: the worker end of the worker protocol (runners/worker_protocol.h), what the
+// subprocess and single-node runners start.
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "runners/worker.h"
+
+namespace slapo::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: slapo-tune worker --workload JSON --config JSON\n"
+    "       slapo-tune worker --serve\n"
+    "\n"
+    "Measures one trial and prints its result as JSON on the last line (the subprocess runner's\n"
+    "worker; exits 0 whenever it could report, whatever the trial's status). With --serve, a fork\n"
+    "server: one trial per request line on standard input.\n";
+
+void declare(WorkerOptions* o, OptionSet& set) {
+  set.visible.add_options()
+      ("workload", po::value<std::string>(&o->workload_json), "the workload as JSON")
+      ("config", po::value<std::string>(&o->config_json), "the configuration as JSON")
+      ("serve", po::bool_switch(&o->serve), "fork server: one trial per request line on standard input");
+}
+
+}  // namespace
+
+WorkerOptions parse_worker(const Args& args) {
+  WorkerOptions o = parse_options<WorkerOptions>(args, declare);
+  SLAPO_CHECK(o.help || o.serve || (!o.workload_json.empty() && !o.config_json.empty()), ErrorCode::kInvalidArgument,
+              "worker: --workload and --config are required");
+  return o;
+}
+
+int run_worker(const WorkerOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << help_text<WorkerOptions>(kUsage, declare);
+    return kExitOk;
+  }
+  if (o.serve) {
+    runners::serve_trials(std::cin, out);
+    return kExitOk;
+  }
+  out << runners::run_worker_trial(o.workload_json, o.config_json).to_json() << std::endl;
+  return kExitOk;
+}
+
+}  // namespace slapo::cli

@@ -1,0 +1,29 @@
+#pragma once
+// FamilyTraits: what a model family's structure means to schedules, runners and the tuner — the
+// one place that knows where a family keeps its blocks, embedding and head, and which knobs
+// apply to it. Code asks a trait ("has attention?"), never compares family names.
+
+#include <string>
+#include <vector>
+
+namespace slapo::models {
+
+struct FamilyTraits {
+  std::string name;          // "gpt", "bert", "mlp"
+  std::string description;   // one line, for listings
+  std::string blocks;        // the path of the repeated blocks: "h", "encoder"
+  std::string embedding;     // the token embedding: "wte", "embeddings.word"
+  std::string head;          // the LM head tied to the embedding: "head", "decoder"
+  bool attention = true;     // blocks hold an `attn` (attention) and an `mlp`; else only an `mlp`
+  bool causal = true;        // attention sees only earlier tokens
+  bool position_embedding = true;  // a learned position embedding of max_seq rows
+  bool head_bias = false;    // the LM head adds a bias over the vocabulary (sharded with it)
+  bool final_norm = true;    // a layer norm after the last block (pre-LN models)
+  double layer_norm_eps = 1e-5;
+};
+
+// The traits of `family`. Throws Error(kNotFound) listing the families otherwise.
+const FamilyTraits& family_traits(const std::string& family);
+const std::vector<FamilyTraits>& model_families();
+
+}  // namespace slapo::models

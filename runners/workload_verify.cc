@@ -1,0 +1,91 @@
+#include "runners/workload_verify.h"
+
+#include <cmath>
+#include <sstream>
+
+#include <torch/torch.h>
+
+#include "models/templates.h"
+#include "models/zoo.h"
+#include "schedule/build.h"
+#include "schedule/keyed_dropout.h"
+#include "schedule/schedule.h"
+
+namespace slapo::runners {
+
+double WorkloadVerifyReport::curve_max_abs() const {
+  double worst = 0;
+  for (size_t i = 0; i < curve.size() && i < curve_ref.size(); ++i) {
+    worst = std::max(worst, std::fabs(curve[i] - curve_ref[i]));
+  }
+  return worst;
+}
+
+bool WorkloadVerifyReport::within(double tolerance) const {
+  return outputs_and_grads.within(tolerance) && curve_max_abs() <= tolerance;
+}
+
+std::string WorkloadVerifyReport::to_string(double tolerance) const {
+  std::ostringstream out;
+  out << header << "\n"
+      << "schedule:\n" << (schedule_text.empty() ? "  (no primitives)\n" : schedule_text) << plan_text
+      << outputs_and_grads.to_string();
+  if (!curve.empty()) {
+    out << "loss over " << curve.size() << " AdamW steps: max |diff| " << curve_max_abs() << " (original "
+        << curve_ref.front() << " → " << curve_ref.back() << ")\n";
+  }
+  out << (within(tolerance) ? "verified" : "MISMATCH") << ": tolerance " << tolerance << "\n";
+  return out.str();
+}
+
+WorkloadVerifyReport verify_workload(const Workload& workload, const Config& config, int steps, double lr) {
+  check_workload(workload, config);
+  const models::ModelSpec spec = workload.spec();
+  const std::string template_name = workload.schedule_template();
+  const uint64_t seed = workload.seed;
+  const int64_t batch = workload.batch_size_for(config);
+  const int64_t seq = workload.seq_len_for(config);
+
+  auto original = models::build_model(spec, seed);
+  auto scheduled = models::build_model(spec, seed);
+  auto sch = schedule::create_schedule(scheduled);
+  models::apply_template(*sch, spec, template_name, config);
+  const schedule::BuildResult built = schedule::build(*sch);
+
+  torch::manual_seed(seed + 1);
+  const torch::Tensor tokens = torch::randint(spec.vocab, {batch, seq}, torch::kLong);
+  const torch::Tensor targets = torch::randint(spec.vocab, {batch, seq}, torch::kLong);
+  auto run = [&](torch::nn::Module& m) {
+    torch::Tensor logits = models::model_forward(dynamic_cast<schedule::SlotModule&>(m), tokens);
+    return std::make_pair(logits, models::language_model_loss(logits, targets));
+  };
+  WorkloadVerifyReport report;
+  report.outputs_and_grads = schedule::verify(*original, *scheduled, run, seed);
+  report.header = "model " + spec.preset + ", template " + template_name + ", batch " + std::to_string(batch) +
+                  ", seq " + std::to_string(seq) + ", config " + config.to_string();
+  report.schedule_text = sch->to_string();
+  report.plan_text = built.plan_text();
+
+  // The same training steps on both: the loss curves must agree.
+  auto train = [&](schedule::SlotModule& model) {
+    // Each tensor once: a tied embedding and LM head are one tensor under two names.
+    torch::optim::AdamW optimizer(schedule::unique_parameters(model), torch::optim::AdamWOptions(lr));
+    std::vector<double> losses;
+    model.train();
+    for (int step = 0; step < steps; ++step) {
+      torch::manual_seed(seed + 1000 + step);
+      schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
+      optimizer.zero_grad();
+      torch::Tensor loss = run(model).second;
+      loss.backward();
+      optimizer.step();
+      losses.push_back(loss.item<double>());
+    }
+    return losses;
+  };
+  report.curve_ref = train(*original);
+  report.curve = train(*scheduled);
+  return report;
+}
+
+}  // namespace slapo::runners

@@ -1,0 +1,139 @@
+// The commands' parsers, without running anything: arguments in, an options struct out (compared
+// field by field), bad input refused with its one-line reason.
+
+#include <gtest/gtest.h>
+
+#include <boost/program_options/errors.hpp>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace slapo::cli {
+namespace {
+
+// The message of the slapo::Error that `f` throws ("" when none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ParseTest, TrialReadsEveryFlagAndTheCommandAfterTheDashes) {
+  TrialOptions expected;
+  expected.space.file = "s.toml";
+  expected.space.params = {"world_size=4", "num_layers=12"};
+  expected.config = "{\"batch_size\": 8}";
+  expected.db = "t.db";
+  expected.json = true;
+  expected.runner.runner = "subprocess";
+  expected.runner.nproc = 2;
+  expected.runner.memory_budget = "1GiB";
+  expected.runner.timeout_s = 30;
+  expected.runner.metric_regex = "speed=([0-9]+)";
+  expected.runner.oom_exit_code = 3;
+  expected.runner.command = {"python3", "train.py", "--bs", "{batch_size}"};
+  const TrialOptions parsed = parse_trial({"--space", "s.toml", "--param", "world_size=4", "--param", "num_layers=12",
+                                           "--config", "{\"batch_size\": 8}", "--db", "t.db", "--json", "--nproc", "2",
+                                           "--memory-budget", "1GiB", "--timeout", "30", "--metric-regex",
+                                           "speed=([0-9]+)", "--oom-exit-code", "3", "--", "python3", "train.py",
+                                           "--bs", "{batch_size}"});
+  EXPECT_TRUE(parsed == expected);
+  expected.runner.nproc = 1;
+  EXPECT_FALSE(parsed == expected);
+}
+
+TEST(ParseTest, DefaultsAreTheDocumentedOnes) {
+  const TuneOptions o = parse_single_device({"--space", "s.toml"});
+  EXPECT_EQ(o.db, "tune.db");
+  EXPECT_EQ(o.tuner.strategy, "auto");
+  EXPECT_EQ(o.tuner.trials, 20u);
+  EXPECT_EQ(o.tuner.confirm, 0u);
+  EXPECT_EQ(o.tuner.confirm_rounds, 2u);
+  EXPECT_FALSE(o.tuner.objective.minimize);
+  EXPECT_EQ(o.runner.timeout_s, 600);
+  EXPECT_EQ(o.runner.runner, "subprocess");
+  EXPECT_FALSE(o.single_node);
+  EXPECT_TRUE(parse_single_node({"--space", "s.toml", "--nproc", "2"}).single_node);
+  const SpaceOptions s = parse_space({"list", "s.toml"});
+  EXPECT_EQ(s.limit, 50u);
+  EXPECT_EQ(s.offset, 0u);
+  EXPECT_EQ(s.format, "table");
+}
+
+TEST(ParseTest, HelpNeedsNothingElse) {
+  EXPECT_TRUE(parse_trial({"--help"}).help);
+  EXPECT_TRUE(parse_single_node({"-h"}).help);
+  EXPECT_TRUE(parse_db({"--help"}).help);
+  EXPECT_TRUE(parse_space({"--help"}).help);
+  EXPECT_TRUE(parse_verify({"--help"}).help);
+}
+
+TEST(ParseTest, NounsTakeAVerb) {
+  EXPECT_EQ(parse_primitives({}).action, "list");
+  const PrimitivesOptions show = parse_primitives({"show", "shard"});
+  EXPECT_EQ(show.action, "show");
+  EXPECT_EQ(show.name, "shard");
+  EXPECT_EQ(error_of([] { parse_primitives({"shard"}); }),
+            "primitives: unknown action 'shard' (expected list, show NAME or reference)");
+  EXPECT_EQ(error_of([] { parse_primitives({"show"}); }), "primitives show: missing NAME");
+  EXPECT_EQ(error_of([] { parse_templates({"list", "gpt"}); }), "templates list: takes no NAME");
+  EXPECT_EQ(error_of([] { parse_space({"tally", "s.toml"}); }),
+            "space: unknown action 'tally' (expected show, count, list or sample)");
+  EXPECT_EQ(error_of([] { parse_space({"count"}); }), "space count: missing FILE");
+  EXPECT_EQ(error_of([] { parse_db({"trials"}); }), "db trials: --db FILE is required");
+  EXPECT_EQ(error_of([] { parse_db({"vacuum", "--db", "t.db"}); }),
+            "db: unknown action 'vacuum' (expected tasks, trials, best, show, export or prune)");
+}
+
+TEST(ParseTest, BadInputIsRefusedWithTheFlagItCameFrom) {
+  EXPECT_EQ(error_of([] { parse_trial({"--config", "{}"}); }), "trial: --space FILE is required");
+  EXPECT_EQ(error_of([] { parse_trial({"--space", "s.toml"}); }), "trial: --config JSON is required");
+  EXPECT_EQ(error_of([] { parse_single_device({"--space", "s.toml", "--strategy", "hyperband"}); }),
+            "--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, bayes, exhaustive, random, "
+            "coordinate, slapo)");
+  EXPECT_EQ(error_of([] { parse_single_device({"--space", "s.toml", "--nproc", "2"}); }),
+            "single-device: --nproc 2 runs several ranks per trial: use slapo-tune single-node");
+  EXPECT_EQ(error_of([] { parse_single_node({"--space", "s.toml"}); }),
+            "single-node: --nproc N (2 or more ranks per trial) is required");
+  EXPECT_EQ(error_of([] { parse_db({"trials", "--db", "t.db", "--status", "sleeping"}); }),
+            "--status sleeping: expected ok, oom, invalid, schedule_error, runtime_error, timeout, crashed or pruned");
+  EXPECT_EQ(error_of([] { parse_db({"prune", "--db", "t.db"}); }),
+            "db prune: --status S is required (which trials to delete)");
+  EXPECT_EQ(error_of([] { parse_db({"tasks", "--db", "t.db", "--format", "xml"}); }),
+            "--format xml: expected table, csv or json");
+  EXPECT_EQ(error_of([] { parse_replay({"--db", "t.db", "--steps", "0"}); }), "--steps must be at least 1");
+  EXPECT_EQ(error_of([] { parse_verify({"--space", "s.toml", "--config", "{}", "--steps", "-1"}); }),
+            "--steps must be >= 0");
+  EXPECT_EQ(error_of([] { parse_worker({"--workload", "{}"}); }), "worker: --workload and --config are required");
+}
+
+TEST(ParseTest, CountsRefuseNegativeNumbersEverywhere) {
+  // Boost alone reads -1 into a size_t as 2^64 - 1.
+  EXPECT_THROW(parse_space({"list", "s.toml", "--limit", "-1"}), boost::program_options::error);
+  EXPECT_THROW(parse_space({"list", "s.toml", "--offset", "-1"}), boost::program_options::error);
+  EXPECT_THROW(parse_space({"sample", "s.toml", "--n", "-1"}), boost::program_options::error);
+  EXPECT_THROW(parse_single_device({"--space", "s.toml", "--trials", "-1"}), boost::program_options::error);
+  EXPECT_THROW(parse_db({"best", "--db", "t.db", "--top", "x"}), boost::program_options::error);
+  EXPECT_THROW(parse_trial({"--space", "s.toml", "--config", "{}", "--bogus"}), boost::program_options::error);
+}
+
+TEST(ParseTest, OptionalValuesAreAbsentUntilGiven) {
+  const ReplayOptions r = parse_replay({"--db", "t.db"});
+  EXPECT_FALSE(r.task.task.has_value());
+  EXPECT_FALSE(r.trial.has_value());
+  EXPECT_FALSE(r.steps.has_value());
+  const ReplayOptions given = parse_replay({"--db", "t.db", "--task", "2", "--trial", "0", "--steps", "3"});
+  EXPECT_EQ(given.task.task, 2);
+  EXPECT_EQ(given.trial, 0);
+  EXPECT_EQ(given.steps, 3);
+  const DbOptions d = parse_db({"show", "--db", "t.db", "--trial", "4"});
+  EXPECT_EQ(d.trial, 4);
+  EXPECT_EQ(d.format, "");
+}
+
+}  // namespace
+}  // namespace slapo::cli
