@@ -128,11 +128,12 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o, cons
 }  // namespace
 
 void declare_tune(TuneOptions* o, OptionSet& set) {
+  std::string strategies;
+  for (const std::string& name : tuner::strategy_names()) strategies += (strategies.empty() ? "" : ", ") + name;
   o->space.declare(set);
   set.visible.add_options()
       ("db", po::value<std::string>(&o->db)->default_value("tune.db"), "tuning database (created when absent)")
-      ("strategy", po::value<std::string>(&o->tuner.strategy)->default_value("auto"),
-       "auto, bayes, exhaustive, random, coordinate, slapo")
+      ("strategy", po::value<std::string>(&o->tuner.strategy)->default_value("auto"), strategies.c_str())
       ("trials", count_value(&o->tuner.trials)->default_value(Count{20}, "20"),
        "measured trials of the task in all (0: no limit)")
       ("time-limit", po::value<double>(&o->tuner.time_limit_s)->default_value(0), "seconds for this run (0: none)")

@@ -55,10 +55,10 @@ int main() {
   TinyNet scheduled(64, 4);
 
   auto sch = slapo::schedule::create_schedule(scheduled.ptr());
-  (*sch)["blocks.0"].checkpoint();
-  (*sch)["blocks.1"].checkpoint();
-  for (int i = 0; i < 4; ++i) (*sch)["blocks." + std::to_string(i) + ".act"].replace(ErfGelu());
-  (*sch)["blocks.1"].cut_pipeline_stage();
+  sch["blocks.0"].checkpoint();
+  sch["blocks.1"].checkpoint();
+  for (int i = 0; i < 4; ++i) sch["blocks." + std::to_string(i) + ".act"].replace(ErfGelu());
+  sch["blocks.1"].cut_pipeline_stage();
   const slapo::schedule::BuildResult built = slapo::schedule::build(*sch);
   std::cout << sch->to_string() << built.plan_text();
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/named.h"
 #include "models/attention.h"
 #include "models/pipeline_cuts.h"
 #include "models/template_knobs.h"
@@ -205,12 +206,7 @@ const std::vector<TemplateInfo>& schedule_templates() {
 }
 
 const TemplateInfo& find_template(const std::string& name) {
-  std::string names;
-  for (const TemplateInfo& t : schedule_templates()) {
-    if (t.name == name) return t;
-    names += (names.empty() ? "" : ", ") + t.name;
-  }
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "unknown schedule template '", name, "' (templates: ", names, ")");
+  return find_named(schedule_templates(), name, "schedule template", "templates");
 }
 
 std::string default_template(const ModelSpec& spec) { return spec.family; }

@@ -125,18 +125,19 @@ std::unique_ptr<Runner> make_runner(const RunnerSpec& spec, std::vector<std::str
   SLAPO_INTERNAL_ASSERT(spec.workload.has_value(), "a runner spec with neither a workload nor a command");
   if (spec.kind == "inprocess") return std::make_unique<InProcessRunner>(*spec.workload);
   if (worker.empty()) worker = {self_executable(), "worker"};
+  // What both process runners take: the worker, what it trains, the time limit.
+  auto with_worker = [&](auto options) {
+    options.worker = std::move(worker);
+    options.workload_json = spec.workload->to_json();
+    options.timeout_s = spec.timeout_s;
+    return options;
+  };
   if (spec.kind == "single-node") {
-    SingleNodeOptions s;
-    s.worker = std::move(worker);
-    s.workload_json = spec.workload->to_json();
+    SingleNodeOptions s = with_worker(SingleNodeOptions{});
     s.nproc = spec.nproc;
-    s.timeout_s = spec.timeout_s;
     return std::make_unique<SingleNodeRunner>(s);
   }
-  SubprocessOptions s;
-  s.worker = std::move(worker);
-  s.workload_json = spec.workload->to_json();
-  s.timeout_s = spec.timeout_s;
+  SubprocessOptions s = with_worker(SubprocessOptions{});
   s.fork_server = spec.fork_server;
   return std::make_unique<SubprocessRunner>(s);
 }

@@ -1,6 +1,7 @@
 #include "schedule/primitives.h"
 
 #include "core/error.h"
+#include "core/named.h"
 #include "schedule/arg_reader.h"
 
 namespace slapo::schedule {
@@ -168,12 +169,7 @@ const ReplayForm* find_replay_form(const std::string& recorded) {
 }
 
 const Primitive& find_primitive(const std::string& name) {
-  std::string names;
-  for (const Primitive& d : list_primitives()) {
-    if (d.name == name) return d;
-    names += (names.empty() ? "" : ", ") + d.name;
-  }
-  SLAPO_FAIL(ErrorCode::kNotFound, "unknown primitive '", name, "' (primitives: ", names, ")");
+  return find_named(list_primitives(), name, "primitive", "primitives", ErrorCode::kNotFound);
 }
 
 std::string primitive_reference_markdown() {

@@ -48,12 +48,12 @@ Schedule::Schedule(Root* root, Schedule* parent, std::string path, std::string s
 
 Schedule::~Schedule() = default;
 
-std::unique_ptr<Schedule> Schedule::create(std::shared_ptr<SlotModule> root, ScheduleOptions options) {
+ScheduleHandle Schedule::create(std::shared_ptr<SlotModule> root, ScheduleOptions options) {
   SLAPO_CHECK(root != nullptr, ErrorCode::kInvalidArgument, "create_schedule: the model is null");
   auto state = std::make_unique<Root>();
   state->options = options;
   state->model = root;
-  std::unique_ptr<Schedule> sch(new Schedule(state.get(), nullptr, "", "", root));
+  ScheduleHandle sch(new Schedule(state.get(), nullptr, "", "", root));
   sch->owned_root_ = std::move(state);
   return sch;
 }

@@ -2,9 +2,9 @@
 // Schedule: primitives applied to a model by module path, without editing the model's code.
 //
 //   auto sch = slapo::schedule::create_schedule(model);
-//   (*sch)["h.0"].checkpoint();
-//   (*sch)["h.1.attn"].replace(FusedQkvAttention(...));
-//   (*sch)["h.0.mlp.fc_in"].shard("weight", 0);
+//   sch["h.0"].checkpoint();
+//   sch["h.1.attn"].replace(FusedQkvAttention(...));
+//   sch["h.0.mlp.fc_in"].shard("weight", 0);
 //   auto built = slapo::schedule::build(*sch);
 //
 // The schedule tree mirrors the module tree; children of a SlotModule are its slots, children of
@@ -75,10 +75,12 @@ struct ScheduleRecord {
   std::vector<std::string> cuts;  // a stage begins after each of these paths
 };
 
+class ScheduleHandle;
+
 class Schedule {
  public:
   // REQUIRES: root is not null. Throws Error(kInvalidArgument) otherwise.
-  static std::unique_ptr<Schedule> create(std::shared_ptr<SlotModule> root, ScheduleOptions options = {});
+  static ScheduleHandle create(std::shared_ptr<SlotModule> root, ScheduleOptions options = {});
 
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
@@ -231,7 +233,17 @@ class Schedule {
   std::vector<std::unique_ptr<Schedule>> children_;
 };
 
-inline std::unique_ptr<Schedule> create_schedule(std::shared_ptr<SlotModule> model, ScheduleOptions options = {}) {
+// What create_schedule returns: it owns the root schedule and reads as Slapo's `sch["h.0"]`,
+// while `sch->` and `*sch` still reach the root (it is a unique_ptr that also indexes by path).
+class ScheduleHandle : public std::unique_ptr<Schedule> {
+ public:
+  ScheduleHandle() = default;
+  explicit ScheduleHandle(Schedule* root) : std::unique_ptr<Schedule>(root) {}
+  // The sub-schedule at `path` (Schedule::operator[]).
+  Schedule& operator[](const std::string& path) const { return (**this)[path]; }
+};
+
+inline ScheduleHandle create_schedule(std::shared_ptr<SlotModule> model, ScheduleOptions options = {}) {
   return Schedule::create(std::move(model), options);
 }
 

@@ -14,6 +14,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/named.h"
 #include "core/rng.h"
 #include "tuner/model_based.h"
 #include "tuner/strategy.h"
@@ -317,18 +318,36 @@ class Auto : public Strategy {
 
 }  // namespace
 
-std::vector<std::string> strategy_names() { return {"auto", "bayes", "exhaustive", "random", "coordinate", "slapo"}; }
+namespace {
+
+// The registry: every strategy by name, in the order the help lists them.
+struct StrategyEntry {
+  const char* name;
+  std::unique_ptr<Strategy> (*make)();
+};
+
+const std::vector<StrategyEntry>& registry() {
+  static const std::vector<StrategyEntry> entries = {
+      {"auto", [] { return std::unique_ptr<Strategy>(std::make_unique<Auto>()); }},
+      {"bayes", [] { return make_model_based_strategy(); }},
+      {"exhaustive", [] { return std::unique_ptr<Strategy>(std::make_unique<Exhaustive>()); }},
+      {"random", [] { return std::unique_ptr<Strategy>(std::make_unique<RandomSearch>()); }},
+      {"coordinate", [] { return std::unique_ptr<Strategy>(std::make_unique<CoordinateDescent>()); }},
+      {"slapo", [] { return std::unique_ptr<Strategy>(std::make_unique<SlapoHeuristic>()); }},
+  };
+  return entries;
+}
+
+}  // namespace
+
+std::vector<std::string> strategy_names() {
+  std::vector<std::string> names;
+  for (const StrategyEntry& e : registry()) names.push_back(e.name);
+  return names;
+}
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  if (name == "exhaustive") return std::make_unique<Exhaustive>();
-  if (name == "random") return std::make_unique<RandomSearch>();
-  if (name == "coordinate") return std::make_unique<CoordinateDescent>();
-  if (name == "slapo") return std::make_unique<SlapoHeuristic>();
-  if (name == "bayes") return make_model_based_strategy();
-  if (name == "auto") return std::make_unique<Auto>();
-  std::string names;
-  for (const std::string& n : strategy_names()) names += (names.empty() ? "" : ", ") + n;
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "unknown strategy '", name, "' (strategies: ", names, ")");
+  return find_named(registry(), name, "strategy", "strategies").make();
 }
 
 }  // namespace slapo::tuner

@@ -19,7 +19,7 @@ namespace {
 struct Fixture {
   models::ModelSpec spec;
   std::shared_ptr<SlotModule> original, scheduled;
-  std::unique_ptr<Schedule> sch;
+  ScheduleHandle sch;
   torch::Tensor tokens, targets;
 };
 
@@ -76,8 +76,8 @@ TEST(NumericsTest, ForkedStreamsInsideACheckpointAreReplayed) {
     (*f->sch)["h.0.mlp.drop"].fork_rng(17);
     (*f->sch)["h.1.attn.attn_drop"].fork_rng(18);
   }
-  (*b.sch)["h.0"].checkpoint();
-  (*b.sch)["h.1"].checkpoint();
+  b.sch["h.0"].checkpoint();
+  b.sch["h.1"].checkpoint();
   const VerifyReport r = verify(*a.scheduled, *b.scheduled, lm(a), 2);
   EXPECT_TRUE(r.within(0.0)) << r.to_string();
   // A forked stream draws other masks than the default one.
@@ -94,7 +94,7 @@ TEST(NumericsTest, ForkRngSeedsDecideTheMasks) {
     };
     auto holder = std::make_shared<HolderImpl>(drop);
     auto sch = create_schedule(holder);
-    (*sch)["drop"].fork_rng(seed);
+    sch["drop"].fork_rng(seed);
     torch::manual_seed(0);
     return holder->forward(torch::ones({64}));
   };
@@ -118,7 +118,7 @@ TEST(NumericsTest, CheckpointWithSeveralTensorInputs) {
     torch::manual_seed(1);
     auto model = std::make_shared<OuterImpl>();
     auto sch = create_schedule(model);
-    if (checkpointed) (*sch)["pair"].checkpoint();
+    if (checkpointed) sch["pair"].checkpoint();
     torch::manual_seed(2);
     torch::Tensor a = torch::randn({4, 8}, torch::requires_grad());
     torch::Tensor b = torch::randn({4, 8}, torch::requires_grad());
@@ -132,7 +132,7 @@ TEST(NumericsTest, CheckpointWithSeveralTensorInputs) {
 
 TEST(NumericsTest, CheckpointIsSkippedInEvalMode) {
   Fixture f = make("gpt-tiny");
-  (*f.sch)["h.0"].checkpoint();
+  f.sch["h.0"].checkpoint();
   f.original->eval();
   f.scheduled->eval();
   torch::NoGradGuard no_grad;

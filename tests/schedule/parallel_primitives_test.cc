@@ -24,7 +24,7 @@
 namespace slapo::schedule {
 namespace {
 
-std::unique_ptr<Schedule> planned(int64_t tp) {
+ScheduleHandle planned(int64_t tp) {
   ScheduleOptions o;
   o.tp_size = tp;
   return create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1), o);
@@ -32,7 +32,7 @@ std::unique_ptr<Schedule> planned(int64_t tp) {
 
 TEST(SyncTest, CollectivesMustMatchTheShards) {
   auto sch = planned(2);
-  Schedule& fc_in = (*sch)["h.0.mlp.fc_in"];
+  Schedule& fc_in = sch["h.0.mlp.fc_in"];
   EXPECT_NE(error_of([&] { fc_in.sync("fwd_post", "all_reduce"); }).find("nothing at or below 'h.0.mlp.fc_in' is sharded"),
             std::string::npos);
   fc_in.shard("weight", 0).shard("bias", 0);
@@ -49,7 +49,7 @@ TEST(SyncTest, CollectivesMustMatchTheShards) {
   EXPECT_NE(error_of([&] { fc_in.sync("fwd_mid", "all_reduce"); }).find("unknown mode 'fwd_mid'"), std::string::npos);
   EXPECT_NE(error_of([&] { fc_in.sync("fwd_post", "all_to_all"); }).find("unknown op 'all_to_all'"), std::string::npos);
   fc_in.sync("fwd_post", "all_gather", -1).sync("bwd_post", "all_reduce");
-  Schedule& fc_out = (*sch)["h.0.mlp.fc_out"];
+  Schedule& fc_out = sch["h.0.mlp.fc_out"];
   fc_out.shard("weight", 1);
   EXPECT_NE(error_of([&] { fc_out.sync("fwd_post", "all_gather", -1); }).find("needs 'weight' sharded along axis 0"),
             std::string::npos);
@@ -70,7 +70,7 @@ TEST(SyncTest, AGroupOfOneRunsTheScheduleWithTheSameMath) {
   ScheduleOptions o;
   o.tp_group = std::make_shared<LocalCommunicator>("tp");
   auto sch = create_schedule(scheduled, o);
-  auto& fc_out = (*sch)["h.0.mlp.fc_out"];
+  auto& fc_out = sch["h.0.mlp.fc_out"];
   fc_out.shard("weight", 1).sync("fwd_post", "all_reduce");  // the bias is added after the reduce
   torch::Tensor tokens = torch::randint(128, {2, 8}, torch::kLong);
   DropoutScope scope(0, 0);
@@ -136,7 +136,7 @@ TEST(PipelineTest, MicroBatchesAccumulateTheFullBatchGradient) {
   auto grads = [](int64_t micro_batches, const char* schedule) {
     auto model = models::build_model(models::model_preset("gpt-tiny"), 2);
     auto sch = create_schedule(model);
-    (*sch)["h.0"].cut_pipeline_stage().checkpoint();
+    sch["h.0"].cut_pipeline_stage().checkpoint();
     const StagePlan plan = plan_stages(*model, build(*sch).plan.cuts);
     EXPECT_EQ(plan.stages, 2);
     PipelineRunner runner(model, plan, nullptr, {micro_batches, parse_pipeline_schedule(schedule)});

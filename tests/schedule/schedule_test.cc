@@ -30,9 +30,9 @@ std::shared_ptr<SlotModule> tiny_gpt() { return models::build_model(models::mode
 
 TEST(ScheduleTest, PathsMirrorTheModuleTree) {
   auto sch = create_schedule(tiny_gpt());
-  EXPECT_EQ((*sch)["h.1.mlp.fc_in"].path(), "h.1.mlp.fc_in");
-  EXPECT_EQ((*sch)["h"]["1"]["mlp"].path(), "h.1.mlp");
-  EXPECT_NE(std::dynamic_pointer_cast<torch::nn::LinearImpl>((*sch)["h.1.mlp.fc_in"].module()), nullptr);
+  EXPECT_EQ(sch["h.1.mlp.fc_in"].path(), "h.1.mlp.fc_in");
+  EXPECT_EQ(sch["h"]["1"]["mlp"].path(), "h.1.mlp");
+  EXPECT_NE(std::dynamic_pointer_cast<torch::nn::LinearImpl>(sch["h.1.mlp.fc_in"].module()), nullptr);
   std::vector<std::string> paths;
   for (const auto& [p, s] : sch->named_schedules()) paths.push_back(p);
   EXPECT_EQ(paths[0], "");
@@ -42,19 +42,19 @@ TEST(ScheduleTest, PathsMirrorTheModuleTree) {
 
 TEST(ScheduleTest, PathTypoSuggestsTheNearestPaths) {
   auto sch = create_schedule(tiny_gpt());
-  const std::string e = error_of([&] { (*sch)["h.1.mlp.fc_inn"]; });
+  const std::string e = error_of([&] { sch["h.1.mlp.fc_inn"]; });
   EXPECT_NE(e.find("no module at path 'h.1.mlp.fc_inn'"), std::string::npos) << e;
   EXPECT_NE(e.find("children: fc_in, act, fc_out, drop"), std::string::npos) << e;
   EXPECT_NE(e.find("nearest paths: h.1.mlp.fc_in"), std::string::npos) << e;
-  EXPECT_NE(error_of([&] { (*sch)["h.7"]; }).find("(children: 0, 1)"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch["h.7"]; }).find("(children: 0, 1)"), std::string::npos);
 }
 
 TEST(ScheduleTest, PrimitivesAreRecordedAndPrinted) {
   auto sch = create_schedule(tiny_gpt(), plan_options(2, 0));
-  (*sch)["h.0"].checkpoint();
-  (*sch)["h.0.mlp.fc_in"].shard("weight", 0);
-  (*sch)["h.0.attn.attn_drop"].fork_rng(7);
-  (*sch)["h.0"].cut_pipeline_stage();
+  sch["h.0"].checkpoint();
+  sch["h.0.mlp.fc_in"].shard("weight", 0);
+  sch["h.0.attn.attn_drop"].fork_rng(7);
+  sch["h.0"].cut_pipeline_stage();
   EXPECT_EQ(sch->to_string(),
             "sch[\"h.0\"].checkpoint()\n"
             "sch[\"h.0.mlp.fc_in\"].shard(\"weight\", 0)\n"
@@ -75,19 +75,19 @@ TEST(ScheduleTest, PrimitivesAreRecordedAndPrinted) {
 TEST(ScheduleTest, MisuseGivesClearErrors) {
   auto sch = create_schedule(tiny_gpt(), plan_options(3, 0));
   // hidden 32 does not split into 3.
-  EXPECT_EQ(error_of([&] { (*sch)["h.0.mlp.fc_in"].shard("bias", 0); }),
+  EXPECT_EQ(error_of([&] { sch["h.0.mlp.fc_in"].shard("bias", 0); }),
             "shard on 'h.0.mlp.fc_in': 'bias' has size 64 along axis 0, which does not divide into 3 parts");
-  EXPECT_NE(error_of([&] { (*sch)["h.0.mlp.fc_in"].shard("weight", 2); }).find("axis 2 is out of range"), std::string::npos);
-  EXPECT_NE(error_of([&] { (*sch)["h.0.mlp.fc_in"].shard("wieght", 0); }).find("has no parameter or buffer 'wieght' (it has: weight, bias)"),
+  EXPECT_NE(error_of([&] { sch["h.0.mlp.fc_in"].shard("weight", 2); }).find("axis 2 is out of range"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch["h.0.mlp.fc_in"].shard("wieght", 0); }).find("has no parameter or buffer 'wieght' (it has: weight, bias)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (*sch)[""].cut_pipeline_stage(); }).find("cannot cut at the root"), std::string::npos);
-  EXPECT_NE(error_of([&] { (*sch)["h.0.attn"].cut_pipeline_stage(); }).find("is not a Sequence"), std::string::npos);
-  EXPECT_NE(error_of([&] { (*sch)["h.1"].cut_pipeline_stage(); }).find("the last child of 'h'"), std::string::npos);
-  EXPECT_NE(error_of([&] { (*sch)[""].checkpoint(); }).find("cannot be applied to the root"), std::string::npos);
-  (*sch)["h.0"].checkpoint();
-  EXPECT_NE(error_of([&] { (*sch)["h.0"].checkpoint(); }).find("already checkpointed"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch[""].cut_pipeline_stage(); }).find("cannot cut at the root"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch["h.0.attn"].cut_pipeline_stage(); }).find("is not a Sequence"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch["h.1"].cut_pipeline_stage(); }).find("the last child of 'h'"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch[""].checkpoint(); }).find("cannot be applied to the root"), std::string::npos);
+  sch["h.0"].checkpoint();
+  EXPECT_NE(error_of([&] { sch["h.0"].checkpoint(); }).find("already checkpointed"), std::string::npos);
   // A module with another forward signature cannot take a slot's place.
-  EXPECT_EQ(error_of([&] { (*sch)["h.0.mlp"].replace(torch::nn::Bilinear(32, 32, 32)); }),
+  EXPECT_EQ(error_of([&] { sch["h.0.mlp"].replace(torch::nn::Bilinear(32, 32, 32)); }),
             "replace on 'h.0.mlp': the new module's forward is Tensor(const Tensor&, const Tensor&) but the slot "
             "expects Tensor(const Tensor&)");
 }
@@ -103,24 +103,24 @@ TEST(ScheduleTest, ShardingTwiceAndTiedParameters) {
     torch::Tensor head_;
   };
   auto sch = create_schedule(std::make_shared<TiedImpl>(), plan_options(2, 0));
-  (*sch)["a"].shard("weight", 1);
+  sch["a"].shard("weight", 1);
   EXPECT_EQ(sch->record().shards[0].tied, std::vector<std::string>{"head"});
-  EXPECT_EQ(error_of([&] { (*sch)[""].shard("head", 0); }),
+  EXPECT_EQ(error_of([&] { sch[""].shard("head", 0); }),
             "shard on '': 'head' is already sharded along axis 1 (by 'a.weight')");
 }
 
 TEST(ScheduleTest, ReplaceMovesAnnotationsByName) {
   auto sch = create_schedule(tiny_gpt(), plan_options(2, 0));
-  (*sch)["h.0.mlp.fc_in"].annotate("weight", "tp", "column").annotate("bias", "tp", "column");
-  (*sch)["h.0.mlp.fc_in"].shard("weight", 0);
-  EXPECT_EQ((*sch)["h.0.mlp.fc_in"].annotations("weight").at("tp"), "column");
-  (*sch)["h.0.mlp.fc_in"].replace(torch::nn::Linear(32, 64));
-  EXPECT_EQ((*sch)["h.0.mlp.fc_in"].annotations("weight").at("tp"), "column");
-  EXPECT_EQ((*sch)["h.0.mlp.fc_in"].annotations("bias").at("tp"), "column");
+  sch["h.0.mlp.fc_in"].annotate("weight", "tp", "column").annotate("bias", "tp", "column");
+  sch["h.0.mlp.fc_in"].shard("weight", 0);
+  EXPECT_EQ(sch["h.0.mlp.fc_in"].annotations("weight").at("tp"), "column");
+  sch["h.0.mlp.fc_in"].replace(torch::nn::Linear(32, 64));
+  EXPECT_EQ(sch["h.0.mlp.fc_in"].annotations("weight").at("tp"), "column");
+  EXPECT_EQ(sch["h.0.mlp.fc_in"].annotations("bias").at("tp"), "column");
   EXPECT_EQ(build(*sch).plan.replaced[0].first, "h.0.mlp.fc_in");
   // The model now runs the new module.
-  auto* mlp = dynamic_cast<SlotModule*>((*sch)["h.0.mlp"].module().get());
-  EXPECT_EQ(mlp->slot("fc_in").module.ptr().get(), (*sch)["h.0.mlp.fc_in"].module().get());
+  auto* mlp = dynamic_cast<SlotModule*>(sch["h.0.mlp"].module().get());
+  EXPECT_EQ(mlp->slot("fc_in").module.ptr().get(), sch["h.0.mlp.fc_in"].module().get());
 }
 
 TEST(ScheduleTest, ReplaceAllAndTheSubScheduleMirrorsTheNewModule) {
@@ -128,17 +128,17 @@ TEST(ScheduleTest, ReplaceAllAndTheSubScheduleMirrorsTheNewModule) {
   const int n = sch->replace_all<models::AttentionImpl>(
       [](models::AttentionImpl& a) { return models::FusedQkvAttention(a); });
   EXPECT_EQ(n, 2);
-  EXPECT_EQ((*sch)["h.1.attn.qkv"].path(), "h.1.attn.qkv");
-  EXPECT_NE(error_of([&] { (*sch)["h.1.attn.q_proj"]; }).find("no module at path"), std::string::npos);
+  EXPECT_EQ(sch["h.1.attn.qkv"].path(), "h.1.attn.qkv");
+  EXPECT_NE(error_of([&] { sch["h.1.attn.q_proj"]; }).find("no module at path"), std::string::npos);
 }
 
 TEST(ScheduleTest, PrintedScheduleReplaysOnAFreshModel) {
   auto sch = create_schedule(tiny_gpt(), plan_options(2, 5));
   models::apply_template(*sch, models::model_preset("gpt-tiny"), "gpt",
                          Config::from_json(R"({"ckpt_ratio": 0.5, "attn": "fused_qkv"})"));
-  (*sch)["h.0.mlp.fc_in"].annotate("weight", "note", "say \"hi\", ok").shard("weight", 0);
-  (*sch)["h.1.mlp.drop"].fork_rng();
-  (*sch)["h.0"].cut_pipeline_stage();
+  sch["h.0.mlp.fc_in"].annotate("weight", "note", "say \"hi\", ok").shard("weight", 0);
+  sch["h.1.mlp.drop"].fork_rng();
+  sch["h.0"].cut_pipeline_stage();
   const std::string text = sch->to_string();
 
   auto fresh = create_schedule(tiny_gpt(), plan_options(2, 5));

@@ -34,7 +34,7 @@ struct ModelPair {
         sch(create_schedule(scheduled)) {}
   const models::ModelSpec spec;
   const std::shared_ptr<SlotModule> original, scheduled;
-  const std::unique_ptr<Schedule> sch;
+  const ScheduleHandle sch;
 };
 
 void apply_gpt_template(const std::string& json) {
@@ -67,8 +67,8 @@ graph(%x, %b, %alpha, %approximate):
 TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
   const ModelPair m("gpt-tiny", 3);
   models::apply_template(*m.sch, m.spec, "gpt", Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
-  (*m.sch)["h.0.attn.q_proj"].decompose();
-  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>((*m.sch)["h.1.mlp.fc_out"].module()), nullptr);
+  m.sch["h.0.attn.q_proj"].decompose();
+  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>(m.sch["h.1.mlp.fc_out"].module()), nullptr);
   EXPECT_NE(m.sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos) << m.sch->to_string();
   const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(0)), 5);
   EXPECT_TRUE(r.within(1e-5)) << r.to_string();
@@ -113,10 +113,10 @@ class HolderImpl : public SlotModule {
 TEST(TraceTest, TracedModulesRunInPlaceWithTheSameMath) {
   const ModelPair m("gpt-tiny", 7);
   m.scheduled->train();
-  (*m.sch)["h.0"].trace({torch::randn({2, 16, 32})});
-  (*m.sch)["h.1.mlp.fc_in"].decompose();
-  (*m.sch)["h.1.mlp"].trace();  // by need
-  const std::string ir = (*m.sch)["h.0"].print_graph();
+  m.sch["h.0"].trace({torch::randn({2, 16, 32})});
+  m.sch["h.1.mlp.fc_in"].decompose();
+  m.sch["h.1.mlp"].trace();  // by need
+  const std::string ir = m.sch["h.0"].print_graph();
   EXPECT_NE(ir.find("aten::gelu"), std::string::npos) << ir;
   EXPECT_NE(ir.find("slapo::keyed_dropout"), std::string::npos) << ir;  // dropout stays keyed
   EXPECT_NE(m.sch->to_string().find("sch[\"h.0\"].trace()"), std::string::npos);
@@ -126,25 +126,25 @@ TEST(TraceTest, TracedModulesRunInPlaceWithTheSameMath) {
   EXPECT_GT(r.grads.size(), 20u);
   // Another shape: traced again, still right.
   EXPECT_TRUE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(2, 3, 8)), 10).within(1e-5));
-  EXPECT_NE((*m.sch)["h.1.mlp"].print_graph().find("aten::matmul"), std::string::npos);
+  EXPECT_NE(m.sch["h.1.mlp"].print_graph().find("aten::matmul"), std::string::npos);
 }
 
 TEST(TraceTest, ACheckpointedModuleRunsItsGraphUnderCheckpointing) {
   const ModelPair m("gpt-tiny", 8);
-  (*m.sch)["h.0"].checkpoint().trace();
-  (*m.sch)["h.1"].trace().checkpoint();
+  m.sch["h.0"].checkpoint().trace();
+  m.sch["h.1"].trace().checkpoint();
   const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(3)), 11);
   EXPECT_TRUE(r.within(1e-5)) << r.to_string();
-  EXPECT_NE((*m.sch)["h.1"].print_graph().find("slapo::keyed_dropout"), std::string::npos);
+  EXPECT_NE(m.sch["h.1"].print_graph().find("slapo::keyed_dropout"), std::string::npos);
 }
 
 TEST(TraceTest, FindByPathAndByPattern) {
   auto sch = create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1));
   EXPECT_EQ(sch->find(R"(h\.\d+\.mlp\.fc_(in|out))"),
             (std::vector<std::string>{"h.0.mlp.fc_in", "h.0.mlp.fc_out", "h.1.mlp.fc_in", "h.1.mlp.fc_out"}));
-  EXPECT_TRUE((*sch)["h.0"].find("nothing.*").empty());
+  EXPECT_TRUE(sch["h.0"].find("nothing.*").empty());
   EXPECT_NE(error_of([&] { sch->find("(("); }).find("is not a regular expression"), std::string::npos);
-  Schedule& mlp = (*sch)["h.0.mlp"];
+  Schedule& mlp = sch["h.0.mlp"];
   EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("trace() the module first"),
             std::string::npos);
   mlp.trace();
@@ -181,7 +181,7 @@ TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
   for (uint64_t seed = 0; seed < 4; ++seed) {
     torch::manual_seed(seed);
     auto sch = create_schedule(std::make_shared<HolderImpl>());
-    const std::string error = error_of([&] { (*sch)["inner"].trace({torch::randn({2, 4})}); });
+    const std::string error = error_of([&] { sch["inner"].trace({torch::randn({2, 4})}); });
     EXPECT_NE(error.find("cannot trace 'inner'"), std::string::npos) << "seed " << seed << ": " << error;
   }
 }
@@ -345,7 +345,7 @@ TEST_P(FusionTemplateTest, OutputsAndGradientsAsTheOriginal) {
     EXPECT_TRUE(r.unmatched.empty());
   }
   const std::string block = models::blocks_path(m.spec) + ".0";
-  const std::string ir = (*m.sch)[block].print_graph();
+  const std::string ir = m.sch[block].print_graph();
   for (const char* op : c.fused_ops) EXPECT_NE(ir.find(op), std::string::npos) << op << " not in\n" << ir;
   for (const char* op : c.removed_ops) EXPECT_EQ(ir.find(op), std::string::npos) << op << " still in\n" << ir;
 }
@@ -372,7 +372,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(FuseTest, ChainsByNameAndErrors) {
   const models::ModelSpec spec = models::model_preset("gpt-tiny");
   auto sch = create_schedule(models::build_model(spec, 4));
-  Schedule& mlp = (*sch)["h.0.mlp"];
+  Schedule& mlp = sch["h.0.mlp"];
   EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu"); }).find("trace() the module first"), std::string::npos);
   mlp["fc_in"].decompose();
   mlp.trace({torch::randn({2, 16, 32})});
@@ -381,7 +381,7 @@ TEST(FuseTest, ChainsByNameAndErrors) {
   EXPECT_EQ(matches, 1u);
   // The residual adds of a block are not bias adds: no bias_gelu, and no bias_dropout_add without
   // a decomposed Linear before the dropout.
-  Schedule& block = (*sch)["h.1"];
+  Schedule& block = sch["h.1"];
   block.trace({torch::randn({2, 16, 32})});
   block.fuse("bias_dropout_add", "native", &matches);
   EXPECT_EQ(matches, 0u);
@@ -399,10 +399,10 @@ TEST(FuseTest, ChainsByNameAndErrors) {
 TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
   const ModelPair m("gpt-tiny", 5);
   for (const char* block : {"h.0", "h.1"}) {
-    (*m.sch)[std::string(block) + ".mlp.fc_in"].decompose();
-    (*m.sch)[block].trace({torch::randn({2, 16, 32})});
+    m.sch[std::string(block) + ".mlp.fc_in"].decompose();
+    m.sch[block].trace({torch::randn({2, 16, 32})});
   }
-  Schedule& h0 = (*m.sch)["h.0"];
+  Schedule& h0 = m.sch["h.0"];
   const std::vector<GraphMatch> found = h0.find_pattern(kAddGelu);
   ASSERT_EQ(found.size(), 1u);
   // The same occurrence, with the pattern written as C++.
@@ -415,7 +415,7 @@ TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
       h0.find_pattern("graph(%x, %a):\n  %y = aten::gelu(%x, %a)\n  return (%y)");
   EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("is not a chain the native compiler has a kernel for"),
             std::string::npos);
-  const GraphMatch foreign = (*m.sch)["h.1"].find_pattern(kAddGelu).at(0);
+  const GraphMatch foreign = m.sch["h.1"].find_pattern(kAddGelu).at(0);
   EXPECT_NE(error_of([&] { h0.fuse(foreign); }).find("was found in another module"), std::string::npos);
   h0.fuse(found[0]);
   EXPECT_NE(h0.print_graph().find("slapo::bias_gelu"), std::string::npos);
@@ -440,8 +440,8 @@ TORCH_MODULE(ScaledBiasGelu);
 
 TEST(MatchTest, ReplaceASubgraphByAModule) {
   const ModelPair m("gpt-tiny", 6);
-  (*m.sch)["h.0.mlp.fc_in"].decompose();
-  Schedule& mlp = (*m.sch)["h.0.mlp"];
+  m.sch["h.0.mlp.fc_in"].decompose();
+  Schedule& mlp = m.sch["h.0.mlp"];
   mlp.trace({torch::randn({2, 16, 32})});
   const GraphMatch match = mlp.find_pattern(kAddGelu).at(0);
   EXPECT_NE(error_of([&] { mlp.replace(match, torch::nn::Linear(4, 4)); }).find("takes 1 tensors but match 0"),
@@ -452,7 +452,7 @@ TEST(MatchTest, ReplaceASubgraphByAModule) {
   EXPECT_NE(mlp.print_graph().find("slapo::call"), std::string::npos) << mlp.print_graph();
   EXPECT_EQ(mlp.print_graph().find("aten::gelu"), std::string::npos);
   // The module is part of the model (its parameter is trained) and of the schedule.
-  EXPECT_NO_THROW((*m.sch)["h.0.mlp.subgraph_0"]);
+  EXPECT_NO_THROW(m.sch["h.0.mlp.subgraph_0"]);
   const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(6)), 14);
   EXPECT_LT(r.max_grad_diff(), 1e-5) << r.to_string();
   EXPECT_EQ(r.unmatched, std::vector<std::string>{"h.0.mlp.subgraph_0.scale (scheduled only)"});
@@ -466,7 +466,7 @@ TEST(MatchTest, ReplaceASubgraphByAModule) {
 
 TEST(MatchTest, CheckpointASubgraphAndReplayIt) {
   const ModelPair m("gpt-tiny", 9);
-  Schedule& block = (*m.sch)["h.0"];
+  Schedule& block = m.sch["h.0"];
   block.trace({torch::randn({2, 16, 32})});
   // The attention's scores, softmax and dropout: recomputed in backward with the same mask.
   const char* const kSoftmaxDropout = R"(
