@@ -30,7 +30,9 @@ db::TrialRecord make_trial(int64_t task, int64_t i) {
   t.config.set("batch_size", i);
   t.config.set("ckpt_ratio", 0.5);
   t.config.set("attn", std::string("fused_qkv"));
-  t.result.metrics = {{"samples_per_s", static_cast<double>(i % 977)}, {"step_ms_median", 12.5}, {"peak_bytes", 1e8}};
+  t.result.metrics = {{"samples_per_s", static_cast<double>(i % 977)},
+                      {"step_ms_median", 12.5},
+                      {"peak_bytes", 1e8}};
   t.objective = static_cast<double>(i % 977);
   t.strategy = "bench";
   return t;
@@ -61,7 +63,8 @@ BENCHMARK(BM_AddTrial)->Unit(benchmark::kMicrosecond);
 
 void BM_Best(benchmark::State& state) {
   Fixture& f = fixture();
-  for (auto _ : state) benchmark::DoNotOptimize(f.database->best(f.task, static_cast<size_t>(state.range(0))));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(f.database->best(f.task, static_cast<size_t>(state.range(0))));
 }
 BENCHMARK(BM_Best)->Arg(1)->Arg(10)->Unit(benchmark::kMicrosecond);
 

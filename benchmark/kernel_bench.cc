@@ -35,7 +35,8 @@ void run(benchmark::State& state, const std::vector<Arg>& extra,
   torch::manual_seed(0);
   std::vector<torch::Tensor> in = {torch::randn({rows, cols}).requires_grad_(true)};
   for (Arg a : extra) {
-    in.push_back((a == kVector ? torch::randn({cols}) : torch::randn({rows, cols})).requires_grad_(true));
+    in.push_back(
+        (a == kVector ? torch::randn({cols}) : torch::randn({rows, cols})).requires_grad_(true));
   }
   const torch::Tensor dy = torch::randn({rows, cols});
   uint64_t step = 0;
@@ -53,18 +54,26 @@ void run(benchmark::State& state, const std::vector<Arg>& extra,
 
 void BM_BiasGelu(benchmark::State& state) {
   if (state.range(0) == 0) {
-    run(state, {kVector}, [](auto& in) { return torch::gelu(in[0] + in[1]); }, "ATen add + gelu");
+    run(
+        state, {kVector}, [](auto& in) { return torch::gelu(in[0] + in[1]); }, "ATen add + gelu");
   } else {
-    run(state, {kVector}, [](auto& in) { return slapo::schedule::bias_gelu(in[0], in[1]); }, "slapo::bias_gelu");
+    run(
+        state, {kVector}, [](auto& in) { return slapo::schedule::bias_gelu(in[0], in[1]); },
+        "slapo::bias_gelu");
   }
 }
 
 void BM_BiasDropoutAdd(benchmark::State& state) {
   slapo::schedule::KeyedDropout dropout(0.1, 7);
   if (state.range(0) == 0) {
-    run(state, {kVector, kMatrix}, [&](auto& in) { return in[2] + dropout->forward(in[0] + in[1]); }, "add + keyed_dropout + add");
+    run(
+        state, {kVector, kMatrix},
+        [&](auto& in) { return in[2] + dropout->forward(in[0] + in[1]); },
+        "add + keyed_dropout + add");
   } else {
-    run(state, {kVector, kMatrix}, [](auto& in) { return slapo::schedule::bias_dropout_add(in[0], in[1], in[2], 0.1, 7); },
+    run(
+        state, {kVector, kMatrix},
+        [](auto& in) { return slapo::schedule::bias_dropout_add(in[0], in[1], in[2], 0.1, 7); },
         "slapo::bias_dropout_add");
   }
 }
@@ -72,29 +81,36 @@ void BM_BiasDropoutAdd(benchmark::State& state) {
 void BM_Dropout(benchmark::State& state) {
   slapo::schedule::KeyedDropout dropout(0.1, 7);
   if (state.range(0) == 0) {
-    run(state, {}, [](auto& in) { return torch::dropout(in[0], 0.1, /*train=*/true); }, "ATen dropout");
+    run(
+        state, {}, [](auto& in) { return torch::dropout(in[0], 0.1, /*train=*/true); },
+        "ATen dropout");
   } else {
-    run(state, {}, [&](auto& in) { return dropout->forward(in[0]); }, "slapo::keyed_dropout");
+    run(
+        state, {}, [&](auto& in) { return dropout->forward(in[0]); }, "slapo::keyed_dropout");
   }
 }
 
 void BM_LayerNorm(benchmark::State& state) {
   if (state.range(0) == 0) {
-    run(state, {kVector, kVector}, [](auto& in) { return torch::layer_norm(in[0], {in[0].size(1)}, in[1], in[2]); },
+    run(
+        state, {kVector, kVector},
+        [](auto& in) { return torch::layer_norm(in[0], {in[0].size(1)}, in[1], in[2]); },
         "ATen layer_norm");
   } else {
-    run(state, {kVector, kVector}, [](auto& in) { return slapo::schedule::layer_norm(in[0], in[1], in[2], 1e-5); },
+    run(
+        state, {kVector, kVector},
+        [](auto& in) { return slapo::schedule::layer_norm(in[0], in[1], in[2], 1e-5); },
         "slapo::layer_norm");
   }
 }
 
-#define SLAPO_KERNEL_BENCH(fn, mini_cols, gpt2_cols)             \
-  BENCHMARK(fn)                                                  \
-      ->ArgsProduct({{0, 1}, {1024}, {mini_cols}, {1, 2}})       \
-      ->ArgsProduct({{0, 1}, {1024}, {gpt2_cols}, {1, 2}})       \
-      ->Unit(benchmark::kMillisecond)                            \
-      ->UseRealTime()                                            \
-      ->Repetitions(5)                                           \
+#define SLAPO_KERNEL_BENCH(fn, mini_cols, gpt2_cols)       \
+  BENCHMARK(fn)                                            \
+      ->ArgsProduct({{0, 1}, {1024}, {mini_cols}, {1, 2}}) \
+      ->ArgsProduct({{0, 1}, {1024}, {gpt2_cols}, {1, 2}}) \
+      ->Unit(benchmark::kMillisecond)                      \
+      ->UseRealTime()                                      \
+      ->Repetitions(5)                                     \
       ->ReportAggregatesOnly(true)
 
 SLAPO_KERNEL_BENCH(BM_BiasGelu, 1024, 3072);

@@ -31,12 +31,14 @@ std::string slapo_tune() {
   return self.substr(0, self.rfind("/benchmark/")) + "/slapo-tune";
 }
 
-const char* kTiny = R"({"model": "gpt-tiny", "batch_size": 8, "warmup": 1, "steps": 1, "threads": 1})";
+const char* kTiny =
+    R"({"model": "gpt-tiny", "batch_size": 8, "warmup": 1, "steps": 1, "threads": 1})";
 
 void BM_Overhead(benchmark::State& state) {
   std::unique_ptr<runners::Runner> runner;
   if (state.range(0) == 0) {
-    runner = std::make_unique<runners::InProcessRunner>(runners::Workload::from_json(kTiny, "bench"));
+    runner =
+        std::make_unique<runners::InProcessRunner>(runners::Workload::from_json(kTiny, "bench"));
   } else {
     runners::SubprocessOptions o;
     o.worker = {slapo_tune(), "worker"};
@@ -49,7 +51,8 @@ void BM_Overhead(benchmark::State& state) {
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     const TrialResult r = runner->run({Config()})[0];
-    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (r.status != TrialStatus::kOk) {
       state.SkipWithError(r.error.c_str());
       return;
@@ -59,18 +62,27 @@ void BM_Overhead(benchmark::State& state) {
   state.SetLabel(state.range(0) == 2 ? "subprocess (fork server)" : runner->kind());
   state.counters["overhead_ms"] = overhead_ms / static_cast<double>(state.iterations());
 }
-BENCHMARK(BM_Overhead)->Arg(0)->Arg(1)->Arg(2)->Iterations(10)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Overhead)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(10)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_GptMiniNoise(benchmark::State& state) {
   runners::InProcessRunner runner(runners::Workload::from_json(
-      R"({"model": "gpt-mini", "batch_size": 8, "seq_len": 128, "warmup": 2, "steps": 5, "threads": 2})", "bench"));
+      R"({"model": "gpt-mini", "batch_size": 8, "seq_len": 128, "warmup": 2, "steps": 5, "threads": 2})",
+      "bench"));
   std::vector<double> throughput;
   for (auto _ : state) {
-    for (int i = 0; i < 5; ++i) throughput.push_back(runner.run({Config()})[0].metrics.at("samples_per_s"));
+    for (int i = 0; i < 5; ++i)
+      throughput.push_back(runner.run({Config()})[0].metrics.at("samples_per_s"));
   }
   double mean = 0, var = 0;
   for (double t : throughput) mean += t / static_cast<double>(throughput.size());
-  for (double t : throughput) var += (t - mean) * (t - mean) / static_cast<double>(throughput.size() - 1);
+  for (double t : throughput)
+    var += (t - mean) * (t - mean) / static_cast<double>(throughput.size() - 1);
   state.counters["samples_per_s_mean"] = mean;
   state.counters["cv_percent"] = 100 * std::sqrt(var) / mean;
 }

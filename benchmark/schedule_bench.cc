@@ -32,13 +32,15 @@ void BM_GptMiniStep(benchmark::State& state) {
   Config config;
   config.set("ckpt_ratio", static_cast<double>(state.range(0)) / 100.0);
   models::apply_template(*sch, spec, "gpt", config);
-  torch::optim::AdamW optimizer(slapo::schedule::unique_parameters(*model), torch::optim::AdamWOptions(1e-4));
+  torch::optim::AdamW optimizer(slapo::schedule::unique_parameters(*model),
+                                torch::optim::AdamWOptions(1e-4));
   torch::manual_seed(1);
   const torch::Tensor tokens = torch::randint(spec.vocab, {16, 128}, torch::kLong);
   const torch::Tensor targets = torch::randint(spec.vocab, {16, 128}, torch::kLong);
   auto step = [&] {
     optimizer.zero_grad();
-    torch::Tensor loss = models::language_model_loss(models::model_forward(*model, tokens), targets);
+    torch::Tensor loss =
+        models::language_model_loss(models::model_forward(*model, tokens), targets);
     loss.backward();
     optimizer.step();
   };
@@ -50,8 +52,15 @@ void BM_GptMiniStep(benchmark::State& state) {
   state.counters["step_MiB"] = static_cast<double>(tracker.peak_bytes() - baseline) / (1 << 20);
   state.counters["ckpt_blocks"] = static_cast<double>(models::checkpointed_blocks(spec, config));
 }
-BENCHMARK(BM_GptMiniStep)->Arg(0)->Arg(50)->Arg(100)->Iterations(10)->Repetitions(3)
-    ->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GptMiniStep)
+    ->Arg(0)
+    ->Arg(50)
+    ->Arg(100)
+    ->Iterations(10)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_ScheduleAndBuild48(benchmark::State& state) {
   models::ModelSpec spec = models::model_preset("gpt-tiny");

@@ -140,7 +140,8 @@ std::string scalar_cuts(int layers, int stages, int lo, int hi) {
   for (int i = 1; i < stages; ++i) {
     s += "c" + std::to_string(i) + " = { range = [1, " + std::to_string(layers - 1) + "] }\n";
   }
-  s += "[constraints]\nfirst = \"" + std::to_string(lo) + " <= c1 <= " + std::to_string(hi) + "\"\n";
+  s +=
+      "[constraints]\nfirst = \"" + std::to_string(lo) + " <= c1 <= " + std::to_string(hi) + "\"\n";
   for (int i = 2; i < stages; ++i) {
     s += "gap" + std::to_string(i) + " = \"" + std::to_string(lo) + " <= c" + std::to_string(i) +
          " - c" + std::to_string(i - 1) + " <= " + std::to_string(hi) + "\"\n";
@@ -151,13 +152,15 @@ std::string scalar_cuts(int layers, int stages, int lo, int hi) {
 }
 
 std::string array_cuts(int layers, int stages, int lo, int hi) {
-  return "[knobs]\ncuts = { layers = " + std::to_string(layers) + ", stages = " + std::to_string(stages) +
-         ", min = " + std::to_string(lo) + ", max = " + std::to_string(hi) + " }\n";
+  return "[knobs]\ncuts = { layers = " + std::to_string(layers) +
+         ", stages = " + std::to_string(stages) + ", min = " + std::to_string(lo) +
+         ", max = " + std::to_string(hi) + " }\n";
 }
 
 // Nested loops over every cut in 1..layers-1, checking the stage lengths, for the first `limit`
 // points of the product (the full product of (b) has 47^7 = 5.1e11 points).
-uint64_t naive_cuts_slice(int layers, int stages, int lo, int hi, uint64_t limit, uint64_t* visited) {
+uint64_t naive_cuts_slice(int layers, int stages, int lo, int hi, uint64_t limit,
+                          uint64_t* visited) {
   std::vector<int> c(stages - 1, 1);
   uint64_t valid = 0, seen = 0;
   while (seen < limit) {
@@ -198,9 +201,12 @@ void BM_Cuts48_Naive_Slice(benchmark::State& state) {
       seconds / static_cast<double>(state.iterations()) * product / static_cast<double>(visited);
 }
 
-
-void BM_Cuts48_Engine_Enumerate_CutsKnob(benchmark::State& state) { enumerate(state, array_cuts(48, 8, 4, 8)); }
-void BM_Cuts48_Engine_Enumerate_ScalarKnobs(benchmark::State& state) { enumerate(state, scalar_cuts(48, 8, 4, 8)); }
+void BM_Cuts48_Engine_Enumerate_CutsKnob(benchmark::State& state) {
+  enumerate(state, array_cuts(48, 8, 4, 8));
+}
+void BM_Cuts48_Engine_Enumerate_ScalarKnobs(benchmark::State& state) {
+  enumerate(state, scalar_cuts(48, 8, 4, 8));
+}
 
 void compile_and_count(benchmark::State& state, const std::string& text) {
   const auto declared = parse_space(text, "cuts.toml");
@@ -209,11 +215,16 @@ void compile_and_count(benchmark::State& state, const std::string& text) {
   state.counters["configs"] = static_cast<double>(n);
 }
 
-void BM_Cuts96_Engine_CompileAndCount_CutsKnob(benchmark::State& state) { compile_and_count(state, array_cuts(96, 16, 4, 8)); }
-void BM_Cuts96_Engine_CompileAndCount_ScalarKnobs(benchmark::State& state) { compile_and_count(state, scalar_cuts(96, 16, 4, 8)); }
+void BM_Cuts96_Engine_CompileAndCount_CutsKnob(benchmark::State& state) {
+  compile_and_count(state, array_cuts(96, 16, 4, 8));
+}
+void BM_Cuts96_Engine_CompileAndCount_ScalarKnobs(benchmark::State& state) {
+  compile_and_count(state, scalar_cuts(96, 16, 4, 8));
+}
 
 void BM_Cuts96_Engine_SampleScalarKnobs(benchmark::State& state) {
-  const CompiledSpace space = CompiledSpace::compile(parse_space(scalar_cuts(96, 16, 4, 8), "cuts.toml"));
+  const CompiledSpace space =
+      CompiledSpace::compile(parse_space(scalar_cuts(96, 16, 4, 8), "cuts.toml"));
   slapo::Rng rng(1);
   space.size();
   for (auto _ : state) benchmark::DoNotOptimize(space.sample(rng));

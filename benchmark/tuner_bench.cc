@@ -53,7 +53,8 @@ class InstantRunner : public runners::Runner {
 };
 
 void BM_TunerOverhead(benchmark::State& state, const std::string& strategy) {
-  const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(kSpace, "bench.toml"));
+  const space::CompiledSpace space =
+      space::CompiledSpace::compile(space::parse_space(kSpace, "bench.toml"));
   InstantRunner runner;
   tuner::TunerOptions options;
   options.strategy = strategy;
@@ -76,10 +77,20 @@ void BM_TunerOverhead(benchmark::State& state, const std::string& strategy) {
   }
   state.counters["trials"] = static_cast<double>(trials);
 }
-BENCHMARK_CAPTURE(BM_TunerOverhead, random, std::string("random"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_TunerOverhead, coordinate, std::string("coordinate"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_TunerOverhead, bayes, std::string("bayes"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_TunerOverhead, auto, std::string("auto"))->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TunerOverhead, random, std::string("random"))
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TunerOverhead, coordinate, std::string("coordinate"))
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TunerOverhead, bayes, std::string("bayes"))
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TunerOverhead, auto, std::string("auto")) -> Arg(0) -> Arg(1)
+    -> Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Tuner efficiency on recorded objective tables (docs/benchmarks.md).
 //
-//   ./build/benchmark/tuner_efficiency benchmark/tables/{gpt-mini-batch-ckpt-attn,bert-mini-batch-ckpt,gpt-mini-parallel,bert-mini-fusion}
+//   ./build/benchmark/tuner_efficiency
+//   benchmark/tables/{gpt-mini-batch-ckpt-attn,bert-mini-batch-ckpt,gpt-mini-parallel,bert-mini-fusion}
 //   (options: --seeds 30, --replay-seeds 300)
 //
 // A table is a space file (NAME.toml) and every configuration of it measured on this machine
@@ -11,7 +12,8 @@
 // out-of-memory region, and each of 30 seeds costs milliseconds. For each strategy: the measured
 // trials until the table's optimum is first measured (pruned points are not trials), until one of
 // its ties is (a configuration the passes cannot tell from it: not slower in every pass), and the
-// best found within 10, 20 and 30 trials as a share of the optimum, as median and p90 over the seeds.
+// best found within 10, 20 and 30 trials as a share of the optimum, as median and p90 over the
+// seeds.
 //
 // Then, with the passes replayed as noise (each measurement draws one recorded pass at random),
 // what the default strategy finally recommends after 20 trials, with and without --confirm 3,
@@ -47,16 +49,19 @@ struct Table {
   std::string name;
   space::Space declared;
   std::map<std::string, TrialResult> results;  // canonical config → what was measured (median)
-  std::map<std::string, std::vector<std::optional<double>>> by_pass;  // config → its value in each pass
+  std::map<std::string, std::vector<std::optional<double>>>
+      by_pass;  // config → its value in each pass
   double optimum = 0;
   std::string optimum_key;
-  std::set<std::string> ties;  // configurations the passes cannot tell from the optimum (it included)
+  std::set<std::string>
+      ties;           // configurations the passes cannot tell from the optimum (it included)
   size_t passes = 1;  // recordings merged
 };
 
 // A configuration is told apart from the optimum when it was slower in every pass where both ran
 // (a paired sign test: with 5 passes, p = 1/32 that a tie would be slower in all of them).
-bool tied_with(const std::vector<std::optional<double>>& best, const std::vector<std::optional<double>>& other) {
+bool tied_with(const std::vector<std::optional<double>>& best,
+               const std::vector<std::optional<double>>& other) {
   size_t common = 0, slower = 0;
   for (size_t p = 0; p < best.size() && p < other.size(); ++p) {
     if (!best[p] || !other[p]) continue;
@@ -82,7 +87,8 @@ Table load_table(const std::string& base) {
   for (size_t pass = 0; pass < passes.size(); ++pass) {
     const std::string& path = passes[pass];
     std::ifstream in(path);
-    SLAPO_CHECK(in.good(), ErrorCode::kNotFound, path, ": cannot open (record it: see docs/benchmarks.md)");
+    SLAPO_CHECK(in.good(), ErrorCode::kNotFound, path,
+                ": cannot open (record it: see docs/benchmarks.md)");
     for (const auto& row : nlohmann::json::parse(in)) {
       const std::string key = Config::from_json(row["config"].dump()).canonical_json();
       const std::string status = row["status"];
@@ -115,15 +121,17 @@ Table load_table(const std::string& base) {
     } else {
       // A pruned point was proven out of memory by a recorded trial: that is what it is.
       const std::string status = failure_status[key];
-      r.status = status == "pruned" ? TrialStatus::kOom
-                                    : trial_status_from_string(status).value_or(TrialStatus::kRuntimeError);
+      r.status = status == "pruned"
+                     ? TrialStatus::kOom
+                     : trial_status_from_string(status).value_or(TrialStatus::kRuntimeError);
       r.error = "recorded " + status;
     }
     t.results[key] = r;
   }
   t.optimum = best;
   for (const auto& [key, r] : t.results) {
-    if (r.status == TrialStatus::kOk && tied_with(t.by_pass[t.optimum_key], t.by_pass[key])) t.ties.insert(key);
+    if (r.status == TrialStatus::kOk && tied_with(t.by_pass[t.optimum_key], t.by_pass[key]))
+      t.ties.insert(key);
   }
   t.ties.insert(t.optimum_key);
   return t;
@@ -133,7 +141,8 @@ Table load_table(const std::string& base) {
 // passes drawn at random for every measurement.
 class TableRunner : public runners::Runner {
  public:
-  explicit TableRunner(const Table& t, std::optional<uint64_t> noise_seed = std::nullopt) : table_(t) {
+  explicit TableRunner(const Table& t, std::optional<uint64_t> noise_seed = std::nullopt)
+      : table_(t) {
     if (noise_seed) noise_ = std::make_unique<Rng>(*noise_seed);
   }
   std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
@@ -180,7 +189,8 @@ struct Run {
   double best_at[3] = {0, 0, 0};        // best within 10, 20, 30 measured trials / optimum
 };
 
-Run run_once(const Table& table, const space::CompiledSpace& space, const std::string& strategy, uint64_t seed) {
+Run run_once(const Table& table, const space::CompiledSpace& space, const std::string& strategy,
+             uint64_t seed) {
   TableRunner runner(table);
   auto database = db::Database::in_memory();
   const db::TaskKey key = table_task(table);
@@ -200,7 +210,8 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const std::s
     if (p.objective && *p.objective >= table.optimum && std::isinf(run.trials_to_optimum)) {
       run.trials_to_optimum = static_cast<double>(p.measured);
     }
-    if (p.objective && table.ties.count(p.config.canonical_json()) && std::isinf(run.trials_to_tie)) {
+    if (p.objective && table.ties.count(p.config.canonical_json()) &&
+        std::isinf(run.trials_to_tie)) {
       run.trials_to_tie = static_cast<double>(p.measured);
     }
     if (p.objective && *p.objective >= 0.98 * table.optimum && std::isinf(run.trials_to_98)) {
@@ -215,18 +226,20 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const std::s
 // What the default strategy recommends on the noisy replay after `trials` measured trials and
 // `confirm` re-measured ones: the recommended configuration's median objective / the optimum, and
 // whether it is one of the optimum's ties.
-std::pair<double, bool> recommended(const Table& table, const space::CompiledSpace& space, size_t trials,
-                                    size_t confirm, uint64_t seed) {
+std::pair<double, bool> recommended(const Table& table, const space::CompiledSpace& space,
+                                    size_t trials, size_t confirm, uint64_t seed) {
   TableRunner runner(table, /*noise_seed=*/seed * 7919 + 1);
   auto database = db::Database::in_memory();
   tuner::TunerOptions options;
   options.trials = trials;
   options.seed = seed;
   options.confirm = confirm;
-  const tuner::TuneSummary summary = tuner::tune(space, runner, *database, table_task(table), options);
+  const tuner::TuneSummary summary =
+      tuner::tune(space, runner, *database, table_task(table), options);
   if (!summary.best) return {0.0, false};
   const std::string key = summary.best->config.canonical_json();
-  return {table.results.at(key).metrics.at("samples_per_s") / table.optimum, table.ties.count(key) > 0};
+  return {table.results.at(key).metrics.at("samples_per_s") / table.optimum,
+          table.ties.count(key) > 0};
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -252,16 +265,21 @@ int main(int argc, char** argv) {
   int replay_seeds = 300;  // the recommendation is a yes/no per seed: it needs more of them
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--seeds" && i + 1 < argc) seeds = std::atoi(argv[++i]);
-    else if (a == "--replay-seeds" && i + 1 < argc) replay_seeds = std::atoi(argv[++i]);
-    else tables.push_back(a);
+    if (a == "--seeds" && i + 1 < argc)
+      seeds = std::atoi(argv[++i]);
+    else if (a == "--replay-seeds" && i + 1 < argc)
+      replay_seeds = std::atoi(argv[++i]);
+    else
+      tables.push_back(a);
   }
   if (tables.empty()) {
-    std::cerr << "usage: tuner_efficiency TABLE [TABLE ...] [--seeds N] [--replay-seeds N]   (TABLE: path without "
+    std::cerr << "usage: tuner_efficiency TABLE [TABLE ...] [--seeds N] [--replay-seeds N]   "
+                 "(TABLE: path without "
                  ".toml/.json)\n";
     return 2;
   }
-  const std::vector<std::string> strategies = {"auto", "bayes", "coordinate", "random", "slapo", "exhaustive"};
+  const std::vector<std::string> strategies = {"auto",   "bayes", "coordinate",
+                                               "random", "slapo", "exhaustive"};
   int verdict = 0;
   try {
     for (const std::string& base : tables) {
@@ -269,12 +287,14 @@ int main(int argc, char** argv) {
       const space::CompiledSpace space = space::CompiledSpace::compile(table.declared);
       size_t ok = 0;
       for (const auto& [k, r] : table.results) ok += r.status == TrialStatus::kOk;
-      std::printf("\n%s: %llu configurations (%zu ok, %zu out of memory or failed; median of %zu passes), optimum "
-                  "%.4g samples/s and %zu ties, %d seeds\n",
-                  table.name.c_str(), static_cast<unsigned long long>(space.size()), ok, table.results.size() - ok,
-                  table.passes, table.optimum, table.ties.size() - 1, seeds);
-      std::printf("%-11s %11s %8s %9s %8s %9s %8s %9s %9s %9s\n", "strategy", "to optimum", "p90", "to a tie", "p90",
-                  "to 98%", "p90", "best@10", "best@20", "best@30");
+      std::printf(
+          "\n%s: %llu configurations (%zu ok, %zu out of memory or failed; median of %zu passes), "
+          "optimum "
+          "%.4g samples/s and %zu ties, %d seeds\n",
+          table.name.c_str(), static_cast<unsigned long long>(space.size()), ok,
+          table.results.size() - ok, table.passes, table.optimum, table.ties.size() - 1, seeds);
+      std::printf("%-11s %11s %8s %9s %8s %9s %8s %9s %9s %9s\n", "strategy", "to optimum", "p90",
+                  "to a tie", "p90", "to 98%", "p90", "best@10", "best@20", "best@30");
       std::map<std::string, double> medians, tie_medians;
       for (const std::string& strategy : strategies) {
         std::vector<double> to_opt, to_tie, to_98, at[3];
@@ -290,22 +310,28 @@ int main(int argc, char** argv) {
         std::printf("%-11s %11s %8s %9s %8s %9s %8s %8.1f%% %8.1f%% %8.1f%%\n", strategy.c_str(),
                     trials(quantile(to_opt, 0.5)).c_str(), trials(quantile(to_opt, 0.9)).c_str(),
                     trials(quantile(to_tie, 0.5)).c_str(), trials(quantile(to_tie, 0.9)).c_str(),
-                    trials(quantile(to_98, 0.5)).c_str(), trials(quantile(to_98, 0.9)).c_str(), 100 * quantile(at[0], 0.5),
-                    100 * quantile(at[1], 0.5), 100 * quantile(at[2], 0.5));
+                    trials(quantile(to_98, 0.5)).c_str(), trials(quantile(to_98, 0.9)).c_str(),
+                    100 * quantile(at[0], 0.5), 100 * quantile(at[1], 0.5),
+                    100 * quantile(at[2], 0.5));
       }
       const double reference = std::min(medians["slapo"], medians["random"]);
       const bool met = medians["auto"] <= reference / 2;
-      std::printf("target: auto's median %s <= half of min(slapo, random) = %s / 2: %s\n", trials(medians["auto"]).c_str(),
-                  trials(reference).c_str(), met ? "met" : "NOT met");
+      std::printf("target: auto's median %s <= half of min(slapo, random) = %s / 2: %s\n",
+                  trials(medians["auto"]).c_str(), trials(reference).c_str(),
+                  met ? "met" : "NOT met");
       if (!met) verdict = 1;
       const double tie_reference = std::min(tie_medians["slapo"], tie_medians["random"]);
-      std::printf("noise-aware: auto's median to a tie %s <= half of min(slapo, random) = %s / 2: %s\n",
-                  trials(tie_medians["auto"]).c_str(), trials(tie_reference).c_str(),
-                  tie_medians["auto"] <= tie_reference / 2 ? "met" : "not met");
+      std::printf(
+          "noise-aware: auto's median to a tie %s <= half of min(slapo, random) = %s / 2: %s\n",
+          trials(tie_medians["auto"]).c_str(), trials(tie_reference).c_str(),
+          tie_medians["auto"] <= tie_reference / 2 ? "met" : "not met");
 
       // The recommendation on the noisy replay, with and without confirmation.
-      std::printf("noisy replay, auto, what it recommends over %d seeds (true objective / optimum; share of seeds "
-                  "recommending a tie):\n", replay_seeds);
+      std::printf(
+          "noisy replay, auto, what it recommends over %d seeds (true objective / optimum; share "
+          "of seeds "
+          "recommending a tie):\n",
+          replay_seeds);
       const struct {
         const char* label;
         size_t trials, confirm;
@@ -314,12 +340,14 @@ int main(int argc, char** argv) {
         std::vector<double> share;
         int tie = 0;
         for (int seed = 0; seed < replay_seeds; ++seed) {
-          const auto [s, is_tie] = recommended(table, space, arm.trials, arm.confirm, static_cast<uint64_t>(seed));
+          const auto [s, is_tie] =
+              recommended(table, space, arm.trials, arm.confirm, static_cast<uint64_t>(seed));
           share.push_back(s);
           tie += is_tie;
         }
-        std::printf("  %-24s median %5.1f%%  p10 %5.1f%%  a tie %3.0f%%\n", arm.label, 100 * quantile(share, 0.5),
-                    100 * quantile(share, 0.1), 100.0 * tie / replay_seeds);
+        std::printf("  %-24s median %5.1f%%  p10 %5.1f%%  a tie %3.0f%%\n", arm.label,
+                    100 * quantile(share, 0.5), 100 * quantile(share, 0.1),
+                    100.0 * tie / replay_seeds);
       }
     }
   } catch (const std::exception& e) {

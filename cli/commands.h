@@ -25,16 +25,45 @@ struct TuneOptions {
   tuner::TunerOptions tuner;
   std::string objective;  // empty: the runner's natural objective
   bool json = false;
+  bool reprofile = false;  // the cost model measures its profiles again
   RunnerArgs runner;
   auto tie() const {
-    return std::tie(help, single_node, space, db, tuner.strategy, tuner.trials, tuner.time_limit_s, tuner.patience,
-                    tuner.seed, tuner.objective.minimize, tuner.confirm, tuner.confirm_rounds, objective, json,
-                    runner);
+    return std::tie(help, single_node, space, db, tuner.strategy, tuner.trials, tuner.time_limit_s,
+                    tuner.patience, tuner.seed, tuner.objective.minimize, tuner.confirm,
+                    tuner.confirm_rounds, objective, json, reprofile, runner);
   }
 };
 TuneOptions parse_single_device(const Args& args);
 TuneOptions parse_single_node(const Args& args);
 int run_tune(const TuneOptions& options, std::ostream& out, std::ostream& err);
+
+// slapo-tune predict: one configuration's predicted step time and peak memory, with the breakdown.
+struct PredictOptions {
+  bool help = false;
+  SpaceArgs space;
+  std::string config;
+  std::string db;  // where profiles are kept (empty: measured and dropped)
+  bool reprofile = false;
+  bool json = false;
+  auto tie() const { return std::tie(help, space, config, db, reprofile, json); }
+};
+PredictOptions parse_predict(const Args& args);
+int run_predict(const PredictOptions& options, std::ostream& out, std::ostream& err);
+
+// slapo-tune plan: the whole space ranked by prediction.
+struct PlanOptions {
+  bool help = false;
+  SpaceArgs space;
+  size_t top = 10;
+  std::string objective;  // empty: samples_per_s
+  bool minimize = false;
+  std::string db;
+  bool reprofile = false;
+  bool json = false;
+  auto tie() const { return std::tie(help, space, top, objective, minimize, db, reprofile, json); }
+};
+PlanOptions parse_plan(const Args& args);
+int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err);
 
 // slapo-tune trial: measure one configuration.
 struct TrialOptions {
@@ -71,7 +100,9 @@ struct VerifyOptions {
   double lr = 1e-3;
   int nproc = 0;  // 0: not given
   Args args;      // as given, to launch the ranks with
-  auto tie() const { return std::tie(help, space, config, steps, tolerance, curve_tolerance, lr, nproc); }
+  auto tie() const {
+    return std::tie(help, space, config, steps, tolerance, curve_tolerance, lr, nproc);
+  }
 };
 VerifyOptions parse_verify(const Args& args);
 int run_verify(const VerifyOptions& options, std::ostream& out, std::ostream& err);

@@ -31,8 +31,8 @@ space::Space load_space(const std::string& file, const std::vector<std::string>&
 Config config_in_space(const space::Space& space, const std::string& config_arg) {
   const Config config = parse_config_arg(config_arg);
   const space::Validity validity = space::CompiledSpace::compile(space).contains(config);
-  SLAPO_CHECK(validity.ok, ErrorCode::kInvalidArgument, "--config: not a configuration of ", space.origin, ": ",
-              validity.reason);
+  SLAPO_CHECK(validity.ok, ErrorCode::kInvalidArgument, "--config: not a configuration of ",
+              space.origin, ": ", validity.reason);
   return config;
 }
 

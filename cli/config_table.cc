@@ -47,7 +47,8 @@ void print_configs(std::ostream& out, Format format, const std::vector<std::stri
   print_table(out, format, rows);
 }
 
-void print_table(std::ostream& out, Format format, const std::vector<std::vector<std::string>>& rows) {
+void print_table(std::ostream& out, Format format,
+                 const std::vector<std::vector<std::string>>& rows) {
   if (format == Format::kCsv) {
     for (const auto& row : rows) {
       for (size_t j = 0; j < row.size(); ++j) out << (j ? "," : "") << csv_quote(row[j]);
@@ -58,7 +59,8 @@ void print_table(std::ostream& out, Format format, const std::vector<std::vector
   if (rows.empty()) return;
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
-    for (size_t j = 0; j < row.size() && j < width.size(); ++j) width[j] = std::max(width[j], row[j].size());
+    for (size_t j = 0; j < row.size() && j < width.size(); ++j)
+      width[j] = std::max(width[j], row[j].size());
   }
   for (const auto& row : rows) {
     std::string line;

@@ -15,7 +15,8 @@ enum class Format { kTable, kCsv, kJson };
 Format parse_format(const std::string& text);
 
 // Prints rows under a header as an aligned table or as CSV.
-void print_table(std::ostream& out, Format format, const std::vector<std::vector<std::string>>& rows);
+void print_table(std::ostream& out, Format format,
+                 const std::vector<std::vector<std::string>>& rows);
 
 // The cell text of a value (cut points as "4,8,12").
 std::string cell_text(const Value& value);

@@ -24,8 +24,10 @@ constexpr const char* kUsage =
     "\n"
     "actions:\n"
     "  tasks     every task: id, model, runner, objective, trial count\n"
-    "  trials    a task's trials in the order they were measured   [--status S] [--sort M --top K]\n"
-    "  best      the best configuration (--top K for more; re-measured trials rank by their median);\n"
+    "  trials    a task's trials in the order they were measured   [--status S] [--sort M --top "
+    "K]\n"
+    "  best      the best configuration (--top K for more; re-measured trials rank by their "
+    "median);\n"
     "            --format json prints it as --config takes it\n"
     "  show      a task (workload, space, fingerprint) or one trial (--trial N) in full\n"
     "  export    every trial of a task, csv (default) or json\n"
@@ -36,9 +38,11 @@ nlohmann::ordered_json trial_json(const db::TrialRecord& t) {
   j["index"] = t.index;
   j["status"] = to_string(t.result.status);
   j["config"] = nlohmann::ordered_json::parse(t.config.to_json());
-  j["objective"] = t.objective ? nlohmann::ordered_json(*t.objective) : nlohmann::ordered_json(nullptr);
+  j["objective"] =
+      t.objective ? nlohmann::ordered_json(*t.objective) : nlohmann::ordered_json(nullptr);
   if (t.remeasured > 0) {
-    j["confirmed"] = t.confirmed_objective ? nlohmann::ordered_json(*t.confirmed_objective) : nlohmann::ordered_json(nullptr);
+    j["confirmed"] = t.confirmed_objective ? nlohmann::ordered_json(*t.confirmed_objective)
+                                           : nlohmann::ordered_json(nullptr);
     j["remeasured"] = t.remeasured;
   }
   nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
@@ -49,7 +53,8 @@ nlohmann::ordered_json trial_json(const db::TrialRecord& t) {
   j["duration_s"] = t.duration_s;
   j["strategy"] = t.strategy;
   j["seed"] = t.seed;
-  j["pruned_by"] = t.pruned_by ? nlohmann::ordered_json(*t.pruned_by) : nlohmann::ordered_json(nullptr);
+  j["pruned_by"] =
+      t.pruned_by ? nlohmann::ordered_json(*t.pruned_by) : nlohmann::ordered_json(nullptr);
   j["log_tail"] = t.result.log_tail;
   return j;
 }
@@ -63,7 +68,9 @@ std::string number(std::optional<double> v) {
 
 std::string model_of(const db::TaskRecord& t) {
   const auto w = nlohmann::json::parse(t.key.workload_json, nullptr, false);
-  return w.is_object() && w.contains("model") && w["model"].is_string() ? w["model"].get<std::string>() : "-";
+  return w.is_object() && w.contains("model") && w["model"].is_string()
+             ? w["model"].get<std::string>()
+             : "-";
 }
 
 void print_trials(std::ostream& out, Format format, const std::vector<db::TrialRecord>& trials) {
@@ -81,15 +88,18 @@ void print_trials(std::ostream& out, Format format, const std::vector<db::TrialR
   }
   std::vector<std::vector<std::string>> rows;
   // The median of the re-measured ones (tuner --confirm), when there are any.
-  const bool confirmed = std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.remeasured > 0; });
+  const bool confirmed =
+      std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.remeasured > 0; });
   std::vector<std::string> header = {"index", "status", "objective"};
   if (confirmed) header.insert(header.end(), {"median", "measured"});
   header.insert(header.end(), knobs.begin(), knobs.end());
   header.insert(header.end(), {"duration_s", "strategy", "error"});
   rows.push_back(header);
   for (const auto& t : trials) {
-    std::vector<std::string> row = {std::to_string(t.index), to_string(t.result.status), number(t.objective)};
-    if (confirmed) row.insert(row.end(), {number(t.confirmed_objective), std::to_string(1 + t.remeasured)});
+    std::vector<std::string> row = {std::to_string(t.index), to_string(t.result.status),
+                                    number(t.objective)};
+    if (confirmed)
+      row.insert(row.end(), {number(t.confirmed_objective), std::to_string(1 + t.remeasured)});
     for (const auto& k : knobs) {
       const Value* v = t.config.find(k);
       row.push_back(v ? cell_text(*v) : "");
@@ -107,12 +117,14 @@ const char* const kActions[] = {"tasks", "trials", "best", "show", "export", "pr
 
 void declare(DbOptions* o, OptionSet& set) {
   o->task.declare(set);
+  // clang-format off
   set.visible.add_options()
       ("trial", po::value<int64_t>()->notifier([o](int64_t i) { o->trial = i; }), "show: a trial's index")
       ("status", po::value<std::string>(&o->status), "only trials with this status (ok, oom, pruned, ...)")
       ("top", count_value(&o->top), "at most K trials (best: default 1)")
       ("sort", po::value<std::string>(&o->sort), "sort ok trials by this metric (default: the task's objective)")
       ("format", po::value<std::string>(&o->format), "table, csv or json (default: table; csv for export)");
+  // clang-format on
   set.hidden.add_options()("action", po::value<std::string>(&o->action));
   set.positional.add("action", 1);
 }
@@ -120,8 +132,9 @@ void declare(DbOptions* o, OptionSet& set) {
 std::optional<TrialStatus> status_filter(const std::string& text) {
   if (text.empty()) return std::nullopt;
   const std::optional<TrialStatus> status = trial_status_from_string(text);
-  SLAPO_CHECK(status.has_value(), ErrorCode::kInvalidArgument, "--status ", text,
-              ": expected ok, oom, invalid, schedule_error, runtime_error, timeout, crashed or pruned");
+  SLAPO_CHECK(
+      status.has_value(), ErrorCode::kInvalidArgument, "--status ", text,
+      ": expected ok, oom, invalid, schedule_error, runtime_error, timeout, crashed or pruned");
   return status;
 }
 
@@ -131,11 +144,13 @@ DbOptions parse_db(const Args& args) {
   DbOptions o = parse_options<DbOptions>(args, declare);
   if (o.help) return o;
   SLAPO_CHECK(!o.action.empty(), ErrorCode::kInvalidArgument,
-              "db: missing ACTION (tasks, trials, best, show, export or prune; see 'slapo-tune db --help')");
+              "db: missing ACTION (tasks, trials, best, show, export or prune; see 'slapo-tune db "
+              "--help')");
   SLAPO_CHECK(std::find(std::begin(kActions), std::end(kActions), o.action) != std::end(kActions),
               ErrorCode::kInvalidArgument, "db: unknown action '", o.action,
               "' (expected tasks, trials, best, show, export or prune)");
-  SLAPO_CHECK(!o.task.db.empty(), ErrorCode::kInvalidArgument, "db ", o.action, ": --db FILE is required");
+  SLAPO_CHECK(!o.task.db.empty(), ErrorCode::kInvalidArgument, "db ", o.action,
+              ": --db FILE is required");
   if (!o.format.empty()) parse_format(o.format);
   status_filter(o.status);
   SLAPO_CHECK(o.action != "prune" || !o.status.empty(), ErrorCode::kInvalidArgument,
@@ -150,7 +165,9 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
   }
   const std::string& action = o.action;
   // export defaults to CSV; everything else to a table.
-  const Format format = !o.format.empty() ? parse_format(o.format) : action == "export" ? Format::kCsv : Format::kTable;
+  const Format format = !o.format.empty()    ? parse_format(o.format)
+                        : action == "export" ? Format::kCsv
+                                             : Format::kTable;
   const std::optional<TrialStatus> status = status_filter(o.status);
   const size_t top = o.top;
   const std::string& sort = o.sort;
@@ -160,18 +177,26 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
     if (format == Format::kJson) {
       nlohmann::ordered_json j = nlohmann::ordered_json::array();
       for (const auto& t : tasks) {
-        j.push_back({{"id", t.id}, {"model", model_of(t)}, {"runner", t.key.runner}, {"world_size", t.key.world_size},
-                     {"objective", t.objective.metric}, {"minimize", t.objective.minimize}, {"trials", t.trial_count},
-                     {"created_at", t.created_at},
-                     {"workload", nlohmann::ordered_json::parse(t.key.workload_json, nullptr, false)}});
+        j.push_back(
+            {{"id", t.id},
+             {"model", model_of(t)},
+             {"runner", t.key.runner},
+             {"world_size", t.key.world_size},
+             {"objective", t.objective.metric},
+             {"minimize", t.objective.minimize},
+             {"trials", t.trial_count},
+             {"created_at", t.created_at},
+             {"workload", nlohmann::ordered_json::parse(t.key.workload_json, nullptr, false)}});
       }
       out << j.dump(1) << "\n";
       return kExitOk;
     }
-    std::vector<std::vector<std::string>> rows = {{"id", "model", "runner", "world", "objective", "trials", "created_at"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"id", "model", "runner", "world", "objective", "trials", "created_at"}};
     for (const auto& t : tasks) {
-      rows.push_back({std::to_string(t.id), model_of(t), t.key.runner, std::to_string(t.key.world_size),
-                      t.objective.to_string(), std::to_string(t.trial_count), t.created_at});
+      rows.push_back({std::to_string(t.id), model_of(t), t.key.runner,
+                      std::to_string(t.key.world_size), t.objective.to_string(),
+                      std::to_string(t.trial_count), t.created_at});
     }
     print_table(out, format, rows);
     return kExitOk;
@@ -188,7 +213,8 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
       trials = database->trials(task_id, {status});
     }
     if (status) {
-      trials.erase(std::remove_if(trials.begin(), trials.end(), [&](const auto& t) { return t.result.status != *status; }),
+      trials.erase(std::remove_if(trials.begin(), trials.end(),
+                                  [&](const auto& t) { return t.result.status != *status; }),
                    trials.end());
     }
     print_trials(out, format, trials);
@@ -196,7 +222,8 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (action == "best") {
     const auto best = database->best(task_id, top > 0 ? top : 1, sort);
-    SLAPO_CHECK(!best.empty(), ErrorCode::kNotFound, "db best: task ", task_id, " has no successful trial yet");
+    SLAPO_CHECK(!best.empty(), ErrorCode::kNotFound, "db best: task ", task_id,
+                " has no successful trial yet");
     if (format == Format::kJson) {
       // What --config @FILE takes: the configuration itself (an array of them with --top K > 1).
       if (best.size() == 1 && top <= 1) {
@@ -213,7 +240,8 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (action == "show") {
     if (o.trial) {
-      const db::TrialRecord t = for_flag("--trial", std::to_string(*o.trial), [&] { return database->trial(task_id, *o.trial); });
+      const db::TrialRecord t = for_flag("--trial", std::to_string(*o.trial),
+                                         [&] { return database->trial(task_id, *o.trial); });
       nlohmann::ordered_json j = trial_json(t);
       if (t.remeasured > 0) {
         nlohmann::ordered_json again = nlohmann::ordered_json::array();
@@ -221,7 +249,8 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
           nlohmann::ordered_json m;
           m["round"] = r.round;
           m["status"] = to_string(r.result.status);
-          m["objective"] = r.objective ? nlohmann::ordered_json(*r.objective) : nlohmann::ordered_json(nullptr);
+          m["objective"] =
+              r.objective ? nlohmann::ordered_json(*r.objective) : nlohmann::ordered_json(nullptr);
           m["error"] = r.result.error;
           m["started_at"] = r.started_at;
           m["duration_s"] = r.duration_s;

@@ -12,7 +12,6 @@
 
 namespace {
 
-
 void print_help(std::ostream& out) {
   out << "usage: slapo-tune [--help] [--version] COMMAND [ARGS]\n\n"
          "slapo tunes how large models train, without editing the model.\n\n"

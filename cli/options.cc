@@ -10,34 +10,41 @@ namespace slapo::cli {
 
 std::pair<Args, Args> split_command(const Args& args) {
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--") return {{args.begin(), args.begin() + i}, {args.begin() + i + 1, args.end()}};
+    if (args[i] == "--")
+      return {{args.begin(), args.begin() + i}, {args.begin() + i + 1, args.end()}};
   }
   return {args, {}};
 }
 
 void SpaceArgs::declare(OptionSet& set, bool flag) {
   if (flag) set.visible.add_options()("space", po::value<std::string>(&file), "space file");
+  // clang-format off
   set.visible.add_options()("param", po::value<std::vector<std::string>>(&params)->composing(),
                             "override a parameter: NAME=VALUE (repeatable)");
+  // clang-format on
 }
 
 space::Space SpaceArgs::load() const { return load_space(file, params); }
 
 void TaskArgs::declare(OptionSet& set) {
+  // clang-format off
   set.visible.add_options()("db", po::value<std::string>(&db), "the database file")(
       "task", po::value<int64_t>()->notifier([this](int64_t id) { task = id; }), "task id (default: the only task)");
+  // clang-format on
 }
 
 int64_t TaskArgs::resolve(db::Database& database, const std::string& command) const {
   if (task) return *task;
   const auto tasks = database.tasks();
-  SLAPO_CHECK(tasks.size() == 1, ErrorCode::kInvalidArgument, command, ": ", db, " has ", tasks.size(),
-              " tasks; choose one with --task ID (see 'slapo-tune db tasks --db ", db, "')");
+  SLAPO_CHECK(tasks.size() == 1, ErrorCode::kInvalidArgument, command, ": ", db, " has ",
+              tasks.size(), " tasks; choose one with --task ID (see 'slapo-tune db tasks --db ", db,
+              "')");
   return tasks[0].id;
 }
 
 void RunnerArgs::declare(OptionSet& set) {
   timeout_s = defaults::kTrialTimeoutS;
+  // clang-format off
   set.visible.add_options()
       ("runner", po::value<std::string>(&runner)->default_value("subprocess"),
        "inprocess, subprocess or single-node (the default with --nproc > 1)")
@@ -51,15 +58,18 @@ void RunnerArgs::declare(OptionSet& set) {
       ("oom-exit-code", po::value<int>()->notifier([this](int code) { oom_exit_code = code; }),
        "command runner: this exit code means out of memory")
       ("oom-pattern", po::value<std::string>(&oom_pattern), "command runner: output matching this means out of memory");
+  // clang-format on
 }
 
 runners::RunnerSpec RunnerArgs::spec(const space::Space& space) const {
   SLAPO_CHECK(nproc >= 1 && nproc <= 1024, ErrorCode::kInvalidArgument, "--nproc ", nproc,
               ": expected a number of ranks from 1 to 1024");
-  SLAPO_CHECK(runner == "inprocess" || runner == "subprocess" || runner == "single-node", ErrorCode::kInvalidArgument,
-              "--runner ", runner, ": expected inprocess, subprocess or single-node");
+  SLAPO_CHECK(runner == "inprocess" || runner == "subprocess" || runner == "single-node",
+              ErrorCode::kInvalidArgument, "--runner ", runner,
+              ": expected inprocess, subprocess or single-node");
   SLAPO_CHECK(!(runner == "inprocess" && nproc > 1), ErrorCode::kInvalidArgument,
-              "--runner inprocess runs one rank; --nproc ", nproc, " needs processes (single-node)");
+              "--runner inprocess runs one rank; --nproc ", nproc,
+              " needs processes (single-node)");
   if (!command.empty()) {
     runners::CommandOptions c;
     c.argv = command;
@@ -71,14 +81,16 @@ runners::RunnerSpec RunnerArgs::spec(const space::Space& space) const {
     return runners::RunnerSpec::for_command(c);
   }
   runners::Workload workload = runners::Workload::from_json(space.workload_json, space.origin);
-  if (!memory_budget.empty()) workload.memory_budget = parse_bytes(memory_budget, "--memory-budget");
+  if (!memory_budget.empty())
+    workload.memory_budget = parse_bytes(memory_budget, "--memory-budget");
   // Every knob must be one the template understands: checked on a point of the space.
   const space::CompiledSpace compiled = space::CompiledSpace::compile(space);
   if (compiled.size() > 0) runners::check_workload(workload, compiled.at(0));
   return runners::RunnerSpec::for_workload(workload, runner, nproc, timeout_s, !no_fork_server);
 }
 
-db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& runner, const space::Space& space) {
+db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& runner,
+                     const space::Space& space) {
   db::TaskKey key;
   key.workload_json = spec.workload_key();
   key.space_hash = space.fingerprint();

@@ -108,8 +108,8 @@ struct RunnerArgs {
   std::optional<int> oom_exit_code;
   Args command;  // after --
   auto tie() const {
-    return std::tie(runner, nproc, no_fork_server, memory_budget, timeout_s, metric_regex, oom_pattern, oom_exit_code,
-                    command);
+    return std::tie(runner, nproc, no_fork_server, memory_budget, timeout_s, metric_regex,
+                    oom_pattern, oom_exit_code, command);
   }
   void declare(OptionSet& set);
   // The runner spec these flags ask for on `space` (its [workload], or the command). With the
@@ -119,6 +119,7 @@ struct RunnerArgs {
 };
 
 // The task key of measurements made by `runner` (from `spec`) on `space` on this machine.
-db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& runner, const space::Space& space);
+db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& runner,
+                     const space::Space& space);
 
 }  // namespace slapo::cli

@@ -17,7 +17,8 @@ constexpr const char* kUsage =
     "reference as Markdown (the section of docs/schedule.md).\n";
 
 void declare(PrimitivesOptions* o, OptionSet& set) {
-  set.hidden.add_options()("action", po::value<std::string>(&o->action))("name", po::value<std::string>(&o->name));
+  set.hidden.add_options()("action", po::value<std::string>(&o->action))(
+      "name", po::value<std::string>(&o->name));
   set.positional.add("action", 1).add("name", 1);
 }
 
@@ -26,11 +27,13 @@ void declare(PrimitivesOptions* o, OptionSet& set) {
 PrimitivesOptions parse_primitives(const Args& args) {
   PrimitivesOptions o = parse_options<PrimitivesOptions>(args, declare);
   if (o.help) return o;
-  SLAPO_CHECK(o.action == "list" || o.action == "show" || o.action == "reference", ErrorCode::kInvalidArgument,
-              "primitives: unknown action '", o.action, "' (expected list, show NAME or reference)");
-  SLAPO_CHECK(o.action != "show" || !o.name.empty(), ErrorCode::kInvalidArgument, "primitives show: missing NAME");
-  SLAPO_CHECK(o.action == "show" || o.name.empty(), ErrorCode::kInvalidArgument, "primitives ", o.action,
-              ": takes no NAME");
+  SLAPO_CHECK(o.action == "list" || o.action == "show" || o.action == "reference",
+              ErrorCode::kInvalidArgument, "primitives: unknown action '", o.action,
+              "' (expected list, show NAME or reference)");
+  SLAPO_CHECK(o.action != "show" || !o.name.empty(), ErrorCode::kInvalidArgument,
+              "primitives show: missing NAME");
+  SLAPO_CHECK(o.action == "show" || o.name.empty(), ErrorCode::kInvalidArgument, "primitives ",
+              o.action, ": takes no NAME");
   return o;
 }
 

@@ -24,18 +24,23 @@ constexpr const char* kUsage =
     "usage: slapo-tune replay --db FILE [--task ID] [--trial N] [--steps S] [--print-schedule]\n"
     "\n"
     "Rebuilds the best (or the given) configuration of a task from the record alone, measures it\n"
-    "again with the task's runner, and prints the recorded and measured figures side by side. Warns\n"
-    "when this machine's fingerprint differs from the task's, or when the objective drifted beyond\n"
+    "again with the task's runner, and prints the recorded and measured figures side by side. "
+    "Warns\n"
+    "when this machine's fingerprint differs from the task's, or when the objective drifted "
+    "beyond\n"
     "the recorded noise.\n";
 
 // Keys whose values differ between two fingerprints.
-std::vector<std::string> fingerprint_changes(const std::string& recorded, const std::string& current) {
-  const auto a = nlohmann::json::parse(recorded, nullptr, false), b = nlohmann::json::parse(current, nullptr, false);
+std::vector<std::string> fingerprint_changes(const std::string& recorded,
+                                             const std::string& current) {
+  const auto a = nlohmann::json::parse(recorded, nullptr, false),
+             b = nlohmann::json::parse(current, nullptr, false);
   std::vector<std::string> changes;
   if (!a.is_object() || !b.is_object()) return {"(unreadable fingerprint)"};
   for (auto it = a.begin(); it != a.end(); ++it) {
     if (!b.contains(it.key()) || b[it.key()] != it.value()) {
-      changes.push_back(it.key() + ": " + it.value().dump() + " → " + (b.contains(it.key()) ? b[it.key()].dump() : "absent"));
+      changes.push_back(it.key() + ": " + it.value().dump() + " → " +
+                        (b.contains(it.key()) ? b[it.key()].dump() : "absent"));
     }
   }
   return changes;
@@ -43,10 +48,12 @@ std::vector<std::string> fingerprint_changes(const std::string& recorded, const 
 
 void declare(ReplayOptions* o, OptionSet& set) {
   o->task.declare(set);
+  // clang-format off
   set.visible.add_options()
       ("trial", po::value<int64_t>()->notifier([o](int64_t i) { o->trial = i; }), "the trial's index (default: the best)")
       ("steps", po::value<int>()->notifier([o](int s) { o->steps = s; }), "timed steps (default: as recorded)")
       ("print-schedule", po::bool_switch(&o->print_schedule), "print the primitives the configuration applies");
+  // clang-format on
 }
 
 }  // namespace
@@ -69,19 +76,21 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
   const db::TaskRecord task = database->task(task_id);
   db::TrialRecord recorded;
   if (o.trial) {
-    recorded = for_flag("--trial", std::to_string(*o.trial), [&] { return database->trial(task_id, *o.trial); });
+    recorded = for_flag("--trial", std::to_string(*o.trial),
+                        [&] { return database->trial(task_id, *o.trial); });
   } else {
     const auto best = database->best(task_id, 1);
-    SLAPO_CHECK(!best.empty(), ErrorCode::kNotFound, "replay: task ", task_id, " has no successful trial");
+    SLAPO_CHECK(!best.empty(), ErrorCode::kNotFound, "replay: task ", task_id,
+                " has no successful trial");
     recorded = best[0];
   }
 
-  runners::RunnerSpec spec =
-      runners::RunnerSpec::from_task(task.key.workload_json, task.key.runner, task.key.world_size, task.objective.metric);
+  runners::RunnerSpec spec = runners::RunnerSpec::from_task(
+      task.key.workload_json, task.key.runner, task.key.world_size, task.objective.metric);
   if (spec.workload && o.steps) spec.workload->steps = *o.steps;
   if (o.print_schedule) {
-    SLAPO_CHECK(spec.workload.has_value(), ErrorCode::kInvalidArgument, "--print-schedule: task ", task_id,
-                " runs an external command; slapo does not know its schedule");
+    SLAPO_CHECK(spec.workload.has_value(), ErrorCode::kInvalidArgument, "--print-schedule: task ",
+                task_id, " runs an external command; slapo does not know its schedule");
     const runners::Workload& workload = *spec.workload;
     const models::ModelSpec model = workload.spec();
     auto sch = schedule::create_schedule(models::build_model(model, workload.seed));
@@ -96,20 +105,26 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
     err << "warning: this machine differs from the one recorded: " << change << "\n";
   }
   const TrialResult measured = runner->run({recorded.config})[0];
-  out << "task " << task_id << ", trial " << recorded.index << ": " << recorded.config.to_string() << "\n"
-      << "status    recorded " << to_string(recorded.result.status) << ", measured " << to_string(measured.status) << "\n";
+  out << "task " << task_id << ", trial " << recorded.index << ": " << recorded.config.to_string()
+      << "\n"
+      << "status    recorded " << to_string(recorded.result.status) << ", measured "
+      << to_string(measured.status) << "\n";
   if (!measured.error.empty()) out << "error     " << measured.error << "\n";
-  out << std::left << std::setw(18) << "metric" << std::right << std::setw(14) << "recorded" << std::setw(14) << "measured"
-      << std::setw(10) << "change" << "\n";
+  out << std::left << std::setw(18) << "metric" << std::right << std::setw(14) << "recorded"
+      << std::setw(14) << "measured" << std::setw(10) << "change"
+      << "\n";
   for (const auto& [name, value] : recorded.result.metrics) {
     const auto m = measured.metrics.find(name);
     out << std::left << std::setw(18) << name << std::right << std::setw(14) << value;
     if (m == measured.metrics.end()) {
-      out << std::setw(14) << "-" << "\n";
+      out << std::setw(14) << "-"
+          << "\n";
       continue;
     }
     out << std::setw(14) << m->second;
-    if (value != 0) out << std::setw(9) << std::fixed << std::setprecision(1) << 100 * (m->second / value - 1) << "%" << std::defaultfloat << std::setprecision(6);
+    if (value != 0)
+      out << std::setw(9) << std::fixed << std::setprecision(1) << 100 * (m->second / value - 1)
+          << "%" << std::defaultfloat << std::setprecision(6);
     out << "\n";
   }
   // Drift: beyond the recorded step-time spread (p10..p90 around the median), and at least 5%.
@@ -117,13 +132,15 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
   const auto objective = measured.metrics.find(task.objective.metric);
   if (recorded.objective && objective != measured.metrics.end() && *recorded.objective != 0) {
     double noise = 0.05;
-    if (rm.count(metric::kStepMsP10) && rm.count(metric::kStepMsP90) && rm.count(metric::kStepMsMedian) &&
-        rm.at(metric::kStepMsMedian) > 0) {
-      noise = std::max(noise, (rm.at(metric::kStepMsP90) - rm.at(metric::kStepMsP10)) / rm.at(metric::kStepMsMedian));
+    if (rm.count(metric::kStepMsP10) && rm.count(metric::kStepMsP90) &&
+        rm.count(metric::kStepMsMedian) && rm.at(metric::kStepMsMedian) > 0) {
+      noise = std::max(noise, (rm.at(metric::kStepMsP90) - rm.at(metric::kStepMsP10)) /
+                                  rm.at(metric::kStepMsMedian));
     }
     const double drift = std::fabs(objective->second / *recorded.objective - 1);
     if (drift > noise) {
-      err << "warning: " << task.objective.metric << " drifted " << std::fixed << std::setprecision(1) << 100 * drift
+      err << "warning: " << task.objective.metric << " drifted " << std::fixed
+          << std::setprecision(1) << 100 * drift
           << "% from the record, beyond the recorded noise of " << 100 * noise << "%\n";
     }
   }

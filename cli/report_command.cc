@@ -13,19 +13,24 @@ namespace slapo::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: slapo-tune report --db FILE [--task ID] --out report.html [--x KNOB] [--y KNOB] [--top K]\n"
+    "usage: slapo-tune report --db FILE [--task ID] --out report.html [--x KNOB] [--y KNOB] [--top "
+    "K]\n"
     "\n"
-    "Writes one self-contained HTML file (inline SVG, nothing fetched): a heat map of the objective\n"
-    "over two knobs with out-of-memory, pruned and failed cells marked, the convergence curve (best\n"
+    "Writes one self-contained HTML file (inline SVG, nothing fetched): a heat map of the "
+    "objective\n"
+    "over two knobs with out-of-memory, pruned and failed cells marked, the convergence curve "
+    "(best\n"
     "so far by trial), and the top configurations.\n";
 
 void declare(ReportCommandOptions* o, OptionSet& set) {
   o->task.declare(set);
+  // clang-format off
   set.visible.add_options()
       ("out", po::value<std::string>(&o->out), "the HTML file to write")
       ("x", po::value<std::string>(&o->report.x_knob), "the heat map's horizontal knob (default: the knob with the most values)")
       ("y", po::value<std::string>(&o->report.y_knob), "the heat map's vertical knob (default: the next one)")
       ("top", count_value(&o->report.top)->default_value(Count{10}, "10"), "rows of the top-configurations table");
+  // clang-format on
 }
 
 }  // namespace

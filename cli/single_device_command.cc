@@ -8,8 +8,8 @@ namespace slapo::cli {
 
 TuneOptions parse_single_device(const Args& args) {
   TuneOptions o = parse_tune(args, "single-device");
-  SLAPO_CHECK(o.help || o.runner.nproc == 1, ErrorCode::kInvalidArgument, "single-device: --nproc ", o.runner.nproc,
-              " runs several ranks per trial: use slapo-tune single-node");
+  SLAPO_CHECK(o.help || o.runner.nproc == 1, ErrorCode::kInvalidArgument, "single-device: --nproc ",
+              o.runner.nproc, " runs several ranks per trial: use slapo-tune single-node");
   return o;
 }
 

@@ -27,13 +27,16 @@ constexpr const char* kUsage =
 
 void declare(SpaceOptions* o, OptionSet& set) {
   o->space.declare(set, /*flag=*/false);
+  // clang-format off
   set.visible.add_options()
       ("limit", count_value(&o->limit)->default_value(Count{50}, "50"), "list: at most N rows (0: all)")
       ("offset", count_value(&o->offset)->default_value(Count{0}, "0"), "list: start at index K")
       ("n", count_value(&o->n)->default_value(Count{10}, "10"), "sample: how many")
       ("seed", po::value<uint64_t>(&o->seed)->default_value(0), "sample: random seed")
       ("format", po::value<std::string>(&o->format)->default_value("table"), "table, csv or json");
-  set.hidden.add_options()("action", po::value<std::string>(&o->action))("file", po::value<std::string>(&o->space.file));
+  // clang-format on
+  set.hidden.add_options()("action", po::value<std::string>(&o->action))(
+      "file", po::value<std::string>(&o->space.file));
   set.positional.add("action", 1).add("file", 1);
 }
 
@@ -44,9 +47,12 @@ SpaceOptions parse_space(const Args& args) {
   if (o.help) return o;
   SLAPO_CHECK(!o.action.empty(), ErrorCode::kInvalidArgument,
               "space: missing ACTION (show, count, list or sample; see 'slapo-tune space --help')");
-  SLAPO_CHECK(o.action == "show" || o.action == "count" || o.action == "list" || o.action == "sample",
-              ErrorCode::kInvalidArgument, "space: unknown action '", o.action, "' (expected show, count, list or sample)");
-  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "space ", o.action, ": missing FILE");
+  SLAPO_CHECK(
+      o.action == "show" || o.action == "count" || o.action == "list" || o.action == "sample",
+      ErrorCode::kInvalidArgument, "space: unknown action '", o.action,
+      "' (expected show, count, list or sample)");
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "space ", o.action,
+              ": missing FILE");
   parse_format(o.format);
   return o;
 }
@@ -75,9 +81,8 @@ int run_space(const SpaceOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<uint64_t> indices;
   if (o.action == "list") {
     const uint64_t total = compiled.size();
-    const uint64_t end = o.limit == 0 || o.limit > total - std::min(o.offset, total)
-                             ? total
-                             : o.offset + o.limit;
+    const uint64_t end =
+        o.limit == 0 || o.limit > total - std::min(o.offset, total) ? total : o.offset + o.limit;
     if (o.offset == 0) {
       // Enumerate in order: cheaper than unranking each index.
       uint64_t i = 0;

@@ -21,7 +21,8 @@ constexpr const char* kUsage =
     "as Markdown (the section of docs/schedule.md).\n";
 
 void declare(TemplatesOptions* o, OptionSet& set) {
-  set.hidden.add_options()("action", po::value<std::string>(&o->action))("name", po::value<std::string>(&o->name));
+  set.hidden.add_options()("action", po::value<std::string>(&o->action))(
+      "name", po::value<std::string>(&o->name));
   set.positional.add("action", 1).add("name", 1);
 }
 
@@ -30,11 +31,13 @@ void declare(TemplatesOptions* o, OptionSet& set) {
 TemplatesOptions parse_templates(const Args& args) {
   TemplatesOptions o = parse_options<TemplatesOptions>(args, declare);
   if (o.help) return o;
-  SLAPO_CHECK(o.action == "list" || o.action == "show" || o.action == "reference", ErrorCode::kInvalidArgument,
-              "templates: unknown action '", o.action, "' (expected list, show NAME or reference)");
-  SLAPO_CHECK(o.action != "show" || !o.name.empty(), ErrorCode::kInvalidArgument, "templates show: missing NAME");
-  SLAPO_CHECK(o.action == "show" || o.name.empty(), ErrorCode::kInvalidArgument, "templates ", o.action,
-              ": takes no NAME");
+  SLAPO_CHECK(o.action == "list" || o.action == "show" || o.action == "reference",
+              ErrorCode::kInvalidArgument, "templates: unknown action '", o.action,
+              "' (expected list, show NAME or reference)");
+  SLAPO_CHECK(o.action != "show" || !o.name.empty(), ErrorCode::kInvalidArgument,
+              "templates show: missing NAME");
+  SLAPO_CHECK(o.action == "show" || o.name.empty(), ErrorCode::kInvalidArgument, "templates ",
+              o.action, ": takes no NAME");
   return o;
 }
 
@@ -56,14 +59,15 @@ int run_templates(const TemplatesOptions& o, std::ostream& out, std::ostream& er
     out << "template " << t.name << " (" << models::family_traits(t.family).description << ")\n\n";
     for (const std::string& name : t.knobs) {
       const models::TemplateKnob& k = *models::find_template_knob(name);
-      out << "  " << std::left << std::setw(22) << k.name << k.values_text() << " (default " << k.default_text
-          << ")" << (k.runner ? ", read by the runner" : "") << "\n"
+      out << "  " << std::left << std::setw(22) << k.name << k.values_text() << " (default "
+          << k.default_text << ")" << (k.runner ? ", read by the runner" : "") << "\n"
           << "  " << std::setw(22) << "" << k.help << "\n";
     }
     return kExitOk;
   }
   for (const models::TemplateInfo& t : models::schedule_templates()) {
-    out << std::left << std::setw(8) << t.name << models::family_traits(t.family).description << "\n";
+    out << std::left << std::setw(8) << t.name << models::family_traits(t.family).description
+        << "\n";
   }
   return kExitOk;
 }

@@ -25,10 +25,12 @@ constexpr const char* kUsage =
 
 void declare(TrialOptions* o, OptionSet& set) {
   o->space.declare(set);
+  // clang-format off
   set.visible.add_options()
       ("config", po::value<std::string>(&o->config), "the configuration: JSON text or @FILE")
       ("db", po::value<std::string>(&o->db), "record the trial in this tuning database")
       ("json", po::bool_switch(&o->json), "print the result as one JSON object on the last line");
+  // clang-format on
   o->runner.declare(set);
 }
 
@@ -39,7 +41,8 @@ TrialOptions parse_trial(const Args& all_args) {
   TrialOptions o = parse_options<TrialOptions>(args, declare);
   o.runner.command = command;
   if (o.help) return o;
-  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "trial: --space FILE is required");
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument,
+              "trial: --space FILE is required");
   SLAPO_CHECK(!o.config.empty(), ErrorCode::kInvalidArgument, "trial: --config JSON is required");
   return o;
 }
@@ -58,7 +61,8 @@ int run_trial(const TrialOptions& o, std::ostream& out, std::ostream& err) {
   db::TaskRecord task;
   if (!o.db.empty()) {
     database = db::Database::open(o.db);
-    task = database->find_or_create_task(task_key(spec, *runner, declared), {objective_metric, false});
+    task =
+        database->find_or_create_task(task_key(spec, *runner, declared), {objective_metric, false});
   }
   const std::string started_at = db::utc_now();
   const auto start = std::chrono::steady_clock::now();
@@ -73,15 +77,17 @@ int run_trial(const TrialOptions& o, std::ostream& out, std::ostream& err) {
     if (has_objective) record.objective = objective->second;
     record.strategy = "manual";
     record.started_at = started_at;
-    record.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    record.duration_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const bool known = database->find_trial(task.id, config).has_value();
     const int64_t index = database->add_trial(record);
-    err << (known ? "already recorded as trial " : "recorded as trial ") << index << " of task " << task.id << " in "
-        << o.db << "\n";
+    err << (known ? "already recorded as trial " : "recorded as trial ") << index << " of task "
+        << task.id << " in " << o.db << "\n";
   }
   if (o.json) {
     nlohmann::ordered_json j = nlohmann::json::parse(result.to_json());
-    j["objective"] = has_objective ? nlohmann::ordered_json(objective->second) : nlohmann::ordered_json(nullptr);
+    j["objective"] =
+        has_objective ? nlohmann::ordered_json(objective->second) : nlohmann::ordered_json(nullptr);
     j["config"] = nlohmann::json::parse(config.to_json());
     j["runner"] = runner->kind();
     out << j.dump() << "\n";
@@ -90,8 +96,10 @@ int run_trial(const TrialOptions& o, std::ostream& out, std::ostream& err) {
         << "runner    " << runner->kind() << "\n"
         << "status    " << to_string(result.status) << "\n";
     if (!result.error.empty()) out << "error     " << result.error << "\n";
-    if (has_objective) out << "objective " << objective_metric << " = " << objective->second << "\n";
-    for (const auto& [name, value] : result.metrics) out << "  " << std::left << std::setw(16) << name << value << "\n";
+    if (has_objective)
+      out << "objective " << objective_metric << " = " << objective->second << "\n";
+    for (const auto& [name, value] : result.metrics)
+      out << "  " << std::left << std::setw(16) << name << value << "\n";
     if (!result.log_tail.empty()) out << "log tail:\n" << result.log_tail << "\n";
   }
   return result.status == TrialStatus::kOk ? kExitOk : kExitFailure;

@@ -2,12 +2,14 @@
 
 #include "cli/tune_run.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cost_setup.h"
 #include "cli/count_option.h"
 #include "core/error.h"
 #include "space/compiled_space.h"
@@ -21,7 +23,8 @@ constexpr const char* kUsage =
     "       slapo-tune single-node --nproc N --space FILE [options] [-- CMD ARGS...]\n"
     "\n"
     "Tunes the space file's [workload] (or the command after --) on this machine: the strategy\n"
-    "proposes configurations, out-of-memory dominance prunes the ones proven to run out of memory,\n"
+    "proposes configurations, out-of-memory dominance prunes the ones proven to run out of "
+    "memory,\n"
     "the runner measures the rest, and every trial is recorded in --db. Running the same command\n"
     "again continues the same task and measures nothing twice. With --confirm K, the best K are\n"
     "then measured again (--confirm-rounds times each) and ranked by their median: on a noisy\n"
@@ -43,7 +46,9 @@ nlohmann::ordered_json optional_json(std::optional<double> v) {
 }
 
 // The first line of an error, at most 80 characters.
-std::string short_error(const std::string& error) { return error.substr(0, error.find('\n')).substr(0, 80); }
+std::string short_error(const std::string& error) {
+  return error.substr(0, error.find('\n')).substr(0, 80);
+}
 
 void print_progress(const tuner::Progress& p, const TuneOptions& o, std::ostream& out) {
   if (o.json) {
@@ -64,31 +69,35 @@ void print_progress(const tuner::Progress& p, const TuneOptions& o, std::ostream
   }
   std::ostringstream line;
   if (p.round > 0) {
-    line << "[" << std::setw(3) << p.index << "] again #" << p.round << "  " << std::left << std::setw(5)
-         << to_string(p.status) << std::right << " " << std::setw(10) << format_number(p.objective) << "  median "
-         << std::setw(8) << format_number(p.confirmed) << "  best " << std::setw(10) << format_number(p.best) << "  "
-         << p.config.to_string();
+    line << "[" << std::setw(3) << p.index << "] again #" << p.round << "  " << std::left
+         << std::setw(5) << to_string(p.status) << std::right << " " << std::setw(10)
+         << format_number(p.objective) << "  median " << std::setw(8) << format_number(p.confirmed)
+         << "  best " << std::setw(10) << format_number(p.best) << "  " << p.config.to_string();
     if (!p.error.empty()) line << "  (" << short_error(p.error) << ")";
     out << line.str() << "\n" << std::flush;
     return;
   }
-  line << "[" << std::setw(3) << p.index << "] " << std::left << std::setw(14) << to_string(p.status) << std::right
-       << " " << std::setw(10) << format_number(p.objective) << "  best " << std::setw(10) << format_number(p.best)
-       << "  " << p.config.to_string();
-  if (p.pruned_by) line << "  (implied by trial " << *p.pruned_by << ")";
-  else if (!p.error.empty()) line << "  (" << short_error(p.error) << ")";
-  if (o.tuner.trials > 0) line << "  left " << p.trials_left << ", eta " << static_cast<int>(p.eta_s) << " s";
+  line << "[" << std::setw(3) << p.index << "] " << std::left << std::setw(14)
+       << to_string(p.status) << std::right << " " << std::setw(10) << format_number(p.objective)
+       << "  best " << std::setw(10) << format_number(p.best) << "  " << p.config.to_string();
+  if (p.pruned_by)
+    line << "  (implied by trial " << *p.pruned_by << ")";
+  else if (!p.error.empty())
+    line << "  (" << short_error(p.error) << ")";
+  if (o.tuner.trials > 0)
+    line << "  left " << p.trials_left << ", eta " << static_cast<int>(p.eta_s) << " s";
   out << line.str() << "\n" << std::flush;
 }
 
-void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o, const Objective& objective,
-                   std::ostream& out) {
+void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
+                   const Objective& objective, std::ostream& out) {
   if (o.json) {
     nlohmann::ordered_json j;
     j["task"] = summary.task_id;
-    j["best_config"] =
-        summary.best ? nlohmann::ordered_json::parse(summary.best->config.to_json()) : nlohmann::ordered_json(nullptr);
-    j["best_objective"] = optional_json(summary.best ? summary.best->ranking_objective() : std::nullopt);
+    j["best_config"] = summary.best ? nlohmann::ordered_json::parse(summary.best->config.to_json())
+                                    : nlohmann::ordered_json(nullptr);
+    j["best_objective"] =
+        optional_json(summary.best ? summary.best->ranking_objective() : std::nullopt);
     j["best_measurements"] = summary.best ? 1 + summary.best->remeasured : 0;
     j["measured"] = summary.measured;
     j["pruned"] = summary.pruned;
@@ -101,8 +110,8 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o, cons
     return;
   }
   out << "\nstopped: " << summary.stopped_because << "\n"
-      << "trials: " << summary.measured << " measured (" << summary.failed << " failed), " << summary.pruned
-      << " pruned, " << summary.resumed << " recorded before";
+      << "trials: " << summary.measured << " measured (" << summary.failed << " failed), "
+      << summary.pruned << " pruned, " << summary.resumed << " recorded before";
   if (summary.remeasured > 0) {
     out << "; " << summary.remeasured << " re-measured (" << summary.remeasure_failed << " failed)";
   }
@@ -129,8 +138,10 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o, cons
 
 void declare_tune(TuneOptions* o, OptionSet& set) {
   std::string strategies;
-  for (const std::string& name : tuner::strategy_names()) strategies += (strategies.empty() ? "" : ", ") + name;
+  for (const std::string& name : tuner::strategy_names())
+    strategies += (strategies.empty() ? "" : ", ") + name;
   o->space.declare(set);
+  // clang-format off
   set.visible.add_options()
       ("db", po::value<std::string>(&o->db)->default_value("tune.db"), "tuning database (created when absent)")
       ("strategy", po::value<std::string>(&o->tuner.strategy)->default_value("auto"), strategies.c_str())
@@ -147,7 +158,10 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
        "then measure the best K again and rank them by their median (0: no)")
       ("confirm-rounds", count_value(&o->tuner.confirm_rounds)->default_value(Count{2}, "2"),
        "re-measurements of each of the best K")
-      ("json", po::bool_switch(&o->json), "one JSON object per trial, then the summary");
+      ("json", po::bool_switch(&o->json), "one JSON object per trial, then the summary")
+      ("reprofile", po::bool_switch(&o->reprofile),
+       "auto/model: measure the cost model's profiles again even when stored");
+  // clang-format on
   o->runner.declare(set);
 }
 
@@ -156,8 +170,13 @@ TuneOptions parse_tune(const Args& all_args, const char* command) {
   TuneOptions o = parse_options<TuneOptions>(args, declare_tune);
   o.runner.command = cmd;
   if (o.help) return o;
-  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, command, ": --space FILE is required");
-  for_flag("--strategy", o.tuner.strategy, [&] { tuner::make_strategy(o.tuner.strategy); });
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, command,
+              ": --space FILE is required");
+  // An unknown name fails here, before anything runs (`model` is checked once the runner is known).
+  const std::vector<std::string> names = tuner::strategy_names();
+  if (std::find(names.begin(), names.end(), o.tuner.strategy) == names.end()) {
+    for_flag("--strategy", o.tuner.strategy, [&] { tuner::make_strategy(o.tuner.strategy); });
+  }
   return o;
 }
 
@@ -170,17 +189,33 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   }
   const space::Space declared = o.space.load();
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
-  SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, o.space.file, ": the space is empty");
+  SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, o.space.file,
+              ": the space is empty");
   const runners::RunnerSpec spec = o.runner.spec(declared);
   const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
   tuner::TunerOptions options = o.tuner;
   options.objective.metric = o.objective.empty() ? spec.natural_objective() : o.objective;
   auto database = db::Database::open(o.db);
 
+  // The cost model, for `model` and for `auto` on a built-in workload of one rank: profiled first,
+  // its time counted against the run's time limit.
+  std::unique_ptr<runners::WorkloadCostModel> cost_model;
+  std::unique_ptr<TunerCostModel> tuner_cost_model;
+  const bool wants_model = options.strategy == "model" || options.strategy == "auto";
+  if (wants_model && spec.workload && spec.nproc == 1) {
+    cost_model =
+        make_cost_model(declared, compiled, database.get(), o.reprofile, o.json ? err : out);
+    const double profile_s = cost_model->profile_space(compiled);
+    if (options.time_limit_s > 0)
+      options.time_limit_s = std::max(1e-3, options.time_limit_s - profile_s);
+    tuner_cost_model = std::make_unique<TunerCostModel>(*cost_model);
+    options.cost_model = tuner_cost_model.get();
+  }
+
   if (!o.json) {
-    out << "tuning " << o.space.file << ": " << compiled.size() << " configurations, strategy " << options.strategy
-        << ", runner " << runner->kind() << ", " << options.objective.verb() << " " << options.objective.metric
-        << ", db " << o.db << "\n";
+    out << "tuning " << o.space.file << ": " << compiled.size() << " configurations, strategy "
+        << options.strategy << ", runner " << runner->kind() << ", " << options.objective.verb()
+        << " " << options.objective.metric << ", db " << o.db << "\n";
   }
   const tuner::TuneSummary summary =
       tuner::tune(compiled, *runner, *database, task_key(spec, *runner, declared), options,

@@ -5,11 +5,11 @@
 
 #include "cli/commands.h"
 #include "cli/config_arg.h"
+#include "core/defaults.h"
 #include "core/error.h"
 #include "core/process.h"
 #include "dist/launcher.h"
 #include "dist/world.h"
-#include "core/defaults.h"
 #include "models/templates.h"
 #include "runners/parallel_verify.h"
 #include "runners/workload.h"
@@ -35,6 +35,7 @@ constexpr const char* kUsage =
 
 void declare(VerifyOptions* o, OptionSet& set) {
   o->space.declare(set);
+  // clang-format off
   set.visible.add_options()
       ("config", po::value<std::string>(&o->config), "the configuration: JSON text or @FILE")
       ("steps", po::value<int>(&o->steps)->default_value(3), "AdamW steps to compare the loss over")
@@ -44,6 +45,7 @@ void declare(VerifyOptions* o, OptionSet& set) {
        "largest loss difference over the steps, across ranks")
       ("lr", po::value<double>(&o->lr)->default_value(1e-3), "AdamW's learning rate for the loss curve")
       ("nproc", po::value<int>(&o->nproc), "launch this many ranks (tp·pp·dp of the configuration)");
+  // clang-format on
 }
 
 // The ranks' verdicts, launched by this process.
@@ -59,8 +61,10 @@ int verify_launch(const Args& args, int nproc, std::ostream& out, std::ostream& 
   bool usage = false;
   for (size_t rank = 0; rank < result.ranks.size(); ++rank) {
     const ProcessResult& r = result.ranks[rank];
-    if (rank == 0) out << r.out;
-    else if (!r.out.empty()) out << tail_lines(r.out, 1);
+    if (rank == 0)
+      out << r.out;
+    else if (!r.out.empty())
+      out << tail_lines(r.out, 1);
     if (r.exit_code == kExitUsage) usage = true;
   }
   if (result.ok()) return kExitOk;
@@ -70,16 +74,19 @@ int verify_launch(const Args& args, int nproc, std::ostream& out, std::ostream& 
 }
 
 // One rank of a verification job.
-int verify_rank(const runners::Workload& workload, const Config& config, const VerifyOptions& o, std::ostream& out) {
-  const runners::ParallelVerifyReport report = runners::verify_this_rank(workload, config, o.steps, o.lr);
+int verify_rank(const runners::Workload& workload, const Config& config, const VerifyOptions& o,
+                std::ostream& out) {
+  const runners::ParallelVerifyReport report =
+      runners::verify_this_rank(workload, config, o.steps, o.lr);
   const bool ok = report.within(o.tolerance, o.curve_tolerance);
   if (report.rank == 0) {
-    out << "model " << workload.model << ", config " << config.to_string() << ", " << report.layout << "\n";
+    out << "model " << workload.model << ", config " << config.to_string() << ", " << report.layout
+        << "\n";
     out << "schedule (rank 0):\n" << report.schedule_text;
     for (size_t i = 0; i < report.grads.size() && i < 5; ++i) {
       const runners::GradDiff& g = report.grads[i];
-      out << "  grad " << g.name << ": max |diff| " << g.max_abs << " of " << g.max_ref << " (rel " << g.relative()
-          << ")\n";
+      out << "  grad " << g.name << ": max |diff| " << g.max_abs << " of " << g.max_ref << " (rel "
+          << g.relative() << ")\n";
     }
   }
   out << (ok ? "verified " : "MISMATCH ") << report.summary() << "\n";
@@ -93,7 +100,8 @@ VerifyOptions parse_verify(const Args& args) {
   VerifyOptions o = parse_options<VerifyOptions>(args, declare);
   o.args = args;
   if (o.help) return o;
-  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "verify: --space FILE is required");
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument,
+              "verify: --space FILE is required");
   SLAPO_CHECK(!o.config.empty(), ErrorCode::kInvalidArgument, "verify: --config JSON is required");
   SLAPO_CHECK(o.steps >= 0, ErrorCode::kInvalidArgument, "--steps must be >= 0");
   return o;
@@ -106,17 +114,20 @@ int run_verify(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
   }
   const space::Space declared = o.space.load();
   const Config config = config_in_space(declared, o.config);
-  const runners::Workload workload = runners::Workload::from_json(declared.workload_json, o.space.file);
+  const runners::Workload workload =
+      runners::Workload::from_json(declared.workload_json, o.space.file);
   runners::check_workload(workload, config);
   const int world = models::parallel_knobs(workload.spec(), config).world();
   if (world > 1 || o.nproc > 1) {
     if (dist::RankEnv::present()) return verify_rank(workload, config, o, out);
-    SLAPO_CHECK(o.nproc == world, ErrorCode::kInvalidArgument, "verify: the configuration needs tp·pp·dp = ", world,
-                " ranks: pass --nproc ", world, o.nproc > 0 ? " (not " + std::to_string(o.nproc) + ")" : "",
+    SLAPO_CHECK(o.nproc == world, ErrorCode::kInvalidArgument,
+                "verify: the configuration needs tp·pp·dp = ", world, " ranks: pass --nproc ",
+                world, o.nproc > 0 ? " (not " + std::to_string(o.nproc) + ")" : "",
                 " or launch it with torchrun");
     return verify_launch(o.args, o.nproc, out, err);
   }
-  const runners::WorkloadVerifyReport report = runners::verify_workload(workload, config, o.steps, o.lr);
+  const runners::WorkloadVerifyReport report =
+      runners::verify_workload(workload, config, o.steps, o.lr);
   out << report.to_string(o.tolerance);
   return report.within(o.tolerance) ? kExitOk : kExitFailure;
 }

@@ -20,7 +20,9 @@ void declare(VersionOptions*, OptionSet&) {}
 
 }  // namespace
 
-VersionOptions parse_version(const Args& args) { return parse_options<VersionOptions>(args, declare); }
+VersionOptions parse_version(const Args& args) {
+  return parse_options<VersionOptions>(args, declare);
+}
 
 int run_version(const VersionOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
@@ -31,7 +33,8 @@ int run_version(const VersionOptions& o, std::ostream& out, std::ostream& err) {
   out << "slapo-tune " << kVersion << " (git " << kGitRevision << ")\n"
       << "libtorch " << info.torch_version << ", " << info.torch_threads << " threads"
       << (info.cuda_available ? ", CUDA" : ", CPU only") << "\n"
-      << "blas " << info.blas_name << (info.blas_path.empty() ? "" : " (" + info.blas_path + ")") << "\n"
+      << "blas " << info.blas_name << (info.blas_path.empty() ? "" : " (" + info.blas_path + ")")
+      << "\n"
       << "cpu " << info.cpu_model << ", " << info.logical_cores << " logical cores, "
       << info.memory_bytes / (1024 * 1024) << " MiB\n"
       << "OMP_WAIT_POLICY " << info.omp_wait_policy << "\n";

@@ -20,18 +20,20 @@ constexpr const char* kUsage =
     "server: one trial per request line on standard input.\n";
 
 void declare(WorkerOptions* o, OptionSet& set) {
+  // clang-format off
   set.visible.add_options()
       ("workload", po::value<std::string>(&o->workload_json), "the workload as JSON")
       ("config", po::value<std::string>(&o->config_json), "the configuration as JSON")
       ("serve", po::bool_switch(&o->serve), "fork server: one trial per request line on standard input");
+  // clang-format on
 }
 
 }  // namespace
 
 WorkerOptions parse_worker(const Args& args) {
   WorkerOptions o = parse_options<WorkerOptions>(args, declare);
-  SLAPO_CHECK(o.help || o.serve || (!o.workload_json.empty() && !o.config_json.empty()), ErrorCode::kInvalidArgument,
-              "worker: --workload and --config are required");
+  SLAPO_CHECK(o.help || o.serve || (!o.workload_json.empty() && !o.config_json.empty()),
+              ErrorCode::kInvalidArgument, "worker: --workload and --config are required");
   return o;
 }
 

@@ -20,8 +20,8 @@ std::unique_ptr<Coprocess> Coprocess::start(const std::vector<std::string>& argv
                                             const std::map<std::string, std::string>& extra_env) {
   SLAPO_CHECK(!argv.empty(), ErrorCode::kInvalidArgument, "coprocess: empty command");
   int in_pipe[2], out_pipe[2];
-  SLAPO_CHECK(pipe2(in_pipe, O_CLOEXEC) == 0 && pipe2(out_pipe, O_CLOEXEC) == 0, ErrorCode::kIo, "pipe: ",
-              std::strerror(errno));
+  SLAPO_CHECK(pipe2(in_pipe, O_CLOEXEC) == 0 && pipe2(out_pipe, O_CLOEXEC) == 0, ErrorCode::kIo,
+              "pipe: ", std::strerror(errno));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
@@ -97,7 +97,9 @@ std::optional<std::string> Coprocess::read_line(double timeout_s) {
     }
     int wait_ms = -1;
     if (timeout_s > 0) {
-      const double left = timeout_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double left =
+          timeout_s -
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (left <= 0) return std::nullopt;
       wait_ms = static_cast<int>(left * 1000) + 1;
     }

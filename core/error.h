@@ -41,27 +41,28 @@ std::string concat(const Args&... args) {
   (out << ... << args);
   return out.str();
 }
-[[noreturn]] void throw_internal(const char* file, int line, const char* cond, const std::string& msg);
+[[noreturn]] void throw_internal(const char* file, int line, const char* cond,
+                                 const std::string& msg);
 }  // namespace detail
 
 }  // namespace slapo
 
-// SLAPO_CHECK(cond, code, parts...): throws slapo::Error(code, concat(parts...)) when cond is false.
-// For misuse and bad input; the message must name the file/line/knob/path at fault.
-#define SLAPO_CHECK(cond, code, ...)                                        \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      throw ::slapo::Error((code), ::slapo::detail::concat(__VA_ARGS__));   \
-    }                                                                       \
+// SLAPO_CHECK(cond, code, parts...): throws slapo::Error(code, concat(parts...)) when cond is
+// false. For misuse and bad input; the message must name the file/line/knob/path at fault.
+#define SLAPO_CHECK(cond, code, ...)                                      \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      throw ::slapo::Error((code), ::slapo::detail::concat(__VA_ARGS__)); \
+    }                                                                     \
   } while (false)
 
 #define SLAPO_FAIL(code, ...) throw ::slapo::Error((code), ::slapo::detail::concat(__VA_ARGS__))
 
 // SLAPO_INTERNAL_ASSERT(cond, parts...): a broken invariant, i.e. a bug in slapo. Needs a message.
-#define SLAPO_INTERNAL_ASSERT(cond, ...)                                                        \
-  do {                                                                                          \
-    if (!(cond)) {                                                                              \
-      ::slapo::detail::throw_internal(__FILE__, __LINE__, #cond,                                \
-                                      ::slapo::detail::concat(__VA_ARGS__));                    \
-    }                                                                                           \
+#define SLAPO_INTERNAL_ASSERT(cond, ...)                                     \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      ::slapo::detail::throw_internal(__FILE__, __LINE__, #cond,             \
+                                      ::slapo::detail::concat(__VA_ARGS__)); \
+    }                                                                        \
   } while (false)

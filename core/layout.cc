@@ -9,8 +9,8 @@ std::string Layout::to_string() const {
 }
 
 void Layout::check_world(int ranks) const {
-  SLAPO_CHECK(world() == ranks, ErrorCode::kInvalidArgument, "the configuration (", to_string(), ") needs ", world(),
-              " ranks; this run has ", ranks);
+  SLAPO_CHECK(world() == ranks, ErrorCode::kInvalidArgument, "the configuration (", to_string(),
+              ") needs ", world(), " ranks; this run has ", ranks);
 }
 
 }  // namespace slapo

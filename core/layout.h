@@ -12,7 +12,9 @@ struct Layout {
   int tp = 1, dp = 1, pp = 1;
 
   int world() const { return tp * dp * pp; }
-  int rank_of(int tp_rank, int dp_rank, int pp_rank) const { return tp_rank + tp * (dp_rank + dp * pp_rank); }
+  int rank_of(int tp_rank, int dp_rank, int pp_rank) const {
+    return tp_rank + tp * (dp_rank + dp * pp_rank);
+  }
   int tp_rank(int rank) const { return rank % tp; }
   int dp_rank(int rank) const { return (rank / tp) % dp; }
   int pp_rank(int rank) const { return rank / (tp * dp); }

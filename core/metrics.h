@@ -15,10 +15,12 @@ inline constexpr const char* kLossFirst = "loss_first";
 inline constexpr const char* kLossLast = "loss_last";
 inline constexpr const char* kBuildMs = "build_ms";
 inline constexpr const char* kMaxRssBytes = "max_rss_bytes";
-inline constexpr const char* kWallS = "wall_s";              // a trial's whole process, start to exit
-inline constexpr const char* kThroughput = "throughput";     // the command runner's default metric
-inline constexpr const char* kCommShare = "comm_share";      // share of step time in collectives (ranks > 1)
-inline constexpr const char* kBubbleShare = "bubble_share";  // share of step time waiting on a pipeline neighbour
+inline constexpr const char* kWallS = "wall_s";           // a trial's whole process, start to exit
+inline constexpr const char* kThroughput = "throughput";  // the command runner's default metric
+inline constexpr const char* kCommShare =
+    "comm_share";  // share of step time in collectives (ranks > 1)
+inline constexpr const char* kBubbleShare =
+    "bubble_share";  // share of step time waiting on a pipeline neighbour
 
 // The built-in runners' objective when a task names none.
 inline constexpr const char* kDefaultObjective = kSamplesPerS;

@@ -11,11 +11,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <climits>
 
 extern char** environ;
 
@@ -37,7 +37,8 @@ void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
   while (open[0] || open[1]) {
     int wait_ms = -1;
     if (options.timeout_s > 0) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (elapsed >= options.timeout_s) {
         result.timed_out = true;
         kill(-pid, SIGKILL);
@@ -54,7 +55,8 @@ void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
       if (n <= 0) {
         open[i] = false;
       } else {
-        append_capped(i == 0 ? &result.out : &result.err, buffer, static_cast<size_t>(n), options.max_output_bytes);
+        append_capped(i == 0 ? &result.out : &result.err, buffer, static_cast<size_t>(n),
+                      options.max_output_bytes);
       }
     }
   }
@@ -65,7 +67,8 @@ void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
   }
   // Whatever it left behind in its group goes too.
   kill(-pid, SIGKILL);
-  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.duration_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
 }
@@ -88,7 +91,8 @@ std::string tail_lines(const std::string& text, size_t lines) {
   return text.substr(pos);
 }
 
-SpawnArgs::SpawnArgs(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra)
+SpawnArgs::SpawnArgs(const std::vector<std::string>& argv,
+                     const std::map<std::string, std::string>& extra)
     : argv_(argv) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {

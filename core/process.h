@@ -14,12 +14,12 @@ namespace slapo {
 
 struct ProcessOptions {
   std::map<std::string, std::string> env;  // added to (or overriding) this process's environment
-  double timeout_s = 0;                     // 0: no limit
-  size_t max_output_bytes = 64 << 20;       // output beyond this is dropped (the tail is kept)
+  double timeout_s = 0;                    // 0: no limit
+  size_t max_output_bytes = 64 << 20;      // output beyond this is dropped (the tail is kept)
 };
 
 struct ProcessResult {
-  bool started = false;   // false: the executable could not be started (see error)
+  bool started = false;    // false: the executable could not be started (see error)
   bool timed_out = false;  // killed (with its process group) at the time limit
   int exit_code = -1;      // when it exited normally
   int signal = 0;          // when a signal ended it
@@ -49,9 +49,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
 // Runs `body` in a fork of this process (its own process group, standard output and error
 // captured, no input, `options.env` added), with the same time limit and result as run_process;
 // the child exits with body's return value; an exception that escapes `body` is printed on the
-// child's standard error ("uncaught exception: ...") and the child exits 1. REQUIRES: this process has not run an OpenMP parallel
-// region (libgomp deadlocks in such a child) — the fork server (`slapo-tune worker --serve`)
-// forks before any.
+// child's standard error ("uncaught exception: ...") and the child exits 1. REQUIRES: this process
+// has not run an OpenMP parallel region (libgomp deadlocks in such a child) — the fork server
+// (`slapo-tune worker --serve`) forks before any.
 ProcessResult fork_and_run(const std::function<int()>& body, const ProcessOptions& options = {});
 
 // The last `lines` lines of `text`.

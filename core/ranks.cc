@@ -21,16 +21,21 @@ std::string last_line(const std::string& text) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
-bool failed(const ProcessResult& r) { return !r.started || r.timed_out || r.signal != 0 || r.exit_code != 0; }
+bool failed(const ProcessResult& r) {
+  return !r.started || r.timed_out || r.signal != 0 || r.exit_code != 0;
+}
 
 std::string describe(size_t rank, const ProcessResult& r) {
   const std::string who = "rank " + std::to_string(rank);
   if (!r.started) return who + " could not start: " + r.error;
   const std::string log = last_line(r.err.empty() ? r.out : r.err);
   std::string what;
-  if (r.timed_out) what = who + " was killed at the time limit";
-  else if (r.signal != 0) what = who + " was killed by " + signal_name(r.signal);
-  else what = who + " exited with " + std::to_string(r.exit_code);
+  if (r.timed_out)
+    what = who + " was killed at the time limit";
+  else if (r.signal != 0)
+    what = who + " was killed by " + signal_name(r.signal);
+  else
+    what = who + " exited with " + std::to_string(r.exit_code);
   return log.empty() ? what : what + ": " + log;
 }
 
@@ -53,7 +58,8 @@ int free_tcp_port() {
 }
 
 std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
-  SLAPO_CHECK(options.nproc >= 1, ErrorCode::kInvalidArgument, "ranks: ", options.nproc, " processes; at least 1 is needed");
+  SLAPO_CHECK(options.nproc >= 1, ErrorCode::kInvalidArgument, "ranks: ", options.nproc,
+              " processes; at least 1 is needed");
   SLAPO_CHECK(!options.argv.empty(), ErrorCode::kInvalidArgument, "ranks: no command to run");
   const int port = options.master_port > 0 ? options.master_port : free_tcp_port();
   std::vector<ProcessResult> results(static_cast<size_t>(options.nproc));

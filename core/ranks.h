@@ -18,7 +18,7 @@ struct RanksOptions {
   std::map<std::string, std::string> env;  // added to every rank's environment
   double timeout_s = 0;                    // each rank is killed (with its group) after it; 0: none
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;                     // 0: a free port (free_tcp_port())
+  int master_port = 0;  // 0: a free port (free_tcp_port())
 };
 
 // Starts the ranks and waits for all of them. Results by rank.

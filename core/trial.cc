@@ -47,8 +47,10 @@ std::string TrialResult::to_json() const {
   j["error"] = error;
   nlohmann::ordered_json m = nlohmann::ordered_json::object();
   for (const auto& [name, value] : metrics) {
-    if (std::isfinite(value)) m[name] = value;
-    else m[name] = nullptr;
+    if (std::isfinite(value))
+      m[name] = value;
+    else
+      m[name] = nullptr;
   }
   j["metrics"] = m;
   j["log_tail"] = log_tail;
@@ -62,14 +64,16 @@ TrialResult TrialResult::from_json(const std::string& text, const std::string& o
   } catch (const nlohmann::json::parse_error& e) {
     SLAPO_FAIL(ErrorCode::kParse, origin, ": not valid JSON: ", e.what());
   }
-  SLAPO_CHECK(j.is_object() && j.contains("status") && j["status"].is_string(), ErrorCode::kParse, origin,
-              ": expected an object with a \"status\"");
+  SLAPO_CHECK(j.is_object() && j.contains("status") && j["status"].is_string(), ErrorCode::kParse,
+              origin, ": expected an object with a \"status\"");
   const auto status = trial_status_from_string(j["status"].get<std::string>());
-  SLAPO_CHECK(status.has_value(), ErrorCode::kParse, origin, ": unknown status '", j["status"].get<std::string>(), "'");
+  SLAPO_CHECK(status.has_value(), ErrorCode::kParse, origin, ": unknown status '",
+              j["status"].get<std::string>(), "'");
   TrialResult r;
   r.status = *status;
   if (j.contains("error") && j["error"].is_string()) r.error = j["error"].get<std::string>();
-  if (j.contains("log_tail") && j["log_tail"].is_string()) r.log_tail = j["log_tail"].get<std::string>();
+  if (j.contains("log_tail") && j["log_tail"].is_string())
+    r.log_tail = j["log_tail"].get<std::string>();
   if (j.contains("metrics") && j["metrics"].is_object()) {
     for (auto it = j["metrics"].begin(); it != j["metrics"].end(); ++it) {
       if (it.value().is_number()) r.metrics[it.key()] = it.value().get<double>();
@@ -108,16 +112,21 @@ uint64_t parse_bytes(const std::string& text, const std::string& what) {
   static const struct {
     const char* name;
     double factor;
-  } kUnits[] = {{"", 1},           {"b", 1},           {"k", 1024},      {"kb", 1e3},
-                {"kib", 1024},     {"m", 1 << 20},     {"mb", 1e6},      {"mib", 1 << 20},
-                {"g", 1 << 30},    {"gb", 1e9},        {"gib", 1 << 30}, {"t", 1099511627776.0},
-                {"tb", 1e12},      {"tib", 1099511627776.0}};
-  SLAPO_CHECK(end != text.c_str() && std::isfinite(number) && number >= 0, ErrorCode::kInvalidArgument, what, ": '",
-              text, "' is not a size such as 512MiB or 2GiB");
+  } kUnits[] = {{"", 1},          {"b", 1},
+                {"k", 1024},      {"kb", 1e3},
+                {"kib", 1024},    {"m", 1 << 20},
+                {"mb", 1e6},      {"mib", 1 << 20},
+                {"g", 1 << 30},   {"gb", 1e9},
+                {"gib", 1 << 30}, {"t", 1099511627776.0},
+                {"tb", 1e12},     {"tib", 1099511627776.0}};
+  SLAPO_CHECK(end != text.c_str() && std::isfinite(number) && number >= 0,
+              ErrorCode::kInvalidArgument, what, ": '", text,
+              "' is not a size such as 512MiB or 2GiB");
   for (const auto& u : kUnits) {
     if (unit == u.name) return static_cast<uint64_t>(number * u.factor);
   }
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, what, ": unknown unit in '", text, "' (use B, KiB, MiB, GiB, KB, MB, GB)");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, what, ": unknown unit in '", text,
+             "' (use B, KiB, MiB, GiB, KB, MB, GB)");
 }
 
 }  // namespace slapo

@@ -27,8 +27,8 @@
 namespace slapo::db {
 
 struct TaskKey {
-  std::string workload_json;     // canonical JSON of the [workload] table
-  std::string space_hash;        // Space::fingerprint()
+  std::string workload_json;  // canonical JSON of the [workload] table
+  std::string space_hash;     // Space::fingerprint()
   std::string runner = "inprocess";
   int world_size = 1;
   std::string fingerprint_json;  // machine and software: CPU, cores, memory, LibTorch, BLAS, slapo
@@ -39,8 +39,9 @@ struct TaskKey {
 struct TaskRecord {
   int64_t id = 0;
   TaskKey key;
-  Objective objective{metric::kDefaultObjective};  // the metric the tuner optimizes, and its direction
-  std::string created_at;  // UTC, ISO 8601
+  Objective objective{
+      metric::kDefaultObjective};  // the metric the tuner optimizes, and its direction
+  std::string created_at;          // UTC, ISO 8601
   int64_t trial_count = 0;
 };
 
@@ -63,7 +64,9 @@ struct TrialRecord {
 
   std::string config_hash() const { return config.hash(); }
   // What ranks the trial: the confirmed objective when there is one, else the first measurement.
-  std::optional<double> ranking_objective() const { return confirmed_objective ? confirmed_objective : objective; }
+  std::optional<double> ranking_objective() const {
+    return confirmed_objective ? confirmed_objective : objective;
+  }
 };
 
 // One more measurement of a recorded trial's configuration (the tuner's confirmation of its best
@@ -123,7 +126,12 @@ class Database {
   // Error(kNotFound) when the trial is not recorded or is not ok.
   virtual int64_t add_remeasurement(Remeasurement m) = 0;
   // The re-measurements of a task (of one trial when `trial_index` is given), by trial and round.
-  virtual std::vector<Remeasurement> remeasurements(int64_t task, std::optional<int64_t> trial_index = {}) = 0;
+  virtual std::vector<Remeasurement> remeasurements(int64_t task,
+                                                    std::optional<int64_t> trial_index = {}) = 0;
+  // The cost model's profile stored under `key` (cost/profile.h: what it depends on), if any.
+  virtual std::optional<std::string> profile(const std::string& key) = 0;
+  // Stores (or replaces) the profile under `key`.
+  virtual void put_profile(const std::string& key, const std::string& profile_json) = 0;
   // Deletes the trials of `task` with `status` (e.g. timeouts, to measure them again), and their
   // re-measurements. Returns how many trials were deleted.
   virtual int64_t prune(int64_t task, TrialStatus status) = 0;

@@ -23,6 +23,7 @@ std::optional<Config> best_config(Database& database, int64_t task);
 // machine (fingerprint JSON). With `any_machine`, when no task matches the fingerprint, the most
 // recent task measured elsewhere is used (its measurements may not transfer).
 std::optional<Config> best_config_for(Database& database, const std::string& workload_json,
-                                      const std::string& fingerprint_json, bool any_machine = false);
+                                      const std::string& fingerprint_json,
+                                      bool any_machine = false);
 
 }  // namespace slapo::db

@@ -24,24 +24,27 @@ namespace {
 
 // The columns read_task() and read_trial() expect, in order (string literals, so queries can
 // be completed by concatenation).
-#define SLAPO_DB_TASK_SELECT                                                                                  \
-  "SELECT t.id, t.workload, t.space_hash, t.runner, t.world_size, t.fingerprint, t.objective, "     \
+#define SLAPO_DB_TASK_SELECT                                                                    \
+  "SELECT t.id, t.workload, t.space_hash, t.runner, t.world_size, t.fingerprint, t.objective, " \
   "t.minimize, t.created_at, (SELECT count(*) FROM trials WHERE task_id = t.id) FROM tasks t "
-#define SLAPO_DB_TRIAL_SELECT                                                                                 \
-  "SELECT task_id, idx, config, status, objective, metrics, error, log_tail, strategy, seed, "       \
-  "started_at, duration_s, pruned_by, confirmed, "                                                    \
-  "(SELECT count(*) FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = trials.idx), " \
-  "(SELECT count(*) FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = trials.idx "   \
+#define SLAPO_DB_TRIAL_SELECT                                                                  \
+  "SELECT task_id, idx, config, status, objective, metrics, error, log_tail, strategy, seed, " \
+  "started_at, duration_s, pruned_by, confirmed, "                                             \
+  "(SELECT count(*) FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = " \
+  "trials.idx), "                                                                              \
+  "(SELECT count(*) FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = " \
+  "trials.idx "                                                                                \
   "AND r.status != 'ok') FROM trials "
-#define SLAPO_DB_REMEASUREMENT_SELECT                                                                         \
-  "SELECT task_id, trial_idx, round, status, objective, metrics, error, started_at, duration_s "       \
+#define SLAPO_DB_REMEASUREMENT_SELECT                                                            \
+  "SELECT task_id, trial_idx, round, status, objective, metrics, error, started_at, duration_s " \
   "FROM remeasurements "
 // A trial that failed a re-measurement is not ranked (Database::best).
-#define SLAPO_DB_RELIABLE                                                                                     \
-  "NOT EXISTS (SELECT 1 FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = trials.idx " \
+#define SLAPO_DB_RELIABLE                                                                          \
+  "NOT EXISTS (SELECT 1 FROM remeasurements r WHERE r.task_id = trials.task_id AND r.trial_idx = " \
+  "trials.idx "                                                                                    \
   "AND r.status != 'ok') "
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 constexpr int32_t kApplicationId = 0x534c4150;  // "SLAP"
 constexpr int kBusyTimeoutMs = 30000;
 
@@ -73,6 +76,9 @@ const char* const kMigrations[] = {
     "  UNIQUE (task_id, trial_idx, round));"
     "ALTER TABLE trials ADD COLUMN confirmed REAL;"
     "CREATE INDEX trials_by_ranking ON trials (task_id, status, COALESCE(confirmed, objective));",
+    // 2 → 3: profiles of the cost model (cost/profile.h), by what they depend on
+    "CREATE TABLE profiles ("
+    "  key TEXT PRIMARY KEY, profile TEXT NOT NULL, created_at TEXT NOT NULL);",
 };
 
 class Connection {
@@ -112,7 +118,8 @@ class Connection {
 class Statement {
  public:
   Statement(Connection& c, const char* sql) : c_(c) {
-    if (sqlite3_prepare_v2(c.get(), sql, -1, &stmt_, nullptr) != SQLITE_OK) c.fail(sqlite3_errmsg(c.get()));
+    if (sqlite3_prepare_v2(c.get(), sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      c.fail(sqlite3_errmsg(c.get()));
   }
   ~Statement() { sqlite3_finalize(stmt_); }
   Statement& bind(int i, const std::string& s) {
@@ -198,27 +205,31 @@ void check_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char header[16] = {};
   in.read(header, sizeof header);
-  SLAPO_CHECK(in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0, ErrorCode::kInvalidArgument, path,
+  SLAPO_CHECK(in.gcount() == 16 && std::memcmp(header, "SQLite format 3", 16) == 0,
+              ErrorCode::kInvalidArgument, path,
               ": not a slapo database (not an SQLite file); it was not modified");
 }
 
 class SqliteDatabase : public Database {
  public:
-  SqliteDatabase(const std::string& path, bool create) : c_(path, create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                                                                          : SQLITE_OPEN_READWRITE) {
+  SqliteDatabase(const std::string& path, bool create)
+      : c_(path, create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE) {
     try {
       const int64_t app = pragma_int(c_, "PRAGMA application_id");
       const int64_t version = pragma_int(c_, "PRAGMA user_version");
       const int64_t tables = pragma_int(c_, "SELECT count(*) FROM sqlite_master");
-      SLAPO_CHECK(app == kApplicationId || (app == 0 && tables == 0), ErrorCode::kInvalidArgument, path,
-                  ": not a slapo database (another application's SQLite file); it was not modified");
-      SLAPO_CHECK(version <= kSchemaVersion, ErrorCode::kInvalidArgument, path, ": written by a newer slapo (schema ",
-                  version, ", this one reads up to ", kSchemaVersion, "); it was not modified");
+      SLAPO_CHECK(
+          app == kApplicationId || (app == 0 && tables == 0), ErrorCode::kInvalidArgument, path,
+          ": not a slapo database (another application's SQLite file); it was not modified");
+      SLAPO_CHECK(version <= kSchemaVersion, ErrorCode::kInvalidArgument, path,
+                  ": written by a newer slapo (schema ", version, ", this one reads up to ",
+                  kSchemaVersion, "); it was not modified");
       if (path != ":memory:") c_.exec("PRAGMA journal_mode=WAL");
       c_.exec("PRAGMA foreign_keys=ON");
       migrate(version);
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::kIo && std::string(e.what()).find("malformed") != std::string::npos) {
+      if (e.code() == ErrorCode::kIo &&
+          std::string(e.what()).find("malformed") != std::string::npos) {
         SLAPO_FAIL(ErrorCode::kIo, path, ": the database is corrupt; it was not modified");
       }
       throw;
@@ -236,11 +247,19 @@ class SqliteDatabase : public Database {
         return task(id);
       }
     }
-    Statement insert(c_, "INSERT INTO tasks (key_hash, workload, space_hash, runner, world_size, fingerprint, "
-                         "objective, minimize, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    insert.bind(1, key.hash()).bind(2, key.workload_json).bind(3, key.space_hash).bind(4, key.runner)
-        .bind(5, int64_t{key.world_size}).bind(6, key.fingerprint_json).bind(7, objective.metric)
-        .bind(8, int64_t{objective.minimize ? 1 : 0}).bind(9, utc_now());
+    Statement insert(
+        c_,
+        "INSERT INTO tasks (key_hash, workload, space_hash, runner, world_size, fingerprint, "
+        "objective, minimize, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, key.hash())
+        .bind(2, key.workload_json)
+        .bind(3, key.space_hash)
+        .bind(4, key.runner)
+        .bind(5, int64_t{key.world_size})
+        .bind(6, key.fingerprint_json)
+        .bind(7, objective.metric)
+        .bind(8, int64_t{objective.minimize ? 1 : 0})
+        .bind(9, utc_now());
     insert.step();
     const int64_t id = sqlite3_last_insert_rowid(c_.get());
     tx.commit();
@@ -260,7 +279,8 @@ class SqliteDatabase : public Database {
     if (s.step()) return read_task(s);
     std::string ids;
     for (const TaskRecord& t : tasks()) ids += (ids.empty() ? "" : ", ") + std::to_string(t.id);
-    SLAPO_FAIL(ErrorCode::kNotFound, c_.path(), ": no task ", id, ids.empty() ? " (the database has no tasks)" : " (tasks: " + ids + ")");
+    SLAPO_FAIL(ErrorCode::kNotFound, c_.path(), ": no task ", id,
+               ids.empty() ? " (the database has no tasks)" : " (tasks: " + ids + ")");
   }
 
   int64_t add_trial(TrialRecord t) override {
@@ -280,18 +300,31 @@ class SqliteDatabase : public Database {
       next.step();
       return next.integer(0);
     }();
-    Statement insert(c_, "INSERT INTO trials (task_id, idx, config, config_hash, status, objective, metrics, error, "
-                         "log_tail, strategy, seed, started_at, duration_s, pruned_by) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    insert.bind(1, t.task_id).bind(2, index).bind(3, t.config.to_json()).bind(4, t.config_hash())
+    Statement insert(
+        c_,
+        "INSERT INTO trials (task_id, idx, config, config_hash, status, objective, metrics, error, "
+        "log_tail, strategy, seed, started_at, duration_s, pruned_by) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, t.task_id)
+        .bind(2, index)
+        .bind(3, t.config.to_json())
+        .bind(4, t.config_hash())
         .bind(5, std::string(to_string(t.result.status)));
-    if (t.objective && std::isfinite(*t.objective)) insert.bind(6, *t.objective);
-    else insert.bind_null(6);
-    insert.bind(7, metrics_json(t.result.metrics)).bind(8, t.result.error).bind(9, t.result.log_tail).bind(10, t.strategy)
-        .bind(11, static_cast<int64_t>(t.seed)).bind(12, t.started_at.empty() ? utc_now() : t.started_at)
+    if (t.objective && std::isfinite(*t.objective))
+      insert.bind(6, *t.objective);
+    else
+      insert.bind_null(6);
+    insert.bind(7, metrics_json(t.result.metrics))
+        .bind(8, t.result.error)
+        .bind(9, t.result.log_tail)
+        .bind(10, t.strategy)
+        .bind(11, static_cast<int64_t>(t.seed))
+        .bind(12, t.started_at.empty() ? utc_now() : t.started_at)
         .bind(13, t.duration_s);
-    if (t.pruned_by) insert.bind(14, *t.pruned_by);
-    else insert.bind_null(14);
+    if (t.pruned_by)
+      insert.bind(14, *t.pruned_by);
+    else
+      insert.bind_null(14);
     insert.step();
     tx.commit();
     return index;
@@ -304,6 +337,21 @@ class SqliteDatabase : public Database {
     return std::nullopt;
   }
 
+  std::optional<std::string> profile(const std::string& key) override {
+    Statement s(c_, "SELECT profile FROM profiles WHERE key = ?");
+    s.bind(1, key);
+    if (s.step()) return s.text(0);
+    return std::nullopt;
+  }
+
+  void put_profile(const std::string& key, const std::string& profile_json) override {
+    Transaction tx(c_);
+    Statement s(c_, "INSERT OR REPLACE INTO profiles (key, profile, created_at) VALUES (?, ?, ?)");
+    s.bind(1, key).bind(2, profile_json).bind(3, utc_now());
+    s.step();
+    tx.commit();
+  }
+
   TrialRecord trial(int64_t task_id, int64_t index) override {
     {
       Statement s(c_, SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND idx = ?");
@@ -311,12 +359,14 @@ class SqliteDatabase : public Database {
       if (s.step()) return read_trial(s);
     }
     const TaskRecord t = task(task_id);  // throws for a task that does not exist
-    SLAPO_FAIL(ErrorCode::kNotFound, "task ", task_id, " has no trial ", index, " (", t.trial_count, " trials)");
+    SLAPO_FAIL(ErrorCode::kNotFound, "task ", task_id, " has no trial ", index, " (", t.trial_count,
+               " trials)");
   }
 
   std::vector<TrialRecord> trials(int64_t task, const TrialFilter& filter) override {
     std::vector<TrialRecord> out;
-    Statement s(c_, filter.status ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = ? ORDER BY idx"
+    Statement s(c_, filter.status ? SLAPO_DB_TRIAL_SELECT
+                        "WHERE task_id = ? AND status = ? ORDER BY idx"
                                   : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? ORDER BY idx");
     s.bind(1, task);
     if (filter.status) s.bind(2, std::string(to_string(*filter.status)));
@@ -336,21 +386,27 @@ class SqliteDatabase : public Database {
     std::vector<TrialRecord> out;
     if (metric.empty() || metric == objective.metric) {
       // The ranking expression is indexed: the query reads about k rows.
-      Statement s(c_, objective.minimize ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
-                                                "AND " SLAPO_DB_RELIABLE "ORDER BY COALESCE(confirmed, objective) ASC, idx LIMIT ?"
-                                 : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
-                                                "AND " SLAPO_DB_RELIABLE "ORDER BY COALESCE(confirmed, objective) DESC, idx LIMIT ?");
+      Statement s(c_, objective.minimize ? SLAPO_DB_TRIAL_SELECT
+                          "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
+                          "AND " SLAPO_DB_RELIABLE
+                          "ORDER BY COALESCE(confirmed, objective) ASC, idx LIMIT ?"
+                                         : SLAPO_DB_TRIAL_SELECT
+                          "WHERE task_id = ? AND status = 'ok' AND objective IS NOT NULL "
+                          "AND " SLAPO_DB_RELIABLE
+                          "ORDER BY COALESCE(confirmed, objective) DESC, idx LIMIT ?");
       s.bind(1, task_id).bind(2, static_cast<int64_t>(k));
       while (s.step()) out.push_back(read_trial(s));
       return out;
     }
     // Another metric: sorted by its value in the metrics JSON, in its own direction.
-    Statement s(c_, lower_is_better(metric) ? SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND "
-                                              "json_extract(metrics, ?) IS NOT NULL "
-                                              "ORDER BY json_extract(metrics, ?) ASC, idx LIMIT ?"
-                               : SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND status = 'ok' AND "
-                                              "json_extract(metrics, ?) IS NOT NULL "
-                                              "ORDER BY json_extract(metrics, ?) DESC, idx LIMIT ?");
+    Statement s(c_, lower_is_better(metric) ? SLAPO_DB_TRIAL_SELECT
+                        "WHERE task_id = ? AND status = 'ok' AND "
+                        "json_extract(metrics, ?) IS NOT NULL "
+                        "ORDER BY json_extract(metrics, ?) ASC, idx LIMIT ?"
+                                            : SLAPO_DB_TRIAL_SELECT
+                        "WHERE task_id = ? AND status = 'ok' AND "
+                        "json_extract(metrics, ?) IS NOT NULL "
+                        "ORDER BY json_extract(metrics, ?) DESC, idx LIMIT ?");
     const std::string path = "$.\"" + metric + "\"";
     s.bind(1, task_id).bind(2, path).bind(3, path).bind(4, static_cast<int64_t>(k));
     while (s.step()) out.push_back(read_trial(s));
@@ -363,31 +419,47 @@ class SqliteDatabase : public Database {
     {
       Statement trial(c_, "SELECT status, objective FROM trials WHERE task_id = ? AND idx = ?");
       trial.bind(1, m.task_id).bind(2, m.trial_index);
-      SLAPO_CHECK(trial.step(), ErrorCode::kNotFound, c_.path(), ": task ", m.task_id, " has no trial ", m.trial_index);
-      SLAPO_CHECK(trial.text(0) == "ok" && !trial.is_null(1), ErrorCode::kNotFound, c_.path(), ": trial ",
-                  m.trial_index, " of task ", m.task_id, " is ", trial.text(0), ", not a measured objective to confirm");
+      SLAPO_CHECK(trial.step(), ErrorCode::kNotFound, c_.path(), ": task ", m.task_id,
+                  " has no trial ", m.trial_index);
+      SLAPO_CHECK(trial.text(0) == "ok" && !trial.is_null(1), ErrorCode::kNotFound, c_.path(),
+                  ": trial ", m.trial_index, " of task ", m.task_id, " is ", trial.text(0),
+                  ", not a measured objective to confirm");
       ok.push_back(trial.real(1));
     }
     {
-      Statement before(c_, "SELECT objective FROM remeasurements WHERE task_id = ? AND trial_idx = ? AND status = 'ok' "
-                           "AND objective IS NOT NULL");
+      Statement before(c_,
+                       "SELECT objective FROM remeasurements WHERE task_id = ? AND trial_idx = ? "
+                       "AND status = 'ok' "
+                       "AND objective IS NOT NULL");
       before.bind(1, m.task_id).bind(2, m.trial_index);
       while (before.step()) ok.push_back(before.real(0));
     }
     m.round = [&] {
-      Statement next(c_, "SELECT COALESCE(MAX(round), 0) + 1 FROM remeasurements WHERE task_id = ? AND trial_idx = ?");
+      Statement next(c_,
+                     "SELECT COALESCE(MAX(round), 0) + 1 FROM remeasurements WHERE task_id = ? AND "
+                     "trial_idx = ?");
       next.bind(1, m.task_id).bind(2, m.trial_index);
       next.step();
       return next.integer(0);
     }();
-    const bool has_objective = m.result.status == TrialStatus::kOk && m.objective && std::isfinite(*m.objective);
-    Statement insert(c_, "INSERT INTO remeasurements (task_id, trial_idx, round, status, objective, metrics, error, "
-                         "started_at, duration_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    insert.bind(1, m.task_id).bind(2, m.trial_index).bind(3, m.round).bind(4, std::string(to_string(m.result.status)));
-    if (has_objective) insert.bind(5, *m.objective);
-    else insert.bind_null(5);
-    insert.bind(6, metrics_json(m.result.metrics)).bind(7, m.result.error)
-        .bind(8, m.started_at.empty() ? utc_now() : m.started_at).bind(9, m.duration_s);
+    const bool has_objective =
+        m.result.status == TrialStatus::kOk && m.objective && std::isfinite(*m.objective);
+    Statement insert(
+        c_,
+        "INSERT INTO remeasurements (task_id, trial_idx, round, status, objective, metrics, error, "
+        "started_at, duration_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, m.task_id)
+        .bind(2, m.trial_index)
+        .bind(3, m.round)
+        .bind(4, std::string(to_string(m.result.status)));
+    if (has_objective)
+      insert.bind(5, *m.objective);
+    else
+      insert.bind_null(5);
+    insert.bind(6, metrics_json(m.result.metrics))
+        .bind(7, m.result.error)
+        .bind(8, m.started_at.empty() ? utc_now() : m.started_at)
+        .bind(9, m.duration_s);
     insert.step();
     if (has_objective) ok.push_back(*m.objective);
     Statement update(c_, "UPDATE trials SET confirmed = ? WHERE task_id = ? AND idx = ?");
@@ -397,10 +469,13 @@ class SqliteDatabase : public Database {
     return m.round;
   }
 
-  std::vector<Remeasurement> remeasurements(int64_t task_id, std::optional<int64_t> trial_index) override {
+  std::vector<Remeasurement> remeasurements(int64_t task_id,
+                                            std::optional<int64_t> trial_index) override {
     std::vector<Remeasurement> out;
-    Statement s(c_, trial_index ? SLAPO_DB_REMEASUREMENT_SELECT "WHERE task_id = ? AND trial_idx = ? ORDER BY trial_idx, round"
-                                : SLAPO_DB_REMEASUREMENT_SELECT "WHERE task_id = ? ORDER BY trial_idx, round");
+    Statement s(c_, trial_index ? SLAPO_DB_REMEASUREMENT_SELECT
+                        "WHERE task_id = ? AND trial_idx = ? ORDER BY trial_idx, round"
+                                : SLAPO_DB_REMEASUREMENT_SELECT
+                        "WHERE task_id = ? ORDER BY trial_idx, round");
     s.bind(1, task_id);
     if (trial_index) s.bind(2, *trial_index);
     while (s.step()) {
@@ -409,8 +484,8 @@ class SqliteDatabase : public Database {
       m.trial_index = s.integer(1);
       m.round = s.integer(2);
       const auto status = trial_status_from_string(s.text(3));
-      SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": a re-measurement of trial ", m.trial_index,
-                  " has unknown status '", s.text(3), "'");
+      SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": a re-measurement of trial ",
+                  m.trial_index, " has unknown status '", s.text(3), "'");
       m.result.status = *status;
       if (!s.is_null(4)) m.objective = s.real(4);
       read_metrics(s.text(5), &m.result.metrics);
@@ -427,8 +502,9 @@ class SqliteDatabase : public Database {
     Transaction tx(c_);
     {
       // Their indices may be given to new trials: nothing of theirs may stay behind.
-      Statement r(c_, "DELETE FROM remeasurements WHERE task_id = ? AND trial_idx IN "
-                      "(SELECT idx FROM trials WHERE task_id = ? AND status = ?)");
+      Statement r(c_,
+                  "DELETE FROM remeasurements WHERE task_id = ? AND trial_idx IN "
+                  "(SELECT idx FROM trials WHERE task_id = ? AND status = ?)");
       r.bind(1, task_id).bind(2, task_id).bind(3, std::string(to_string(status)));
       r.step();
     }
@@ -470,7 +546,8 @@ class SqliteDatabase : public Database {
     t.index = s.integer(1);
     t.config = Config::from_json(s.text(2), c_.path());
     const auto status = trial_status_from_string(s.text(3));
-    SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": trial ", t.index, " has unknown status '", s.text(3), "'");
+    SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": trial ", t.index,
+                " has unknown status '", s.text(3), "'");
     t.result.status = *status;
     if (!s.is_null(4)) t.objective = s.real(4);
     read_metrics(s.text(5), &t.result.metrics);
@@ -493,8 +570,8 @@ class SqliteDatabase : public Database {
 }  // namespace
 
 std::string TaskKey::hash() const {
-  return stable_hash(workload_json + '\x1f' + space_hash + '\x1f' + runner + '\x1f' + std::to_string(world_size) +
-                     '\x1f' + fingerprint_json);
+  return stable_hash(workload_json + '\x1f' + space_hash + '\x1f' + runner + '\x1f' +
+                     std::to_string(world_size) + '\x1f' + fingerprint_json);
 }
 
 std::unique_ptr<Database> Database::open(const std::string& path) {
@@ -509,12 +586,15 @@ std::unique_ptr<Database> Database::open_existing(const std::string& path) {
   return std::make_unique<SqliteDatabase>(path, false);
 }
 
-std::unique_ptr<Database> Database::in_memory() { return std::make_unique<SqliteDatabase>(":memory:", true); }
+std::unique_ptr<Database> Database::in_memory() {
+  return std::make_unique<SqliteDatabase>(":memory:", true);
+}
 
 std::string utc_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t t = std::chrono::system_clock::to_time_t(now);
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[40];

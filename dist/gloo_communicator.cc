@@ -17,7 +17,8 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 
 class GlooSend : public schedule::SendHandle {
  public:
-  GlooSend(c10::intrusive_ptr<c10d::Work> work, std::string what) : work_(std::move(work)), what_(std::move(what)) {}
+  GlooSend(c10::intrusive_ptr<c10d::Work> work, std::string what)
+      : work_(std::move(work)), what_(std::move(what)) {}
   void wait() override {
     try {
       work_->wait();
@@ -51,7 +52,8 @@ class GlooCommunicator : public schedule::Communicator {
     std::vector<at::Tensor> in{tensor.contiguous()};
     std::vector<std::vector<at::Tensor>> out(1);
     for (int i = 0; i < size(); ++i) out[0].push_back(at::empty_like(in[0]));
-    run("all_gather", tensor.nbytes() * static_cast<size_t>(size()), [&] { pg_->allgather(out, in)->wait(); });
+    run("all_gather", tensor.nbytes() * static_cast<size_t>(size()),
+        [&] { pg_->allgather(out, in)->wait(); });
     return out[0];
   }
 
@@ -66,12 +68,14 @@ class GlooCommunicator : public schedule::Communicator {
     std::vector<at::Tensor> v{tensor};
     c10::intrusive_ptr<c10d::Work> work;
     run("send", tensor.nbytes(), [&] { work = pg_->send(v, peer, tag); });
-    return std::make_unique<GlooSend>(std::move(work), "send to rank " + std::to_string(peer) + " of group '" + name_ + "'");
+    return std::make_unique<GlooSend>(
+        std::move(work), "send to rank " + std::to_string(peer) + " of group '" + name_ + "'");
   }
 
   void recv(at::Tensor& tensor, int peer, int tag) override {
     std::vector<at::Tensor> v{tensor};
-    run("recv from rank " + std::to_string(peer), tensor.nbytes(), [&] { pg_->recv(v, peer, tag)->wait(); });
+    run("recv from rank " + std::to_string(peer), tensor.nbytes(),
+        [&] { pg_->recv(v, peer, tag)->wait(); });
   }
 
   void barrier() override {
@@ -87,12 +91,13 @@ class GlooCommunicator : public schedule::Communicator {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& e) {
-      SLAPO_FAIL(ErrorCode::kRuntime, what, " on group '", name_, "' (rank ", rank(), " of ", size(),
-                 ") failed: ", first_line(e.what()));
+      SLAPO_FAIL(ErrorCode::kRuntime, what, " on group '", name_, "' (rank ", rank(), " of ",
+                 size(), ") failed: ", first_line(e.what()));
     }
     stats_.calls += 1;
     stats_.bytes += static_cast<int64_t>(bytes);
-    stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats_.seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
@@ -109,9 +114,9 @@ std::shared_ptr<::gloo::transport::Device> make_device(const std::string& hostna
 
 }  // namespace
 
-std::shared_ptr<schedule::Communicator> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                        const std::string& name, const std::vector<int>& members,
-                                                        int global_rank, const GlooOptions& options) {
+std::shared_ptr<schedule::Communicator> make_gloo_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const std::string& name,
+    const std::vector<int>& members, int global_rank, const GlooOptions& options) {
   const auto it = std::find(members.begin(), members.end(), global_rank);
   SLAPO_INTERNAL_ASSERT(it != members.end(), "rank is not a member of the group it creates");
   const int rank = static_cast<int>(it - members.begin());
@@ -120,11 +125,12 @@ std::shared_ptr<schedule::Communicator> make_gloo_group(const c10::intrusive_ptr
   o->threads = 1;
   try {
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(name, store);
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank, static_cast<int>(members.size()), o);
+    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(prefixed, rank,
+                                                          static_cast<int>(members.size()), o);
     return std::make_shared<GlooCommunicator>(std::move(pg), name);
   } catch (const std::exception& e) {
-    SLAPO_FAIL(ErrorCode::kRuntime, "joining group '", name, "' as rank ", rank, " of ", members.size(),
-               " failed: ", first_line(e.what()));
+    SLAPO_FAIL(ErrorCode::kRuntime, "joining group '", name, "' as rank ", rank, " of ",
+               members.size(), " failed: ", first_line(e.what()));
   }
 }
 

@@ -23,8 +23,8 @@ struct GlooOptions {
 // The group of `members` (global ranks, in group-rank order, this process among them), rendezvous
 // over `store` under keys prefixed by `name` (unique per group). Blocks until every member has
 // joined; throws Error(kRuntime) at the timeout.
-std::shared_ptr<schedule::Communicator> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store,
-                                                        const std::string& name, const std::vector<int>& members,
-                                                        int global_rank, const GlooOptions& options);
+std::shared_ptr<schedule::Communicator> make_gloo_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const std::string& name,
+    const std::vector<int>& members, int global_rank, const GlooOptions& options);
 
 }  // namespace slapo::dist

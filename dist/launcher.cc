@@ -11,7 +11,8 @@ bool LaunchResult::ok() const { return !ranks.empty() && first_rank_failure(rank
 std::string LaunchResult::failure() const { return first_rank_failure(ranks); }
 
 LaunchResult launch_ranks(const LaunchOptions& options) {
-  SLAPO_CHECK(options.nproc >= 1, ErrorCode::kInvalidArgument, "launch: ", options.nproc, " ranks; at least 1 is needed");
+  SLAPO_CHECK(options.nproc >= 1, ErrorCode::kInvalidArgument, "launch: ", options.nproc,
+              " ranks; at least 1 is needed");
   SLAPO_CHECK(!options.argv.empty(), ErrorCode::kInvalidArgument, "launch: no command to run");
   LaunchResult result;
   c10d::TCPStoreOptions so;

@@ -19,10 +19,10 @@ namespace slapo::dist {
 
 struct LaunchOptions {
   int nproc = 1;
-  std::vector<std::string> argv;            // the same command for every rank
-  std::map<std::string, std::string> env;   // added to every rank's environment
-  double timeout_s = 0;                     // kills every rank still running after it; 0: none
-  int collective_timeout_s = 30;            // SLAPO_DIST_TIMEOUT for the ranks
+  std::vector<std::string> argv;           // the same command for every rank
+  std::map<std::string, std::string> env;  // added to every rank's environment
+  double timeout_s = 0;                    // kills every rank still running after it; 0: none
+  int collective_timeout_s = 30;           // SLAPO_DIST_TIMEOUT for the ranks
 };
 
 struct LaunchResult {

@@ -21,8 +21,9 @@ int env_int(const char* name, int fallback, int min, int max) {
   if (!v || !*v) return fallback;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
-  SLAPO_CHECK(*end == '\0' && n >= min && n <= max, ErrorCode::kInvalidArgument, "environment variable ", name, "='",
-              v, "' is not an integer in [", min, ", ", max, "]");
+  SLAPO_CHECK(*end == '\0' && n >= min && n <= max, ErrorCode::kInvalidArgument,
+              "environment variable ", name, "='", v, "' is not an integer in [", min, ", ", max,
+              "]");
   return static_cast<int>(n);
 }
 
@@ -54,9 +55,10 @@ ParallelGroups local_groups() {
 }
 
 ParallelGroups connect(const RankEnv& env, const Layout& layout) {
-  SLAPO_CHECK(layout.tp >= 1 && layout.dp >= 1 && layout.pp >= 1 && layout.world() == env.world_size,
-              ErrorCode::kInvalidArgument, "parallel layout ", layout.to_string(), " needs ", layout.world(),
-              " ranks, but WORLD_SIZE is ", env.world_size);
+  SLAPO_CHECK(
+      layout.tp >= 1 && layout.dp >= 1 && layout.pp >= 1 && layout.world() == env.world_size,
+      ErrorCode::kInvalidArgument, "parallel layout ", layout.to_string(), " needs ",
+      layout.world(), " ranks, but WORLD_SIZE is ", env.world_size);
   if (env.world_size == 1) {
     ParallelGroups g = local_groups();
     g.layout = layout;
@@ -73,8 +75,8 @@ ParallelGroups connect(const RankEnv& env, const Layout& layout) {
     store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, so);
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    SLAPO_FAIL(ErrorCode::kRuntime, "rank ", env.rank, ": cannot reach the store at ", env.master_addr, ":",
-               env.master_port, ": ", what.substr(0, what.find('\n')));
+    SLAPO_FAIL(ErrorCode::kRuntime, "rank ", env.rank, ": cannot reach the store at ",
+               env.master_addr, ":", env.master_port, ": ", what.substr(0, what.find('\n')));
   }
   GlooOptions gloo;
   gloo.timeout = env.timeout;
@@ -100,7 +102,8 @@ ParallelGroups connect(const RankEnv& env, const Layout& layout) {
   g.tp = layout.tp > 1 ? group("tp", tp) : std::make_shared<schedule::LocalCommunicator>("tp");
   g.dp = layout.dp > 1 ? group("dp", dp) : std::make_shared<schedule::LocalCommunicator>("dp");
   g.pp = layout.pp > 1 ? group("pp", pp) : std::make_shared<schedule::LocalCommunicator>("pp");
-  if (layout.pp > 1 && (p == 0 || p == layout.pp - 1)) g.ends = group("ends", {pp.front(), pp.back()});
+  if (layout.pp > 1 && (p == 0 || p == layout.pp - 1))
+    g.ends = group("ends", {pp.front(), pp.back()});
   return g;
 }
 

@@ -44,7 +44,9 @@ TORCH_MODULE(TinyNet);
 // GELU written as x·Φ(x) with erf: the same function as torch::nn::GELU, another implementation.
 class ErfGeluImpl : public torch::nn::Module {
  public:
-  torch::Tensor forward(const torch::Tensor& x) { return 0.5 * x * (1.0 + torch::erf(x * M_SQRT1_2)); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return 0.5 * x * (1.0 + torch::erf(x * M_SQRT1_2));
+  }
 };
 TORCH_MODULE(ErfGelu);
 
@@ -68,7 +70,8 @@ int main() {
     torch::Tensor y = dynamic_cast<TinyNetImpl&>(m).forward(x);
     return std::make_pair(y, y.pow(2).mean());
   };
-  const slapo::schedule::VerifyReport report = slapo::schedule::verify(*original, *scheduled, run, 7);
+  const slapo::schedule::VerifyReport report =
+      slapo::schedule::verify(*original, *scheduled, run, 7);
   std::cout << report.to_string(3);
   const bool ok = report.within(1e-6);
   std::cout << (ok ? "verified\n" : "MISMATCH\n");

@@ -24,11 +24,12 @@ int main(int argc, char** argv) {
   }
   try {
     const space::Space declared = space::load_space_file(argv[1]);
-    const runners::Workload workload = runners::Workload::from_json(declared.workload_json, argv[1]);
+    const runners::Workload workload =
+        runners::Workload::from_json(declared.workload_json, argv[1]);
     // The task key the tuner recorded: the workload as measured, and this machine.
     auto database = db::Database::open_existing(argv[2]);
-    const auto best = db::best_config_for(*database, workload.to_json(),
-                                          runners::fingerprint_json(runners::collect_system_info()));
+    const auto best = db::best_config_for(
+        *database, workload.to_json(), runners::fingerprint_json(runners::collect_system_info()));
     const Config config = best ? *best : Config();
     std::cout << (best ? "using the tuned configuration: " : "no tuned configuration; defaults: ")
               << config.to_string() << "\n";
@@ -36,20 +37,20 @@ int main(int argc, char** argv) {
     const models::ModelSpec spec = models::model_preset(workload.model);
     auto model = models::build_model(spec, workload.seed);
     auto sch = schedule::create_schedule(model);
-    models::apply_template(*sch, spec, workload.schedule_template(),
-                           config);
+    models::apply_template(*sch, spec, workload.schedule_template(), config);
     std::cout << sch->to_string();
     const Value* batch = config.find("batch_size");
     const int64_t b = batch ? static_cast<int64_t>(as_number(*batch)) : workload.batch_size;
     const int64_t s = workload.seq_len > 0 ? workload.seq_len : spec.max_seq;
-    torch::optim::AdamW optimizer(schedule::unique_parameters(*model), torch::optim::AdamWOptions(workload.lr));
+    torch::optim::AdamW optimizer(schedule::unique_parameters(*model),
+                                  torch::optim::AdamWOptions(workload.lr));
     for (int step = 0; step < 3; ++step) {
       const torch::Tensor tokens = torch::randint(spec.vocab, {b, s + 1}, torch::kLong);
       // Dropout masks are keyed by (step, sample): say which step this is.
       schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
       optimizer.zero_grad();
-      torch::Tensor loss = models::language_model_loss(models::model_forward(*model, tokens.narrow(1, 0, s)),
-                                                       tokens.narrow(1, 1, s));
+      torch::Tensor loss = models::language_model_loss(
+          models::model_forward(*model, tokens.narrow(1, 0, s)), tokens.narrow(1, 1, s));
       loss.backward();
       optimizer.step();
       std::cout << "step " << step << " loss " << loss.item<double>() << "\n";

@@ -53,7 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)to_text(*parsed);
     ExprPtr bound = bind_expression(*parsed, symbols());
     const Program program = Program::compile(*bound);
-    const double slots[][7] = {{1, 2, 4, 16, 0, 1, 0}, {0, 0, 0, 0, 1, 0, 0}, {-3, 7, 1e300, 0.5, 1, 1, 0}};
+    const double slots[][7] = {
+        {1, 2, 4, 16, 0, 1, 0}, {0, 0, 0, 0, 1, 0, 0}, {-3, 7, 1e300, 0.5, 1, 1, 0}};
     for (const auto& s : slots) {
       bool fault = false;
       (void)program.eval(s, &fault);

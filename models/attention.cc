@@ -36,9 +36,10 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 }
 
 AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options) {
-  SLAPO_CHECK(options.hidden % options.heads == 0, ErrorCode::kInvalidArgument, "attention: hidden ",
-              options.hidden, " is not divisible by heads ", options.heads);
-  for (const char* name : {"q_proj", "k_proj", "v_proj"}) add_slot(name, torch::nn::Linear(options.hidden, options.hidden));
+  SLAPO_CHECK(options.hidden % options.heads == 0, ErrorCode::kInvalidArgument,
+              "attention: hidden ", options.hidden, " is not divisible by heads ", options.heads);
+  for (const char* name : {"q_proj", "k_proj", "v_proj"})
+    add_slot(name, torch::nn::Linear(options.hidden, options.hidden));
   add_slot("attn_drop", dropout(options.dropout));
   add_slot("out_proj", torch::nn::Linear(options.hidden, options.hidden));
   add_slot("resid_drop", dropout(options.dropout));
@@ -53,7 +54,8 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   return call("resid_drop", call("out_proj", y));
 }
 
-FusedQkvAttentionImpl::FusedQkvAttentionImpl(AttentionImpl& original) : options_(original.options()) {
+FusedQkvAttentionImpl::FusedQkvAttentionImpl(AttentionImpl& original)
+    : options_(original.options()) {
   std::vector<torch::Tensor> weights, biases;
   for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
     auto* linear = original.slot(name).module.get<torch::nn::Linear>().get();
@@ -84,7 +86,8 @@ torch::Tensor FusedQkvAttentionImpl::forward(const torch::Tensor& x) {
 }
 
 OnePassAttentionImpl::OnePassAttentionImpl(AttentionImpl& original) : options_(original.options()) {
-  for (const char* name : {"q_proj", "k_proj", "v_proj"}) add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
+  for (const char* name : {"q_proj", "k_proj", "v_proj"})
+    add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
   add_slot("attn_drop", original.slot("attn_drop").module.get<schedule::KeyedDropout>());
   add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
   add_slot("resid_drop", original.slot("resid_drop").module.get<schedule::KeyedDropout>());
@@ -102,7 +105,8 @@ torch::Tensor OnePassAttentionImpl::forward(const torch::Tensor& x) {
   torch::Tensor bias = torch::zeros({s, s}, x.options());
   if (options_.causal) bias.masked_fill_(causal_mask(s, x), -INFINITY);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  torch::Tensor scores = torch::baddbmm(bias.expand({b * heads, s, s}), q, k.transpose(1, 2), 1.0, scale);
+  torch::Tensor scores =
+      torch::baddbmm(bias.expand({b * heads, s, s}), q, k.transpose(1, 2), 1.0, scale);
   torch::Tensor probs = call("attn_drop", torch::softmax(scores.view({b, heads, s, s}), -1));
   torch::Tensor y = torch::bmm(probs.view({b * heads, s, s}), v).view({b, heads, s, d});
   return call("resid_drop", call("out_proj", merge_heads(y)));

@@ -11,7 +11,8 @@ torch::nn::LayerNorm layer_norm(const ModelSpec& spec) {
 }
 
 schedule::KeyedDropout dropout(double p) {
-  const int64_t seed = at::randint(std::numeric_limits<int64_t>::max(), {1}, at::kLong).item<int64_t>();
+  const int64_t seed =
+      at::randint(std::numeric_limits<int64_t>::max(), {1}, at::kLong).item<int64_t>();
   return schedule::KeyedDropout(p, static_cast<uint64_t>(seed));
 }
 
@@ -66,6 +67,8 @@ MlpBlockImpl::MlpBlockImpl(const ModelSpec& spec) {
   add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout));
 }
 
-torch::Tensor MlpBlockImpl::forward(const torch::Tensor& x) { return x + call("mlp", call("norm", x)); }
+torch::Tensor MlpBlockImpl::forward(const torch::Tensor& x) {
+  return x + call("mlp", call("norm", x));
+}
 
 }  // namespace slapo::models

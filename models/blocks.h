@@ -10,8 +10,8 @@
 #include <torch/nn/modules/normalization.h>
 
 #include "models/attention.h"
-#include "schedule/keyed_dropout.h"
 #include "models/model_spec.h"
+#include "schedule/keyed_dropout.h"
 
 namespace slapo::models {
 

@@ -12,8 +12,9 @@ const std::vector<FamilyTraits>& model_families() {
       {"gpt", "pre-LN causal decoder (GPT-2): wte, wpe | h.<i> | ln_f, head",  //
        "h", "wte", "head",                                                     //
        true, true, true, false, true, 1e-5},
-      {"bert", "post-LN bidirectional encoder (BERT): embeddings.* | encoder.<i> | head.*, decoder",  //
-       "encoder", "embeddings.word", "decoder",                                                      //
+      {"bert",
+       "post-LN bidirectional encoder (BERT): embeddings.* | encoder.<i> | head.*, decoder",  //
+       "encoder", "embeddings.word", "decoder",                                               //
        true, false, true, true, false, 1e-12},
       {"mlp", "residual MLP blocks (no attention): wte | h.<i> | ln_f, head",  //
        "h", "wte", "head",                                                     //

@@ -9,16 +9,16 @@
 namespace slapo::models {
 
 struct FamilyTraits {
-  std::string name;          // "gpt", "bert", "mlp"
-  std::string description;   // one line, for listings
-  std::string blocks;        // the path of the repeated blocks: "h", "encoder"
-  std::string embedding;     // the token embedding: "wte", "embeddings.word"
-  std::string head;          // the LM head tied to the embedding: "head", "decoder"
-  bool attention = true;     // blocks hold an `attn` (attention) and an `mlp`; else only an `mlp`
-  bool causal = true;        // attention sees only earlier tokens
+  std::string name;         // "gpt", "bert", "mlp"
+  std::string description;  // one line, for listings
+  std::string blocks;       // the path of the repeated blocks: "h", "encoder"
+  std::string embedding;    // the token embedding: "wte", "embeddings.word"
+  std::string head;         // the LM head tied to the embedding: "head", "decoder"
+  bool attention = true;    // blocks hold an `attn` (attention) and an `mlp`; else only an `mlp`
+  bool causal = true;       // attention sees only earlier tokens
   bool position_embedding = true;  // a learned position embedding of max_seq rows
-  bool head_bias = false;    // the LM head adds a bias over the vocabulary (sharded with it)
-  bool final_norm = true;    // a layer norm after the last block (pre-LN models)
+  bool head_bias = false;          // the LM head adds a bias over the vocabulary (sharded with it)
+  bool final_norm = true;          // a layer norm after the last block (pre-LN models)
   double layer_norm_eps = 1e-5;
 };
 

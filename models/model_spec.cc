@@ -69,10 +69,12 @@ int64_t ModelSpec::parameter_count() const {
 }
 
 double ModelSpec::block_forward_flops(int64_t seq) const {
-  const double h = static_cast<double>(hidden), s = static_cast<double>(seq), f = static_cast<double>(ffn);
-  double flops = 2 * s * h * f * 2;               // MLP: two matmuls
-  if (traits().attention) flops += 2 * s * h * h * 4  // q, k, v, out projections
-                                + 2 * s * s * h * 2;  // scores and weighted values
+  const double h = static_cast<double>(hidden), s = static_cast<double>(seq),
+               f = static_cast<double>(ffn);
+  double flops = 2 * s * h * f * 2;  // MLP: two matmuls
+  if (traits().attention)
+    flops += 2 * s * h * h * 4     // q, k, v, out projections
+             + 2 * s * s * h * 2;  // scores and weighted values
   return flops;
 }
 

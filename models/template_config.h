@@ -22,10 +22,10 @@ enum class EmbedShard { kVocab, kHidden, kReplicated };
 
 // How the ranks of a trial are laid out and how its pipeline runs.
 struct ParallelKnobs {
-  Layout layout;              // tp, dp, pp
+  Layout layout;  // tp, dp, pp
   int64_t micro_batches = 1;
   std::string pipeline_schedule = "1f1b";  // "1f1b" | "gpipe"
-  std::vector<int64_t> cuts;  // pp − 1 block indices where stages 2, 3, ... begin
+  std::vector<int64_t> cuts;               // pp − 1 block indices where stages 2, 3, ... begin
   int world() const { return layout.world(); }
 };
 

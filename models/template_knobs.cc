@@ -27,100 +27,126 @@ size_t choice_index(const std::string& knob, const Value& v) {
 // A whole number ≥ 1 (tp, pp, dp, micro_batches, batch_size, seq_len).
 int64_t positive(const char* knob, const Value& v) {
   const double x = as_number(v);
-  SLAPO_CHECK(x >= 1, ErrorCode::kInvalidArgument, "knob '", knob, "': ", x, " is not a whole number ≥ 1");
+  SLAPO_CHECK(x >= 1, ErrorCode::kInvalidArgument, "knob '", knob, "': ", x,
+              " is not a whole number ≥ 1");
   return static_cast<int64_t>(x);
 }
 
 std::vector<TemplateKnob> make_table() {
   std::vector<TemplateKnob> t;
-  auto row = [&](std::string name, KnobKind kind, std::vector<std::string> choices, std::string default_text,
-                 std::string help, bool runner, bool (*applies)(const FamilyTraits&),
+  auto row = [&](std::string name, KnobKind kind, std::vector<std::string> choices,
+                 std::string default_text, std::string help, bool runner,
+                 bool (*applies)(const FamilyTraits&),
                  void (*read)(const Value&, const ModelSpec&, TemplateConfig*)) {
-    t.push_back({std::move(name), kind, std::move(choices), std::move(default_text), std::move(help), runner, applies,
-                 read});
+    t.push_back({std::move(name), kind, std::move(choices), std::move(default_text),
+                 std::move(help), runner, applies, read});
   };
   row("ckpt_ratio", KnobKind::kNumber, {}, "0",
       "checkpoint the first round(r · layers) blocks (halves round up); 0 ≤ r ≤ 1", false, nullptr,
       [](const Value& v, const ModelSpec& spec, TemplateConfig* c) {
         const double r = as_number(v);
-        SLAPO_CHECK(r >= 0 && r <= 1, ErrorCode::kInvalidArgument, "knob 'ckpt_ratio': ", r, " is not in [0, 1]");
-        c->checkpointed_blocks = static_cast<int64_t>(std::floor(r * static_cast<double>(spec.layers) + 0.5));
+        SLAPO_CHECK(r >= 0 && r <= 1, ErrorCode::kInvalidArgument, "knob 'ckpt_ratio': ", r,
+                    " is not in [0, 1]");
+        c->checkpointed_blocks =
+            static_cast<int64_t>(std::floor(r * static_cast<double>(spec.layers) + 0.5));
       });
-  row("ckpt_layers", KnobKind::kWhole, {}, "0", "checkpoint the first n blocks; 0 ≤ n ≤ layers", false, nullptr,
-      [](const Value& v, const ModelSpec& spec, TemplateConfig* c) {
+  row("ckpt_layers", KnobKind::kWhole, {}, "0", "checkpoint the first n blocks; 0 ≤ n ≤ layers",
+      false, nullptr, [](const Value& v, const ModelSpec& spec, TemplateConfig* c) {
         const double n = as_number(v);
         SLAPO_CHECK(n >= 0 && n <= static_cast<double>(spec.layers), ErrorCode::kInvalidArgument,
-                    "knob 'ckpt_layers': ", n, " is not a whole number of blocks in [0, ", spec.layers, "]");
+                    "knob 'ckpt_layers': ", n, " is not a whole number of blocks in [0, ",
+                    spec.layers, "]");
         c->checkpointed_blocks = whole(v);
       });
   row("attn", KnobKind::kChoice, {"naive", "fused_qkv", "baddbmm"}, "naive",
-      "the attention implementation: separate q, k, v projections; one fused qkv projection; or scores "
+      "the attention implementation: separate q, k, v projections; one fused qkv projection; or "
+      "scores "
       "through one baddbmm",
       false, with_attention, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->attn = static_cast<AttentionKind>(choice_index("attn", v));
       });
   row("attn_shard", KnobKind::kChoice, {"col_row", "row_col"}, "col_row",
-      "with tp > 1: col_row splits q, k, v by heads and out_proj by inputs (Megatron: one all-reduce each "
+      "with tp > 1: col_row splits q, k, v by heads and out_proj by inputs (Megatron: one "
+      "all-reduce each "
       "way); row_col splits q, k, v by inputs and out_proj by outputs",
       false, with_attention, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->attn_shard = static_cast<PairShard>(choice_index("attn_shard", v));
       });
   row("mlp_shard", KnobKind::kChoice, {"col_row", "row_col"}, "col_row",
-      "with tp > 1: col_row splits fc_in by outputs and fc_out by inputs; row_col the other way round", false,
-      nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      "with tp > 1: col_row splits fc_in by outputs and fc_out by inputs; row_col the other way "
+      "round",
+      false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->mlp_shard = static_cast<PairShard>(choice_index("mlp_shard", v));
       });
   row("embed_shard", KnobKind::kChoice, {"vocab", "hidden", "replicated"}, "vocab",
-      "with tp > 1: the embedding and the tied LM head split by vocabulary, by hidden units, or replicated", false,
-      nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      "with tp > 1: the embedding and the tied LM head split by vocabulary, by hidden units, or "
+      "replicated",
+      false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->embed_shard = static_cast<EmbedShard>(choice_index("embed_shard", v));
       });
   row("decompose", KnobKind::kBool, {}, "false",
       "each block's MLP Linears become matmul + bias add (before any shard)", false, nullptr,
-      [](const Value& v, const ModelSpec&, TemplateConfig* c) { c->decompose = std::get<bool>(v); });
+      [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->decompose = std::get<bool>(v);
+      });
   row("fuse_bias_gelu", KnobKind::kBool, {}, "false",
-      "each block traced and fc_in's bias add + GELU fused into one kernel (not with tp > 1)", false, nullptr,
-      [](const Value& v, const ModelSpec&, TemplateConfig* c) { c->fuse_bias_gelu = std::get<bool>(v); });
+      "each block traced and fc_in's bias add + GELU fused into one kernel (not with tp > 1)",
+      false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->fuse_bias_gelu = std::get<bool>(v);
+      });
   row("fuse_bias_dropout_add", KnobKind::kBool, {}, "false",
-      "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused (those Linears "
+      "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused "
+      "(those Linears "
       "decomposed; not with tp > 1)",
-      false, nullptr,
-      [](const Value& v, const ModelSpec&, TemplateConfig* c) { c->fuse_bias_dropout_add = std::get<bool>(v); });
+      false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->fuse_bias_dropout_add = std::get<bool>(v);
+      });
   row("fuse_layer_norm", KnobKind::kBool, {}, "false",
-      "each block traced and its layer norms run by the project's kernel (not with tp > 1)", false, nullptr,
-      [](const Value& v, const ModelSpec&, TemplateConfig* c) { c->fuse_layer_norm = std::get<bool>(v); });
-  row("tp", KnobKind::kWhole, {}, "1", "tensor-parallel ranks; must divide heads, ffn, vocab and hidden", true,
+      "each block traced and its layer norms run by the project's kernel (not with tp > 1)", false,
       nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->fuse_layer_norm = std::get<bool>(v);
+      });
+  row("tp", KnobKind::kWhole, {}, "1",
+      "tensor-parallel ranks; must divide heads, ffn, vocab and hidden", true, nullptr,
+      [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->parallel.layout.tp = static_cast<int>(positive("tp", v));
       });
-  row("pp", KnobKind::kWhole, {}, "1", "pipeline stages; at most the number of blocks", true, nullptr,
-      [](const Value& v, const ModelSpec& spec, TemplateConfig* c) {
+  row("pp", KnobKind::kWhole, {}, "1", "pipeline stages; at most the number of blocks", true,
+      nullptr, [](const Value& v, const ModelSpec& spec, TemplateConfig* c) {
         const int64_t pp = positive("pp", v);
-        SLAPO_CHECK(pp <= spec.layers, ErrorCode::kInvalidArgument, "knob 'pp': ", pp, " stages for ", spec.layers,
-                    " blocks");
+        SLAPO_CHECK(pp <= spec.layers, ErrorCode::kInvalidArgument, "knob 'pp': ", pp,
+                    " stages for ", spec.layers, " blocks");
         c->parallel.layout.pp = static_cast<int>(pp);
       });
-  row("dp", KnobKind::kWhole, {}, "the ranks tp and pp leave", "data-parallel replicas", true, nullptr,
-      [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+  row("dp", KnobKind::kWhole, {}, "the ranks tp and pp leave", "data-parallel replicas", true,
+      nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->parallel.layout.dp = static_cast<int>(positive("dp", v));
       });
   row("cuts", KnobKind::kCuts, {}, "balanced stages",
       "the blocks where pipeline stages 2, 3, ... begin, ascending (pp − 1 of them)", true, nullptr,
-      [](const Value& v, const ModelSpec&, TemplateConfig* c) { c->parallel.cuts = std::get<IntList>(v); });
-  row("micro_batches", KnobKind::kWhole, {}, "1", "micro-batches per step of a pipeline", true, nullptr,
       [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->parallel.cuts = std::get<IntList>(v);
+      });
+  row("micro_batches", KnobKind::kWhole, {}, "1", "micro-batches per step of a pipeline", true,
+      nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->parallel.micro_batches = positive("micro_batches", v);
       });
   row("pipeline_schedule", KnobKind::kChoice, {"1f1b", "gpipe"}, "1f1b",
       "the pipeline's order of forward and backward micro-batches", true, nullptr,
-      [](const Value& v, const ModelSpec&, TemplateConfig* c) { c->parallel.pipeline_schedule = std::get<std::string>(v); });
-  row("batch_size", KnobKind::kWhole, {}, "the workload's", "samples per step (all data-parallel replicas)", true,
-      nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) { c->batch_size = positive("batch_size", v); });
-  row("seq_len", KnobKind::kWhole, {}, "the workload's", "tokens per sample; at most the model's max_seq", true,
-      nullptr, [](const Value& v, const ModelSpec& spec, TemplateConfig* c) {
+      [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->parallel.pipeline_schedule = std::get<std::string>(v);
+      });
+  row("batch_size", KnobKind::kWhole, {}, "the workload's",
+      "samples per step (all data-parallel replicas)", true, nullptr,
+      [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->batch_size = positive("batch_size", v);
+      });
+  row("seq_len", KnobKind::kWhole, {}, "the workload's",
+      "tokens per sample; at most the model's max_seq", true, nullptr,
+      [](const Value& v, const ModelSpec& spec, TemplateConfig* c) {
         const int64_t s = positive("seq_len", v);
-        SLAPO_CHECK(s <= spec.max_seq, ErrorCode::kInvalidArgument, "knob 'seq_len': ", s, " is not in [1, ",
-                    spec.max_seq, "] for model ", spec.preset);
+        SLAPO_CHECK(s <= spec.max_seq, ErrorCode::kInvalidArgument, "knob 'seq_len': ", s,
+                    " is not in [1, ", spec.max_seq, "] for model ", spec.preset);
         c->seq_len = s;
       });
   return t;
@@ -130,9 +156,12 @@ std::vector<TemplateKnob> make_table() {
 
 const char* attention_name(AttentionKind attn) {
   switch (attn) {
-    case AttentionKind::kNaive: return "naive";
-    case AttentionKind::kFusedQkv: return "fused_qkv";
-    case AttentionKind::kBaddbmm: return "baddbmm";
+    case AttentionKind::kNaive:
+      return "naive";
+    case AttentionKind::kFusedQkv:
+      return "fused_qkv";
+    case AttentionKind::kBaddbmm:
+      return "baddbmm";
   }
   return "?";
 }
@@ -151,10 +180,14 @@ const TemplateKnob* find_template_knob(const std::string& name) {
 
 std::string TemplateKnob::values_text() const {
   switch (kind) {
-    case KnobKind::kBool: return "true, false";
-    case KnobKind::kNumber: return "number";
-    case KnobKind::kWhole: return "whole number";
-    case KnobKind::kCuts: return "list of block indices";
+    case KnobKind::kBool:
+      return "true, false";
+    case KnobKind::kNumber:
+      return "number";
+    case KnobKind::kWhole:
+      return "whole number";
+    case KnobKind::kCuts:
+      return "list of block indices";
     case KnobKind::kChoice: {
       std::string s;
       for (const std::string& c : choices) s += (s.empty() ? "" : ", ") + c;

@@ -38,7 +38,9 @@ struct TemplateKnob {
   // knob for a value out of range.
   void (*read)(const Value& value, const ModelSpec& spec, TemplateConfig* out) = nullptr;
 
-  bool applies_to(const FamilyTraits& family) const { return applies == nullptr || applies(family); }
+  bool applies_to(const FamilyTraits& family) const {
+    return applies == nullptr || applies(family);
+  }
   // "true | false", "naive | fused_qkv | baddbmm", "number", ...
   std::string values_text() const;
 };

@@ -25,21 +25,25 @@ void check_kind(const TemplateKnob& knob, const Value& value) {
       return;
     case KnobKind::kNumber:
     case KnobKind::kWhole:
-      SLAPO_CHECK(is_number(value) && !std::holds_alternative<bool>(value), ErrorCode::kInvalidArgument, "knob '",
-                  name, "': expected a number, found ", to_string(value));
-      SLAPO_CHECK(knob.kind == KnobKind::kNumber || as_number(value) == std::floor(as_number(value)),
-                  ErrorCode::kInvalidArgument, "knob '", name, "': ", to_string(value), " is not a whole number");
+      SLAPO_CHECK(is_number(value) && !std::holds_alternative<bool>(value),
+                  ErrorCode::kInvalidArgument, "knob '", name, "': expected a number, found ",
+                  to_string(value));
+      SLAPO_CHECK(
+          knob.kind == KnobKind::kNumber || as_number(value) == std::floor(as_number(value)),
+          ErrorCode::kInvalidArgument, "knob '", name, "': ", to_string(value),
+          " is not a whole number");
       return;
     case KnobKind::kCuts:
-      SLAPO_CHECK(std::holds_alternative<IntList>(value), ErrorCode::kInvalidArgument, "knob '", name,
-                  "': expected a list of block indices, found ", to_string(value));
+      SLAPO_CHECK(std::holds_alternative<IntList>(value), ErrorCode::kInvalidArgument, "knob '",
+                  name, "': expected a list of block indices, found ", to_string(value));
       return;
     case KnobKind::kChoice: {
       const std::string* s = std::get_if<std::string>(&value);
-      SLAPO_CHECK(s != nullptr, ErrorCode::kInvalidArgument, "knob '", name, "': expected a string, found ",
-                  to_string(value));
+      SLAPO_CHECK(s != nullptr, ErrorCode::kInvalidArgument, "knob '", name,
+                  "': expected a string, found ", to_string(value));
       SLAPO_CHECK(std::find(knob.choices.begin(), knob.choices.end(), *s) != knob.choices.end(),
-                  ErrorCode::kInvalidArgument, "knob '", name, "': '", *s, "' is not one of ", knob.values_text());
+                  ErrorCode::kInvalidArgument, "knob '", name, "': '", *s, "' is not one of ",
+                  knob.values_text());
       return;
     }
   }
@@ -50,32 +54,41 @@ void finish(const ModelSpec& spec, const Config& config, int world_size, Templat
   const FamilyTraits& family = spec.traits();
   ParallelKnobs& p = c->parallel;
   const int tp = p.layout.tp;
-  SLAPO_CHECK(!(config.contains("ckpt_ratio") && config.contains("ckpt_layers")), ErrorCode::kInvalidArgument,
+  SLAPO_CHECK(!(config.contains("ckpt_ratio") && config.contains("ckpt_layers")),
+              ErrorCode::kInvalidArgument,
               "give either knob 'ckpt_ratio' or 'ckpt_layers', not both");
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
     const Value* fuse = config.find(knob);
-    SLAPO_CHECK(!(fuse && std::get<bool>(*fuse) && tp > 1), ErrorCode::kInvalidArgument, "knob '", knob,
-                "': not with tp > 1 yet (a traced block cannot hold its tensor-parallel collectives)");
+    SLAPO_CHECK(
+        !(fuse && std::get<bool>(*fuse) && tp > 1), ErrorCode::kInvalidArgument, "knob '", knob,
+        "': not with tp > 1 yet (a traced block cannot hold its tensor-parallel collectives)");
   }
-  SLAPO_CHECK(!(family.head_bias && c->embed_shard == EmbedShard::kHidden && tp > 1), ErrorCode::kInvalidArgument,
-              "knob 'embed_shard': 'hidden' is not supported for ", family.name,
+  SLAPO_CHECK(!(family.head_bias && c->embed_shard == EmbedShard::kHidden && tp > 1),
+              ErrorCode::kInvalidArgument, "knob 'embed_shard': 'hidden' is not supported for ",
+              family.name,
               " (its LM head's bias would be added once per rank); use vocab or replicated");
   // What tensor parallelism splits must split evenly (a model without attention has no heads).
   const std::vector<std::pair<const char*, int64_t>> split = {
-      {"heads", family.attention ? spec.heads : tp}, {"ffn", spec.ffn}, {"vocab", spec.vocab}, {"hidden", spec.hidden}};
+      {"heads", family.attention ? spec.heads : tp},
+      {"ffn", spec.ffn},
+      {"vocab", spec.vocab},
+      {"hidden", spec.hidden}};
   for (const auto& [what, size] : split) {
-    SLAPO_CHECK(size % tp == 0, ErrorCode::kInvalidArgument, "knob 'tp': ", tp, " does not divide ", what, " = ",
-                size, " of '", spec.preset, "'");
+    SLAPO_CHECK(size % tp == 0, ErrorCode::kInvalidArgument, "knob 'tp': ", tp, " does not divide ",
+                what, " = ", size, " of '", spec.preset, "'");
   }
-  if (!config.contains("dp") && world_size > 0) p.layout.dp = std::max(1, world_size / (p.layout.tp * p.layout.pp));
+  if (!config.contains("dp") && world_size > 0)
+    p.layout.dp = std::max(1, world_size / (p.layout.tp * p.layout.pp));
   if (config.contains("cuts")) {
     const Value& v = *config.find("cuts");
-    SLAPO_CHECK(static_cast<int64_t>(p.cuts.size()) == p.layout.pp - 1, ErrorCode::kInvalidArgument, "knob 'cuts': ",
-                p.cuts.size(), " cuts for pp = ", p.layout.pp, " stages (needs ", p.layout.pp - 1, ")");
+    SLAPO_CHECK(static_cast<int64_t>(p.cuts.size()) == p.layout.pp - 1, ErrorCode::kInvalidArgument,
+                "knob 'cuts': ", p.cuts.size(), " cuts for pp = ", p.layout.pp, " stages (needs ",
+                p.layout.pp - 1, ")");
     int64_t previous = 0;
     for (int64_t cut : p.cuts) {
-      SLAPO_CHECK(cut > previous && cut < spec.layers, ErrorCode::kInvalidArgument, "knob 'cuts': ", to_string(v),
-                  " must increase within blocks 1..", spec.layers - 1, " (the blocks where stages 2, 3, ... begin)");
+      SLAPO_CHECK(cut > previous && cut < spec.layers, ErrorCode::kInvalidArgument,
+                  "knob 'cuts': ", to_string(v), " must increase within blocks 1..",
+                  spec.layers - 1, " (the blocks where stages 2, 3, ... begin)");
       previous = cut;
     }
   } else {
@@ -85,7 +98,8 @@ void finish(const ModelSpec& spec, const Config& config, int world_size, Templat
 
 // Parses `config`. With a template, every knob must be one it understands; without one (the
 // layout alone is wanted), knobs outside the table are skipped.
-TemplateConfig parse(const TemplateInfo* t, const ModelSpec& spec, const Config& config, int world_size) {
+TemplateConfig parse(const TemplateInfo* t, const ModelSpec& spec, const Config& config,
+                     int world_size) {
   TemplateConfig c;
   for (const auto& [name, value] : config.entries()) {
     const TemplateKnob* knob = find_template_knob(name);
@@ -94,8 +108,8 @@ TemplateConfig parse(const TemplateInfo* t, const ModelSpec& spec, const Config&
     if (!understood) {
       std::string names;
       for (const std::string& k : t->knobs) names += (names.empty() ? "" : ", ") + k;
-      SLAPO_FAIL(ErrorCode::kInvalidArgument, "knob '", name, "' is not understood by schedule template '", t->name,
-                 "' (knobs: ", names, ")");
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, "knob '", name,
+                 "' is not understood by schedule template '", t->name, "' (knobs: ", names, ")");
     }
     check_kind(*knob, value);
     knob->read(value, spec, &c);
@@ -113,37 +127,47 @@ void shard_linear_pair(schedule::Schedule& first, schedule::Schedule& second, Pa
       return;
     case PairShard::kRowCol:
       first.shard("weight", 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
-      second.shard("weight", 0).shard("bias", 0).sync("fwd_post", "all_gather", -1).sync("bwd_post", "all_reduce");
+      second.shard("weight", 0)
+          .shard("bias", 0)
+          .sync("fwd_post", "all_gather", -1)
+          .sync("bwd_post", "all_reduce");
       return;
   }
 }
 
-void shard_attention(schedule::Schedule& sch, const std::string& path, AttentionKind attn, PairShard layout) {
+void shard_attention(schedule::Schedule& sch, const std::string& path, AttentionKind attn,
+                     PairShard layout) {
   const int64_t tp = sch.options().tp_parts();
   const int64_t rank = sch.options().tp_rank();
   schedule::Schedule& a = sch[path];
   if (layout == PairShard::kColRow) {
     // Split by heads: q, k, v by outputs (before fusing them, so the fused projection holds this
     // rank's heads of each), out_proj by inputs.
-    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) a[proj].shard("weight", 0).shard("bias", 0);
+    for (const char* proj : {"q_proj", "k_proj", "v_proj"})
+      a[proj].shard("weight", 0).shard("bias", 0);
     if (attn != AttentionKind::kNaive) replace_with_zoo_module(a, attention_type(attn));
     a["out_proj"].shard("weight", 1).sync("fwd_post", "all_reduce");
     // The input's gradient is a partial sum on each rank: one all-reduce for q, k and v together.
     a.sync("bwd_post", "all_reduce");
     // The attention probabilities [batch, heads, seq, seq] of this rank's heads.
-    if (auto drop = std::dynamic_pointer_cast<schedule::KeyedDropoutImpl>(a["attn_drop"].module())) {
+    if (auto drop =
+            std::dynamic_pointer_cast<schedule::KeyedDropoutImpl>(a["attn_drop"].module())) {
       drop->shard_mask(1, tp, rank);
     }
     return;
   }
   if (attn != AttentionKind::kNaive) replace_with_zoo_module(a, attention_type(attn));
-  const std::vector<std::string> projections = attn == AttentionKind::kFusedQkv
-                                                   ? std::vector<std::string>{"qkv"}
-                                                   : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
+  const std::vector<std::string> projections =
+      attn == AttentionKind::kFusedQkv ? std::vector<std::string>{"qkv"}
+                                       : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
   for (const std::string& proj : projections) {
     a[proj].shard("weight", 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
   }
-  a["out_proj"].shard("weight", 0).shard("bias", 0).sync("fwd_post", "all_gather", -1).sync("bwd_post", "all_reduce");
+  a["out_proj"]
+      .shard("weight", 0)
+      .shard("bias", 0)
+      .sync("fwd_post", "all_gather", -1)
+      .sync("bwd_post", "all_reduce");
 }
 
 void shard_embedding(schedule::Schedule& sch, const FamilyTraits& family, EmbedShard layout) {
@@ -211,11 +235,11 @@ const TemplateInfo& find_template(const std::string& name) {
 
 std::string default_template(const ModelSpec& spec) { return spec.family; }
 
-TemplateConfig parse_template_config(const std::string& name, const ModelSpec& spec, const Config& config,
-                                     int world_size) {
+TemplateConfig parse_template_config(const std::string& name, const ModelSpec& spec,
+                                     const Config& config, int world_size) {
   const TemplateInfo& t = find_template(name);
-  SLAPO_CHECK(t.family == spec.family, ErrorCode::kInvalidArgument, "schedule template '", name, "' is for ",
-              t.family, " models, not '", spec.preset, "' (", spec.family, ")");
+  SLAPO_CHECK(t.family == spec.family, ErrorCode::kInvalidArgument, "schedule template '", name,
+              "' is for ", t.family, " models, not '", spec.preset, "' (", spec.family, ")");
   return parse(&t, spec, config, world_size);
 }
 
@@ -233,20 +257,24 @@ int64_t checkpointed_blocks(const ModelSpec& spec, const Config& config) {
 
 std::string attention_type(AttentionKind attn) {
   return c10::demangle(attn == AttentionKind::kFusedQkv ? typeid(FusedQkvAttentionImpl).name()
-                                                    : typeid(OnePassAttentionImpl).name());
+                                                        : typeid(OnePassAttentionImpl).name());
 }
 
 void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name) {
   auto original = std::dynamic_pointer_cast<AttentionImpl>(target.module());
   const bool fused = type_name == c10::demangle(typeid(FusedQkvAttentionImpl).name());
   const bool one_pass = type_name == c10::demangle(typeid(OnePassAttentionImpl).name());
-  SLAPO_CHECK((fused || one_pass) && original != nullptr, ErrorCode::kInvalidArgument, "cannot replace '",
-              target.path(), "' by ", type_name, ": the zoo makes attention variants from an original attention only");
-  if (fused) target.replace(FusedQkvAttention(*original));
-  else target.replace(OnePassAttention(*original));
+  SLAPO_CHECK((fused || one_pass) && original != nullptr, ErrorCode::kInvalidArgument,
+              "cannot replace '", target.path(), "' by ", type_name,
+              ": the zoo makes attention variants from an original attention only");
+  if (fused)
+    target.replace(FusedQkvAttention(*original));
+  else
+    target.replace(OnePassAttention(*original));
 }
 
-void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config) {
+void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name,
+                    const Config& config) {
   apply_template(sch, spec, parse_template_config(name, spec, config));
 }
 
@@ -254,14 +282,16 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
   const FamilyTraits& family = spec.traits();
   const int tp = c.parallel.layout.tp;
   // A plan-only schedule (no group) may plan any split; a schedule with a group must match it.
-  SLAPO_CHECK(sch.options().tp_parts() == tp || (!sch.options().tp_group && tp == 1), ErrorCode::kInvalidArgument,
-              "knob 'tp' = ", tp, " but this schedule's tensor-parallel group has ", sch.options().tp_parts(),
+  SLAPO_CHECK(sch.options().tp_parts() == tp || (!sch.options().tp_group && tp == 1),
+              ErrorCode::kInvalidArgument, "knob 'tp' = ", tp,
+              " but this schedule's tensor-parallel group has ", sch.options().tp_parts(),
               " rank(s): run it with that many ranks per pipeline stage");
   auto block = [&](int64_t i) { return family.blocks + "." + std::to_string(i); };
   // decompose comes first: it must precede shard.
   if (c.decompose) {
     for (int64_t i = 0; i < spec.layers; ++i) {
-      for (const char* linear : {"mlp.fc_in", "mlp.fc_out"}) sch[block(i) + "." + linear].decompose();
+      for (const char* linear : {"mlp.fc_in", "mlp.fc_out"})
+        sch[block(i) + "." + linear].decompose();
     }
   }
   if (tp > 1) {
@@ -272,7 +302,8 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
       shard_linear_pair(mlp["fc_in"], mlp["fc_out"], c.mlp_shard);
     }
   } else if (c.attn != AttentionKind::kNaive) {
-    for (int64_t i = 0; i < spec.layers; ++i) replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(c.attn));
+    for (int64_t i = 0; i < spec.layers; ++i)
+      replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(c.attn));
   }
   apply_fusions(sch, spec, c);
   for (int64_t i = 0; i < c.checkpointed_blocks; ++i) sch[block(i)].checkpoint();

@@ -19,8 +19,8 @@ namespace slapo::models {
 
 struct TemplateInfo {
   std::string name;
-  std::string family;               // the model family it schedules
-  std::vector<std::string> knobs;   // the knobs it understands, in reference order
+  std::string family;              // the model family it schedules
+  std::vector<std::string> knobs;  // the knobs it understands, in reference order
 };
 
 const std::vector<TemplateInfo>& schedule_templates();
@@ -33,15 +33,16 @@ std::string default_template(const ModelSpec& spec);
 // and in range, the combination buildable. `world_size` > 0 is the job's rank count: when the
 // configuration names no dp, data parallelism fills the ranks that tp and pp leave (dp = 1 when
 // `world_size` is 0). Throws Error(kInvalidArgument) naming the knob.
-TemplateConfig parse_template_config(const std::string& name, const ModelSpec& spec, const Config& config,
-                                     int world_size = 0);
+TemplateConfig parse_template_config(const std::string& name, const ModelSpec& spec,
+                                     const Config& config, int world_size = 0);
 
 // The same, for callers that only need to know that it parses.
 void check_template(const std::string& name, const ModelSpec& spec, const Config& config);
 
 // Applies the template's primitives to `sch` (a schedule of a model built from `spec`).
 void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const TemplateConfig& config);
-void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name, const Config& config);
+void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name,
+                    const Config& config);
 
 // The parallel layout a configuration asks for (parse_template_config's `parallel`).
 ParallelKnobs parallel_knobs(const ModelSpec& spec, const Config& config, int world_size = 0);

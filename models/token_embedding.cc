@@ -13,7 +13,8 @@ TokenEmbeddingImpl::TokenEmbeddingImpl(int64_t vocab, int64_t hidden)
   torch::nn::init::normal_(weight, 0.0, 0.02);
 }
 
-void TokenEmbeddingImpl::on_shard(const std::string& name, int64_t axis, int64_t parts, int64_t rank) {
+void TokenEmbeddingImpl::on_shard(const std::string& name, int64_t axis, int64_t parts,
+                                  int64_t rank) {
   if (name != "weight" || axis != 0) return;
   vocab_sharded_ = parts > 1;
   first_row_ = rank * weight.size(0);

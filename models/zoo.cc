@@ -1,9 +1,9 @@
 #include "models/zoo.h"
 
+#include <torch/nn/functional/loss.h>
 #include <torch/nn/init.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/loss.h>
-#include <torch/nn/functional/loss.h>
 
 #include "core/error.h"
 #include "models/blocks.h"
@@ -31,7 +31,9 @@ torch::Tensor positions(const torch::Tensor& tokens) {
 // forward is always epilogue(body(prologue(tokens))).
 class ZooModel : public schedule::SlotModule, public schedule::Pipelined {
  public:
-  torch::Tensor forward(const torch::Tensor& tokens) { return epilogue(call(body_slot(), prologue(tokens))); }
+  torch::Tensor forward(const torch::Tensor& tokens) {
+    return epilogue(call(body_slot(), prologue(tokens)));
+  }
   std::string body_slot() const override { return body_; }
 
  protected:
@@ -86,7 +88,9 @@ class BertHeadImpl : public schedule::SlotModule {
     add_slot("act", torch::nn::GELU());
     add_slot("norm", layer_norm(spec));
   }
-  torch::Tensor forward(const torch::Tensor& x) { return call("norm", call("act", call("dense", x))); }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return call("norm", call("act", call("dense", x)));
+  }
 };
 TORCH_MODULE(BertHead);
 
@@ -103,8 +107,12 @@ class BertModelImpl : public ZooModel {
   }
   std::vector<std::string> prologue_slots() const override { return {"embeddings"}; }
   std::vector<std::string> epilogue_slots() const override { return {"head", "decoder"}; }
-  torch::Tensor prologue(const torch::Tensor& tokens) override { return call("embeddings", tokens); }
-  torch::Tensor epilogue(const torch::Tensor& h) override { return call("decoder", call("head", h)); }
+  torch::Tensor prologue(const torch::Tensor& tokens) override {
+    return call("embeddings", tokens);
+  }
+  torch::Tensor epilogue(const torch::Tensor& h) override {
+    return call("decoder", call("head", h));
+  }
 };
 TORCH_MODULE(BertModel);
 
@@ -132,7 +140,8 @@ std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_
   if (spec.family == "gpt") return GptModel(spec).ptr();
   if (spec.family == "bert") return BertModel(spec).ptr();
   if (spec.family == "mlp") return MlpModel(spec).ptr();
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "model '", spec.preset, "': unknown family '", spec.family, "'");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "model '", spec.preset, "': unknown family '",
+             spec.family, "'");
 }
 
 torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens) {
@@ -141,7 +150,8 @@ torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& to
 }
 
 torch::Tensor language_model_loss(const torch::Tensor& logits, const torch::Tensor& targets) {
-  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), targets.reshape({-1}));
+  return torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
+                                              targets.reshape({-1}));
 }
 
 std::string blocks_path(const ModelSpec& spec) { return spec.traits().blocks; }

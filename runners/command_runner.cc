@@ -11,11 +11,12 @@
 namespace slapo::runners {
 
 CommandRunner::CommandRunner(CommandOptions options) : options_(std::move(options)) {
-  SLAPO_CHECK(!options_.argv.empty(), ErrorCode::kInvalidArgument, "command runner: no command to run");
+  SLAPO_CHECK(!options_.argv.empty(), ErrorCode::kInvalidArgument,
+              "command runner: no command to run");
   try {
     const std::regex re(options_.metric_regex);
-    SLAPO_CHECK(re.mark_count() >= 1, ErrorCode::kInvalidArgument, "metric regex '", options_.metric_regex,
-                "': needs one capture group around the number");
+    SLAPO_CHECK(re.mark_count() >= 1, ErrorCode::kInvalidArgument, "metric regex '",
+                options_.metric_regex, "': needs one capture group around the number");
   } catch (const std::regex_error& e) {
     SLAPO_FAIL(ErrorCode::kInvalidArgument, "metric regex '", options_.metric_regex,
                "': not a valid regular expression: ", e.what());
@@ -33,7 +34,8 @@ std::vector<std::string> CommandRunner::argv_for(const Config& config) const {
   for (std::string arg : options_.argv) {
     for (const auto& [name, value] : config.entries()) {
       const std::string placeholder = "{" + name + "}";
-      for (size_t pos; (pos = arg.find(placeholder)) != std::string::npos;) arg.replace(pos, placeholder.size(), to_plain_string(value));
+      for (size_t pos; (pos = arg.find(placeholder)) != std::string::npos;)
+        arg.replace(pos, placeholder.size(), to_plain_string(value));
     }
     argv.push_back(arg);
   }
@@ -57,25 +59,35 @@ TrialResult CommandRunner::judge(const ProcessResult& p) const {
   const std::string output = p.out + p.err;
   TrialResult r;
   std::smatch last;
-  for (auto it = std::sregex_iterator(p.out.begin(), p.out.end(), metric_re); it != std::sregex_iterator(); ++it) last = *it;
-  const bool oom = (options_.oom_exit_code && p.exit_code == *options_.oom_exit_code) || std::regex_search(output, oom_re);
+  for (auto it = std::sregex_iterator(p.out.begin(), p.out.end(), metric_re);
+       it != std::sregex_iterator(); ++it)
+    last = *it;
+  const bool oom = (options_.oom_exit_code && p.exit_code == *options_.oom_exit_code) ||
+                   std::regex_search(output, oom_re);
   if (p.timed_out) {
-    r = failed_trial(TrialStatus::kTimeout, "killed after the time limit of " + std::to_string(options_.timeout_s) + " s");
+    r = failed_trial(TrialStatus::kTimeout,
+                     "killed after the time limit of " + std::to_string(options_.timeout_s) + " s");
   } else if (oom) {
-    r = failed_trial(TrialStatus::kOom, p.exit_code == 0 ? "the output reports running out of memory"
-                                                          : "out of memory (exit code " + std::to_string(p.exit_code) + ")");
+    r = failed_trial(TrialStatus::kOom,
+                     p.exit_code == 0
+                         ? "the output reports running out of memory"
+                         : "out of memory (exit code " + std::to_string(p.exit_code) + ")");
   } else if (p.signal != 0) {
     r = failed_trial(TrialStatus::kCrashed, "command killed by " + signal_name(p.signal));
   } else if (p.exit_code != 0) {
-    r = failed_trial(TrialStatus::kRuntimeError, "command exited with code " + std::to_string(p.exit_code));
+    r = failed_trial(TrialStatus::kRuntimeError,
+                     "command exited with code " + std::to_string(p.exit_code));
   } else if (last.empty()) {
-    r = failed_trial(TrialStatus::kRuntimeError, "no output line matched /" + options_.metric_regex + "/");
+    r = failed_trial(TrialStatus::kRuntimeError,
+                     "no output line matched /" + options_.metric_regex + "/");
   } else {
     char* end = nullptr;
     const std::string number = last[1].str();
     const double value = std::strtod(number.c_str(), &end);
-    if (end == number.c_str()) r = failed_trial(TrialStatus::kRuntimeError, "metric '" + number + "' is not a number");
-    else r.metrics[options_.metric_name] = value;
+    if (end == number.c_str())
+      r = failed_trial(TrialStatus::kRuntimeError, "metric '" + number + "' is not a number");
+    else
+      r.metrics[options_.metric_name] = value;
   }
   r.metrics[metric::kWallS] = p.duration_s;
   if (r.status != TrialStatus::kOk) r.log_tail = tail_lines(output, options_.log_lines);
@@ -86,7 +98,8 @@ std::vector<TrialResult> CommandRunner::run(const std::vector<Config>& candidate
   std::vector<TrialResult> results;
   for (const Config& config : candidates) {
     if (options_.nproc <= 1) {
-      results.push_back(judge(run_process(argv_for(config), {env_for(config), options_.timeout_s})));
+      results.push_back(
+          judge(run_process(argv_for(config), {env_for(config), options_.timeout_s})));
       continue;
     }
     RanksOptions ranks;

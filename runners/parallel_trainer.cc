@@ -13,14 +13,15 @@
 
 namespace slapo::runners {
 
-ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups groups) : groups_(std::move(groups)) {
+ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups groups)
+    : groups_(std::move(groups)) {
   const Layout& layout = groups_.layout;
   const models::TemplateConfig config =
       models::parse_template_config(setup.template_name, setup.spec, setup.config, layout.world());
   const models::ParallelKnobs& knobs = config.parallel;
   SLAPO_CHECK(knobs.layout == layout, ErrorCode::kInvalidArgument, "the configuration asks for ",
-              knobs.layout.to_string(), " (", knobs.world(), " ranks) but this job is ", layout.to_string(), " (",
-              layout.world(), " ranks)");
+              knobs.layout.to_string(), " (", knobs.world(), " ranks) but this job is ",
+              layout.to_string(), " (", layout.world(), " ranks)");
   model_ = models::build_model(setup.spec, setup.seed);
   schedule::ScheduleOptions options;
   options.tp_group = groups_.tp;
@@ -48,7 +49,8 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
     // The tensors both ends of the pipeline hold (a tied embedding and LM head).
     if (stage == 0 || stage == plan.stages - 1) {
       std::set<const c10::TensorImpl*> last;
-      for (const auto& [name, t] : schedule::stage_parameters(*model_, plan, plan.stages - 1)) last.insert(t.unsafeGetTensorImpl());
+      for (const auto& [name, t] : schedule::stage_parameters(*model_, plan, plan.stages - 1))
+        last.insert(t.unsafeGetTensorImpl());
       for (const auto& [name, t] : schedule::stage_parameters(*model_, plan, 0)) {
         if (last.count(t.unsafeGetTensorImpl())) tied_.push_back(t);
       }
@@ -66,7 +68,8 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
   if (setup.optimizer == "sgd") {
     optimizer_ = std::make_unique<torch::optim::SGD>(tensors_, torch::optim::SGDOptions(setup.lr));
   } else {
-    optimizer_ = std::make_unique<torch::optim::AdamW>(tensors_, torch::optim::AdamWOptions(setup.lr));
+    optimizer_ =
+        std::make_unique<torch::optim::AdamW>(tensors_, torch::optim::AdamWOptions(setup.lr));
   }
   model_->train();
 }
@@ -84,23 +87,25 @@ const schedule::ShardSpec* ParallelTrainer::shard_of(const std::string& name) co
   return nullptr;
 }
 
-double ParallelTrainer::step(const torch::Tensor& tokens, const torch::Tensor& targets, uint64_t step_index,
-                             bool update) {
+double ParallelTrainer::step(const torch::Tensor& tokens, const torch::Tensor& targets,
+                             uint64_t step_index, bool update) {
   optimizer_->zero_grad();
   const int64_t dp = groups_.layout.dp;
   const int64_t batch = tokens.size(0);
-  SLAPO_CHECK(batch % dp == 0, ErrorCode::kInvalidArgument, "batch_size ", batch, " does not split into dp = ", dp,
-              " data-parallel ranks");
+  SLAPO_CHECK(batch % dp == 0, ErrorCode::kInvalidArgument, "batch_size ", batch,
+              " does not split into dp = ", dp, " data-parallel ranks");
   const int64_t per_rank = batch / dp;
   const int64_t first = groups_.dp_rank() * per_rank;
-  const double loss = runner_->run(tokens.narrow(0, first, per_rank), targets.narrow(0, first, per_rank),
-                                   models::language_model_loss, step_index, first);
+  const double loss =
+      runner_->run(tokens.narrow(0, first, per_rank), targets.narrow(0, first, per_rank),
+                   models::language_model_loss, step_index, first);
   if (!tied_.empty() && groups_.ends) schedule::sum_gradients(tied_, *groups_.ends);
   schedule::average_gradients(tensors_, *groups_.dp);
   if (update) optimizer_->step();
   // The global mean: each data-parallel replica's last stage (tensor rank 0) contributes its share.
   const bool reports = runner_->last() && groups_.tp_rank() == 0;
-  torch::Tensor total = torch::full({1}, reports ? loss / static_cast<double>(dp) : 0.0, torch::kDouble);
+  torch::Tensor total =
+      torch::full({1}, reports ? loss / static_cast<double>(dp) : 0.0, torch::kDouble);
   groups_.world->all_reduce(total);
   return total.item<double>();
 }

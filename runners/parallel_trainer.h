@@ -49,7 +49,8 @@ class ParallelTrainer {
 
   // One step on the global batch [batch, seq] (the same tensors on every rank). With update false,
   // the gradients are left in place and the optimizer does not step (for verification).
-  double step(const torch::Tensor& tokens, const torch::Tensor& targets, uint64_t step_index, bool update = true);
+  double step(const torch::Tensor& tokens, const torch::Tensor& targets, uint64_t step_index,
+              bool update = true);
 
   schedule::SlotModule& model() { return *model_; }
   const schedule::BuildResult& built() const { return built_; }
@@ -71,7 +72,7 @@ class ParallelTrainer {
   std::unique_ptr<schedule::PipelineRunner> runner_;
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> tensors_;  // params_' tensors, in the same order
-  std::vector<torch::Tensor> tied_;  // held by the first and the last stage: gradients summed
+  std::vector<torch::Tensor> tied_;     // held by the first and the last stage: gradients summed
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
 };
 

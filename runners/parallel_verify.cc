@@ -18,8 +18,8 @@ namespace slapo::runners {
 
 namespace {
 
-std::pair<torch::Tensor, torch::Tensor> batch_for_step(const models::ModelSpec& spec, uint64_t seed, int step,
-                                                       int64_t batch, int64_t seq) {
+std::pair<torch::Tensor, torch::Tensor> batch_for_step(const models::ModelSpec& spec, uint64_t seed,
+                                                       int step, int64_t batch, int64_t seq) {
   torch::manual_seed(seed + 1000 + static_cast<uint64_t>(step));
   torch::Tensor t = torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong);
   return {t.narrow(1, 0, seq), t.narrow(1, 1, seq)};
@@ -27,31 +27,35 @@ std::pair<torch::Tensor, torch::Tensor> batch_for_step(const models::ModelSpec& 
 
 }  // namespace
 
-double ParallelVerifyReport::loss_relative() const { return std::fabs(loss - loss_ref) / std::max(std::fabs(loss_ref), 1e-30); }
+double ParallelVerifyReport::loss_relative() const {
+  return std::fabs(loss - loss_ref) / std::max(std::fabs(loss_ref), 1e-30);
+}
 
 double ParallelVerifyReport::curve_max_abs() const {
   double worst = curve.size() == curve_ref.size() ? 0 : INFINITY;
-  for (size_t i = 0; i < curve.size() && i < curve_ref.size(); ++i) worst = std::max(worst, std::fabs(curve[i] - curve_ref[i]));
+  for (size_t i = 0; i < curve.size() && i < curve_ref.size(); ++i)
+    worst = std::max(worst, std::fabs(curve[i] - curve_ref[i]));
   return worst;
 }
 
 bool ParallelVerifyReport::within(double tolerance, double curve_tolerance) const {
-  return loss_relative() <= tolerance && worst_grad_relative() <= tolerance && curve_max_abs() <= curve_tolerance &&
-         !grads.empty();
+  return loss_relative() <= tolerance && worst_grad_relative() <= tolerance &&
+         curve_max_abs() <= curve_tolerance && !grads.empty();
 }
 
 std::string ParallelVerifyReport::summary() const {
   std::ostringstream out;
-  out << "rank " << rank << " (" << layout << "): loss " << loss << " vs " << loss_ref << " (rel " << loss_relative()
-      << "), " << grads.size() << " gradients, worst rel " << worst_grad_relative();
+  out << "rank " << rank << " (" << layout << "): loss " << loss << " vs " << loss_ref << " (rel "
+      << loss_relative() << "), " << grads.size() << " gradients, worst rel "
+      << worst_grad_relative();
   if (!grads.empty()) out << " (" << grads.front().name << ")";
   out << ", loss curve over " << curve.size() << " steps max |diff| " << curve_max_abs();
   if (!unmatched.empty()) out << ", " << unmatched.size() << " parameters not in the original";
   return out.str();
 }
 
-ParallelVerifyReport verify_parallel(const Workload& w, const Config& config, const dist::ParallelGroups& groups,
-                                     int steps, double lr) {
+ParallelVerifyReport verify_parallel(const Workload& w, const Config& config,
+                                     const dist::ParallelGroups& groups, int steps, double lr) {
   check_workload(w, config);
   const models::ModelSpec spec = w.spec();
   const int64_t batch = w.batch_size_for(config);
@@ -70,7 +74,8 @@ ParallelVerifyReport verify_parallel(const Workload& w, const Config& config, co
     auto [tokens, targets] = batch_for_step(spec, w.seed, step, batch, seq);
     ref_optimizer.zero_grad();
     schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
-    torch::Tensor loss = models::language_model_loss(models::model_forward(*original, tokens), targets);
+    torch::Tensor loss =
+        models::language_model_loss(models::model_forward(*original, tokens), targets);
     loss.backward();
     return loss.item<double>();
   };
@@ -134,7 +139,8 @@ ParallelVerifyReport verify_parallel(const Workload& w, const Config& config, co
   return report;
 }
 
-ParallelVerifyReport verify_this_rank(const Workload& workload, const Config& config, int steps, double lr) {
+ParallelVerifyReport verify_this_rank(const Workload& workload, const Config& config, int steps,
+                                      double lr) {
   torch::set_num_threads(1);
   const dist::RankEnv env = dist::RankEnv::from_env();
   const Layout layout = models::parallel_knobs(workload.spec(), config, env.world_size).layout;

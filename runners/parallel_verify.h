@@ -35,25 +35,27 @@ struct ParallelVerifyReport {
   std::string layout;
   std::string schedule_text;
   double loss_ref = 0, loss = 0;
-  std::vector<GradDiff> grads;         // this rank's parameters, worst first
-  std::vector<std::string> unmatched;  // this rank's parameters the original does not have
+  std::vector<GradDiff> grads;           // this rank's parameters, worst first
+  std::vector<std::string> unmatched;    // this rank's parameters the original does not have
   std::vector<double> curve_ref, curve;  // losses over the optimizer steps
 
   double loss_relative() const;
   double worst_grad_relative() const { return grads.empty() ? 0 : grads.front().relative(); }
   double curve_max_abs() const;
   bool within(double tolerance, double curve_tolerance) const;
-  // One line: "rank 3 (tp=2 dp=2 pp=2): loss rel 1e-8, 14 grads worst rel 2e-7 (h.1.mlp.fc_in.weight), ..."
+  // One line: "rank 3 (tp=2 dp=2 pp=2): loss rel 1e-8, 14 grads worst rel 2e-7
+  // (h.1.mlp.fc_in.weight), ..."
   std::string summary() const;
 };
 
 // `lr` is the optimizer's learning rate for the curve (AdamW or the workload's optimizer).
-ParallelVerifyReport verify_parallel(const Workload& workload, const Config& config, const dist::ParallelGroups& groups,
-                                     int steps, double lr);
+ParallelVerifyReport verify_parallel(const Workload& workload, const Config& config,
+                                     const dist::ParallelGroups& groups, int steps, double lr);
 
 // This process as one rank of a verification job started by a launcher (RankEnv from the
 // environment): joins the job in the configuration's layout (dp, when unnamed, fills what tp and
 // pp leave) at one thread per rank, and verifies its part.
-ParallelVerifyReport verify_this_rank(const Workload& workload, const Config& config, int steps, double lr);
+ParallelVerifyReport verify_this_rank(const Workload& workload, const Config& config, int steps,
+                                      double lr);
 
 }  // namespace slapo::runners

@@ -15,13 +15,15 @@ namespace {
 const char* const kWorkloadKinds[] = {"inprocess", "subprocess", "single-node"};
 
 nlohmann::ordered_json command_key(const CommandOptions& c) {
-  nlohmann::ordered_json key{{"command", c.argv},
-                             {"metric_regex", c.metric_regex},
-                             {"oom_pattern", c.oom_pattern},
-                             {"oom_exit_code", c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code)
-                                                               : nlohmann::ordered_json(nullptr)},
-                             {"timeout_s", c.timeout_s}};
-  if (c.nproc > 1) key["nproc"] = c.nproc;  // (absent for one rank: keys recorded before stay the same)
+  nlohmann::ordered_json key{
+      {"command", c.argv},
+      {"metric_regex", c.metric_regex},
+      {"oom_pattern", c.oom_pattern},
+      {"oom_exit_code", c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code)
+                                        : nlohmann::ordered_json(nullptr)},
+      {"timeout_s", c.timeout_s}};
+  if (c.nproc > 1)
+    key["nproc"] = c.nproc;  // (absent for one rank: keys recorded before stay the same)
   return key;
 }
 
@@ -41,14 +43,17 @@ CommandOptions command_from_key(const nlohmann::json& key, const std::string& me
 
 }  // namespace
 
-RunnerSpec RunnerSpec::for_workload(Workload workload, const std::string& kind, int nproc, double timeout_s,
-                                    bool fork_server) {
+RunnerSpec RunnerSpec::for_workload(Workload workload, const std::string& kind, int nproc,
+                                    double timeout_s, bool fork_server) {
   SLAPO_CHECK(nproc >= 1 && nproc <= 1024, ErrorCode::kInvalidArgument, "runner: ", nproc,
               " ranks per trial; expected a number of ranks from 1 to 1024");
-  SLAPO_CHECK(std::find(std::begin(kWorkloadKinds), std::end(kWorkloadKinds), kind) != std::end(kWorkloadKinds),
-              ErrorCode::kInvalidArgument, "runner '", kind, "': expected inprocess, subprocess or single-node");
+  SLAPO_CHECK(std::find(std::begin(kWorkloadKinds), std::end(kWorkloadKinds), kind) !=
+                  std::end(kWorkloadKinds),
+              ErrorCode::kInvalidArgument, "runner '", kind,
+              "': expected inprocess, subprocess or single-node");
   SLAPO_CHECK(!(kind == "inprocess" && nproc > 1), ErrorCode::kInvalidArgument,
-              "the inprocess runner runs one rank; ", nproc, " ranks per trial need processes (single-node)");
+              "the inprocess runner runs one rank; ", nproc,
+              " ranks per trial need processes (single-node)");
   RunnerSpec s;
   s.kind = nproc > 1 ? "single-node" : kind;
   s.workload = std::move(workload);
@@ -69,7 +74,8 @@ RunnerSpec RunnerSpec::for_command(CommandOptions command) {
 
 std::string RunnerSpec::workload_key() const {
   if (command) return command_key(*command).dump();
-  SLAPO_INTERNAL_ASSERT(workload.has_value(), "a runner spec with neither a workload nor a command");
+  SLAPO_INTERNAL_ASSERT(workload.has_value(),
+                        "a runner spec with neither a workload nor a command");
   return workload->to_json();
 }
 
@@ -93,21 +99,25 @@ std::string RunnerSpec::to_json() const {
 
 RunnerSpec RunnerSpec::from_json(const std::string& json, const std::string& origin) {
   const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-  SLAPO_CHECK(j.is_object() && j.contains("kind") && j["kind"].is_string(), ErrorCode::kParse, origin,
-              ": not a runner spec (a JSON object with a kind)");
+  SLAPO_CHECK(j.is_object() && j.contains("kind") && j["kind"].is_string(), ErrorCode::kParse,
+              origin, ": not a runner spec (a JSON object with a kind)");
   try {
-    if (j.contains("command")) return for_command(command_from_key(j["command"], j.value("metric_name", "")));
-    SLAPO_CHECK(j.contains("workload"), ErrorCode::kParse, origin, ": a runner spec needs a workload or a command");
-    return for_workload(Workload::from_json(j["workload"].dump(), origin), j["kind"].get<std::string>(),
-                        j.value("nproc", 1), j.value("timeout_s", defaults::kTrialTimeoutS),
+    if (j.contains("command"))
+      return for_command(command_from_key(j["command"], j.value("metric_name", "")));
+    SLAPO_CHECK(j.contains("workload"), ErrorCode::kParse, origin,
+                ": a runner spec needs a workload or a command");
+    return for_workload(Workload::from_json(j["workload"].dump(), origin),
+                        j["kind"].get<std::string>(), j.value("nproc", 1),
+                        j.value("timeout_s", defaults::kTrialTimeoutS),
                         j.value("fork_server", true));
   } catch (const nlohmann::json::exception& e) {
-    SLAPO_FAIL(ErrorCode::kParse, origin, ": a runner spec with a field of the wrong type: ", e.what());
+    SLAPO_FAIL(ErrorCode::kParse, origin,
+               ": a runner spec with a field of the wrong type: ", e.what());
   }
 }
 
-RunnerSpec RunnerSpec::from_task(const std::string& workload_key, const std::string& kind, int world_size,
-                                 const std::string& objective) {
+RunnerSpec RunnerSpec::from_task(const std::string& workload_key, const std::string& kind,
+                                 int world_size, const std::string& objective) {
   const nlohmann::json key = nlohmann::json::parse(workload_key, nullptr, false);
   if (key.is_object() && key.contains("command")) {
     try {
@@ -122,7 +132,8 @@ RunnerSpec RunnerSpec::from_task(const std::string& workload_key, const std::str
 
 std::unique_ptr<Runner> make_runner(const RunnerSpec& spec, std::vector<std::string> worker) {
   if (spec.command) return std::make_unique<CommandRunner>(*spec.command);
-  SLAPO_INTERNAL_ASSERT(spec.workload.has_value(), "a runner spec with neither a workload nor a command");
+  SLAPO_INTERNAL_ASSERT(spec.workload.has_value(),
+                        "a runner spec with neither a workload nor a command");
   if (spec.kind == "inprocess") return std::make_unique<InProcessRunner>(*spec.workload);
   if (worker.empty()) worker = {self_executable(), "worker"};
   // What both process runners take: the worker, what it trains, the time limit.

@@ -19,16 +19,17 @@ namespace slapo::runners {
 struct RunnerSpec {
   // "inprocess" | "subprocess" | "single-node" for a workload; "command" for a command.
   std::string kind = "subprocess";
-  std::optional<Workload> workload;        // the built-in workload (kind != "command")
-  std::optional<CommandOptions> command;   // the external command (kind == "command")
-  int nproc = 1;                           // ranks per trial
+  std::optional<Workload> workload;       // the built-in workload (kind != "command")
+  std::optional<CommandOptions> command;  // the external command (kind == "command")
+  int nproc = 1;                          // ranks per trial
   double timeout_s = defaults::kTrialTimeoutS;
-  bool fork_server = true;                 // subprocess: fork a process that has LibTorch loaded
+  bool fork_server = true;  // subprocess: fork a process that has LibTorch loaded
 
   // A spec for `workload`: single-node when nproc > 1, else `kind`. Throws
-  // Error(kInvalidArgument) for an unknown kind, nproc outside 1..1024, or inprocess with nproc > 1.
-  static RunnerSpec for_workload(Workload workload, const std::string& kind, int nproc, double timeout_s,
-                                 bool fork_server);
+  // Error(kInvalidArgument) for an unknown kind, nproc outside 1..1024, or inprocess with nproc
+  // > 1.
+  static RunnerSpec for_workload(Workload workload, const std::string& kind, int nproc,
+                                 double timeout_s, bool fork_server);
   // A spec for an external command (its nproc and timeout are the command's).
   static RunnerSpec for_command(CommandOptions command);
 
@@ -42,8 +43,8 @@ struct RunnerSpec {
   std::string workload_key() const;
   // The spec that measures a recorded task again: the inverse of workload_key() with the task's
   // runner kind and world size; `objective` is the task's metric (a command's metric name).
-  static RunnerSpec from_task(const std::string& workload_key, const std::string& kind, int world_size,
-                              const std::string& objective);
+  static RunnerSpec from_task(const std::string& workload_key, const std::string& kind,
+                              int world_size, const std::string& objective);
 
   // The metric this runner optimizes when the user names none.
   std::string natural_objective() const;

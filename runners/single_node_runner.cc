@@ -8,8 +8,10 @@
 namespace slapo::runners {
 
 SingleNodeRunner::SingleNodeRunner(SingleNodeOptions options) : options_(std::move(options)) {
-  SLAPO_CHECK(!options_.worker.empty(), ErrorCode::kInvalidArgument, "single-node runner: no worker command");
-  SLAPO_CHECK(options_.nproc >= 1, ErrorCode::kInvalidArgument, "single-node runner: ", options_.nproc, " ranks per trial; at least 1 is needed");
+  SLAPO_CHECK(!options_.worker.empty(), ErrorCode::kInvalidArgument,
+              "single-node runner: no worker command");
+  SLAPO_CHECK(options_.nproc >= 1, ErrorCode::kInvalidArgument,
+              "single-node runner: ", options_.nproc, " ranks per trial; at least 1 is needed");
 }
 
 std::vector<TrialResult> SingleNodeRunner::run(const std::vector<Config>& candidates) {
@@ -25,7 +27,8 @@ std::vector<TrialResult> SingleNodeRunner::run(const std::vector<Config>& candid
     launch.collective_timeout_s = options_.collective_timeout_s;
     const dist::LaunchResult job = dist::launch_ranks(launch);
     std::vector<TrialResult> ranks;
-    for (const ProcessResult& p : job.ranks) ranks.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
+    for (const ProcessResult& p : job.ranks)
+      ranks.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
     TrialResult r = combine_ranks(ranks);
     r.metrics[metric::kWallS] = ranks[0].metrics[metric::kWallS];
     results.push_back(std::move(r));

@@ -19,8 +19,8 @@ struct SingleNodeOptions {
   std::vector<std::string> worker;  // {"/path/slapo-tune", "worker"}
   std::string workload_json;
   int nproc = 2;
-  double timeout_s = defaults::kTrialTimeoutS;        // per trial, for every rank
-  int collective_timeout_s = 60;   // a rank waiting longer than this on a peer fails
+  double timeout_s = defaults::kTrialTimeoutS;  // per trial, for every rank
+  int collective_timeout_s = 60;                // a rank waiting longer than this on a peer fails
   std::map<std::string, std::string> env;
   size_t log_lines = 30;
 };

@@ -6,7 +6,8 @@
 namespace slapo::runners {
 
 SubprocessRunner::SubprocessRunner(SubprocessOptions options) : options_(std::move(options)) {
-  SLAPO_CHECK(!options_.worker.empty(), ErrorCode::kInvalidArgument, "subprocess runner: no worker command");
+  SLAPO_CHECK(!options_.worker.empty(), ErrorCode::kInvalidArgument,
+              "subprocess runner: no worker command");
 }
 
 TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_lines) {
@@ -14,11 +15,13 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
   const std::string log = tail_lines(p.err + p.out, log_lines);
   TrialResult r;
   if (p.timed_out) {
-    r = failed_trial(TrialStatus::kTimeout, "killed after the time limit of " + std::to_string(timeout_s) + " s");
+    r = failed_trial(TrialStatus::kTimeout,
+                     "killed after the time limit of " + std::to_string(timeout_s) + " s");
   } else if (p.signal != 0) {
     r = failed_trial(TrialStatus::kCrashed, "worker killed by " + signal_name(p.signal));
   } else if (p.exit_code != 0) {
-    r = failed_trial(TrialStatus::kRuntimeError, "worker exited with code " + std::to_string(p.exit_code));
+    r = failed_trial(TrialStatus::kRuntimeError,
+                     "worker exited with code " + std::to_string(p.exit_code));
   } else {
     try {
       r = TrialResult::from_json(tail_lines(p.out, 1), "worker output");
@@ -56,10 +59,11 @@ ProcessResult SubprocessRunner::run_forked(const Config& config) {
 std::vector<TrialResult> SubprocessRunner::run(const std::vector<Config>& candidates) {
   std::vector<TrialResult> results;
   for (const Config& config : candidates) {
-    const ProcessResult p = options_.fork_server
-                                ? run_forked(config)
-                                : run_process(worker_argv(options_.worker, options_.workload_json, config),
-                                              {options_.env, options_.timeout_s});
+    const ProcessResult p =
+        options_.fork_server
+            ? run_forked(config)
+            : run_process(worker_argv(options_.worker, options_.workload_json, config),
+                          {options_.env, options_.timeout_s});
     SLAPO_CHECK(p.started, ErrorCode::kNotFound, "subprocess runner: ", p.error);
     results.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
   }

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/coprocess.h"
-#include "core/process.h"
 #include "core/defaults.h"
+#include "core/process.h"
 #include "runners/runner.h"
 
 namespace slapo::runners {
@@ -20,8 +20,8 @@ namespace slapo::runners {
 struct SubprocessOptions {
   // The worker's argv before `--workload JSON --config JSON`: {"/path/slapo-tune", "worker"}.
   std::vector<std::string> worker;
-  std::string workload_json;  // handed to the worker as is
-  double timeout_s = defaults::kTrialTimeoutS;   // per trial; 0: none
+  std::string workload_json;                    // handed to the worker as is
+  double timeout_s = defaults::kTrialTimeoutS;  // per trial; 0: none
   std::map<std::string, std::string> env;
   size_t log_lines = 30;  // how much of the output a failed trial keeps
   // Through a fork server (`worker --serve`, started once with `worker` + {"--serve"}): each trial

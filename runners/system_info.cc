@@ -26,7 +26,8 @@ std::string blas_name_of(const std::string& path) {
   if (path.find("mkl") != std::string::npos) return "MKL";
   if (path.find("blis") != std::string::npos) return "BLIS";
   if (path.find("atlas") != std::string::npos) return "ATLAS";
-  if (path.find("libblas") != std::string::npos) return "reference BLAS (slow: run scripts/setup.sh)";
+  if (path.find("libblas") != std::string::npos)
+    return "reference BLAS (slow: run scripts/setup.sh)";
   return "unknown";
 }
 
@@ -70,7 +71,8 @@ SystemInfo collect_system_info() {
         }
       }
     }
-    for (const std::string& name : names) info.blas_name += (info.blas_name.empty() ? "" : " + ") + name;
+    for (const std::string& name : names)
+      info.blas_name += (info.blas_name.empty() ? "" : " + ") + name;
     if (names.size() > 1) info.blas_name = "mixed: " + info.blas_name + " (run scripts/setup.sh)";
     if (info.blas_name.empty()) info.blas_name = "none mapped";
   }

@@ -18,7 +18,8 @@ constexpr uint8_t kPriority = 1;
 
 struct State {
   std::mutex mutex;
-  std::unordered_map<void*, size_t> sizes;  // data pointer → bytes (the data pointer is the context)
+  std::unordered_map<void*, size_t>
+      sizes;  // data pointer → bytes (the data pointer is the context)
   std::atomic<size_t> live{0};
   std::atomic<size_t> peak{0};
   std::atomic<size_t> budget{0};
@@ -52,8 +53,8 @@ class Allocator final : public c10::Allocator {
     const size_t budget = s.budget.load();
     const size_t live = s.live.load();
     if (budget != 0 && live + n > budget) {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "slapo memory budget of ", budget, " bytes exceeded: ", live,
-                       " bytes live, ", n, " more requested");
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "slapo memory budget of ", budget,
+                       " bytes exceeded: ", live, " bytes live, ", n, " more requested");
     }
     if (n == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
     void* p = c10::alloc_cpu(n);

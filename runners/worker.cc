@@ -29,7 +29,8 @@ TrialResult run_worker_trial(const std::string& workload_json, const std::string
     }
     return measure_trial(workload, config, dist::connect(env, layout));
   } catch (const Error& e) {
-    return failed_trial(is_user_error(e.code()) ? TrialStatus::kInvalid : TrialStatus::kRuntimeError, e.what());
+    return failed_trial(
+        is_user_error(e.code()) ? TrialStatus::kInvalid : TrialStatus::kRuntimeError, e.what());
   }
 }
 
@@ -46,7 +47,8 @@ void serve_trials(std::istream& in, std::ostream& out) {
       options.timeout_s = request->timeout_s;
       response = fork_and_run(
           [&] {
-            std::cout << run_worker_trial(request->workload_json, request->config_json).to_json() << std::endl;
+            std::cout << run_worker_trial(request->workload_json, request->config_json).to_json()
+                      << std::endl;
             return 0;
           },
           options);

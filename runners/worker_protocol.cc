@@ -4,8 +4,8 @@
 
 namespace slapo::runners {
 
-std::vector<std::string> worker_argv(const std::vector<std::string>& worker, const std::string& workload_json,
-                                     const Config& config) {
+std::vector<std::string> worker_argv(const std::vector<std::string>& worker,
+                                     const std::string& workload_json, const Config& config) {
   std::vector<std::string> argv = worker;
   argv.insert(argv.end(), {"--workload", workload_json, "--config", config.to_json()});
   return argv;
@@ -18,13 +18,16 @@ std::vector<std::string> fork_server_argv(const std::vector<std::string>& worker
 }
 
 std::string encode_request(const TrialRequest& r) {
-  return nlohmann::json{{"workload", r.workload_json}, {"config", r.config_json}, {"timeout_s", r.timeout_s}}.dump();
+  return nlohmann::json{
+      {"workload", r.workload_json}, {"config", r.config_json}, {"timeout_s", r.timeout_s}}
+      .dump();
 }
 
 std::optional<TrialRequest> decode_request(const std::string& line, std::string* why) {
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-  if (!j.is_object() || !j.contains("workload") || !j["workload"].is_string() || !j.contains("config") ||
-      !j["config"].is_string() || (j.contains("timeout_s") && !j["timeout_s"].is_number())) {
+  if (!j.is_object() || !j.contains("workload") || !j["workload"].is_string() ||
+      !j.contains("config") || !j["config"].is_string() ||
+      (j.contains("timeout_s") && !j["timeout_s"].is_number())) {
     if (why) *why = "fork server: not a request: " + line.substr(0, 200);
     return std::nullopt;
   }
@@ -36,9 +39,14 @@ std::optional<TrialRequest> decode_request(const std::string& line, std::string*
 }
 
 std::string encode_response(const ProcessResult& r) {
-  const nlohmann::json j = {{"started", r.started},     {"error", r.error},   {"timed_out", r.timed_out},
-                            {"exit_code", r.exit_code}, {"signal", r.signal}, {"out", r.out},
-                            {"err", r.err},             {"duration_s", r.duration_s}};
+  const nlohmann::json j = {{"started", r.started},
+                            {"error", r.error},
+                            {"timed_out", r.timed_out},
+                            {"exit_code", r.exit_code},
+                            {"signal", r.signal},
+                            {"out", r.out},
+                            {"err", r.err},
+                            {"duration_s", r.duration_s}};
   // A trial's output may hold bytes that are not UTF-8: replaced, not a failed answer.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -23,8 +23,8 @@ struct TrialRequest {
 };
 
 // `worker` + {"--workload", W, "--config", C}: the argv of a one-shot worker (or of one rank).
-std::vector<std::string> worker_argv(const std::vector<std::string>& worker, const std::string& workload_json,
-                                     const Config& config);
+std::vector<std::string> worker_argv(const std::vector<std::string>& worker,
+                                     const std::string& workload_json, const Config& config);
 // `worker` + {"--serve"}.
 std::vector<std::string> fork_server_argv(const std::vector<std::string>& worker);
 

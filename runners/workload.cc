@@ -8,8 +8,8 @@
 #include <fstream>
 #include <functional>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/stats.h"
@@ -37,7 +37,8 @@ int64_t knob_int(const Config& config, const char* name, int64_t fallback) {
 // Token batches: from the data file (consecutive windows) or synthetic (seeded).
 class Batches {
  public:
-  Batches(const Workload& w, int64_t vocab, int64_t batch, int64_t seq) : batch_(batch), seq_(seq), vocab_(vocab) {
+  Batches(const Workload& w, int64_t vocab, int64_t batch, int64_t seq)
+      : batch_(batch), seq_(seq), vocab_(vocab) {
     torch::manual_seed(w.seed + 1);
     if (w.data.empty()) return;
     std::ifstream in(w.data, std::ios::binary);
@@ -46,15 +47,18 @@ class Batches {
     const bool u16 = w.data_dtype == "uint16";
     const size_t width = u16 ? 2 : 4;
     const size_t n = bytes.size() / width;
-    SLAPO_CHECK(n >= static_cast<size_t>(batch * seq + 1), ErrorCode::kInvalidArgument, "workload data ", w.data,
-                ": ", n, " tokens, fewer than one batch (", batch * seq + 1, ")");
+    SLAPO_CHECK(n >= static_cast<size_t>(batch * seq + 1), ErrorCode::kInvalidArgument,
+                "workload data ", w.data, ": ", n, " tokens, fewer than one batch (",
+                batch * seq + 1, ")");
     data_ = torch::empty({static_cast<int64_t>(n)}, torch::kLong);
     auto* out = data_.data_ptr<int64_t>();
     for (size_t i = 0; i < n; ++i) {
-      out[i] = u16 ? *reinterpret_cast<const uint16_t*>(&bytes[i * 2]) : *reinterpret_cast<const int32_t*>(&bytes[i * 4]);
+      out[i] = u16 ? *reinterpret_cast<const uint16_t*>(&bytes[i * 2])
+                   : *reinterpret_cast<const int32_t*>(&bytes[i * 4]);
     }
-    SLAPO_CHECK(data_.max().item<int64_t>() < vocab && data_.min().item<int64_t>() >= 0, ErrorCode::kInvalidArgument,
-                "workload data ", w.data, ": token ids outside [0, ", vocab, ")");
+    SLAPO_CHECK(data_.max().item<int64_t>() < vocab && data_.min().item<int64_t>() >= 0,
+                ErrorCode::kInvalidArgument, "workload data ", w.data, ": token ids outside [0, ",
+                vocab, ")");
   }
 
   // Inputs and next-token targets.
@@ -67,7 +71,8 @@ class Batches {
     if (offset_ + span > data_.size(0)) offset_ = 0;
     torch::Tensor window = data_.narrow(0, offset_, span);
     offset_ += batch_ * seq_;
-    return {window.narrow(0, 0, span - 1).view({batch_, seq_}), window.narrow(0, 1, span - 1).view({batch_, seq_})};
+    return {window.narrow(0, 0, span - 1).view({batch_, seq_}),
+            window.narrow(0, 1, span - 1).view({batch_, seq_})};
   }
 
  private:
@@ -86,17 +91,19 @@ namespace {
 struct WorkloadField {
   const char* key;
   // Reads `v` into `w`; `need(ok, what)` fails naming the key when !ok.
-  std::function<void(const nlohmann::json& v, Workload& w, const std::function<void(bool, const char*)>& need,
-                     const std::string& origin)>
+  std::function<void(const nlohmann::json& v, Workload& w,
+                     const std::function<void(bool, const char*)>& need, const std::string& origin)>
       read;
   std::function<void(const Workload& w, nlohmann::ordered_json& j)> write;
 };
 
 template <typename T>
-WorkloadField integer_field(const char* key, T Workload::*field, int64_t lo, bool write_when_zero = true) {
+WorkloadField integer_field(const char* key, T Workload::*field, int64_t lo,
+                            bool write_when_zero = true) {
   return {key,
           [field, lo](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
-            need(v.is_number_integer() && v.get<int64_t>() >= lo, lo > 0 ? "a positive integer" : "an integer >= 0");
+            need(v.is_number_integer() && v.get<int64_t>() >= lo,
+                 lo > 0 ? "a positive integer" : "an integer >= 0");
             w.*field = static_cast<T>(v.get<int64_t>());
           },
           [key, field, write_when_zero](const Workload& w, nlohmann::ordered_json& j) {
@@ -105,13 +112,17 @@ WorkloadField integer_field(const char* key, T Workload::*field, int64_t lo, boo
 }
 
 // A string field; `allowed` (when not empty) lists its values, `what` says so in the error.
-WorkloadField text_field(const char* key, std::string Workload::*field, std::vector<std::string> allowed = {},
-                         const char* what = "a string", bool write_when_empty = true) {
+WorkloadField text_field(const char* key, std::string Workload::*field,
+                         std::vector<std::string> allowed = {}, const char* what = "a string",
+                         bool write_when_empty = true) {
   return {key,
-          [field, allowed, what](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
+          [field, allowed, what](const nlohmann::json& v, Workload& w, const auto& need,
+                                 const std::string&) {
             need(v.is_string(), "a string");
             w.*field = v.get<std::string>();
-            need(allowed.empty() || std::find(allowed.begin(), allowed.end(), w.*field) != allowed.end(), what);
+            need(allowed.empty() ||
+                     std::find(allowed.begin(), allowed.end(), w.*field) != allowed.end(),
+                 what);
           },
           [key, field, write_when_empty](const Workload& w, nlohmann::ordered_json& j) {
             if (write_when_empty || !(w.*field).empty()) j[key] = w.*field;
@@ -125,7 +136,8 @@ const std::vector<WorkloadField>& workload_fields() {
       integer_field("batch_size", &Workload::batch_size, 1),
       integer_field("seq_len", &Workload::seq_len, 1, /*write_when_zero=*/false),
       integer_field("vocab", &Workload::vocab, 1, /*write_when_zero=*/false),
-      text_field("dtype", &Workload::dtype, {"float32"}, "\"float32\" (the only dtype supported on the CPU so far)"),
+      text_field("dtype", &Workload::dtype, {"float32"},
+                 "\"float32\" (the only dtype supported on the CPU so far)"),
       text_field("optimizer", &Workload::optimizer, {"adamw", "sgd"}, "\"adamw\" or \"sgd\""),
       {"lr",
        [](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
@@ -139,9 +151,13 @@ const std::vector<WorkloadField>& workload_fields() {
       integer_field("seed", &Workload::seed, 0),
       {"memory_budget",
        [](const nlohmann::json& v, Workload& w, const auto& need, const std::string& origin) {
-         if (v.is_number_integer()) w.memory_budget = v.get<uint64_t>();
-         else if (v.is_string()) w.memory_budget = parse_bytes(v.get<std::string>(), origin + ": [workload] memory_budget");
-         else need(false, "bytes or a size such as \"2GiB\"");
+         if (v.is_number_integer())
+           w.memory_budget = v.get<uint64_t>();
+         else if (v.is_string())
+           w.memory_budget =
+               parse_bytes(v.get<std::string>(), origin + ": [workload] memory_budget");
+         else
+           need(false, "bytes or a size such as \"2GiB\"");
        },
        [](const Workload& w, nlohmann::ordered_json& j) {
          if (w.memory_budget > 0) j["memory_budget"] = w.memory_budget;
@@ -178,16 +194,19 @@ Workload Workload::from_json(const std::string& json, const std::string& origin)
                                     [&](const WorkloadField& f) { return key == f.key; });
     if (field == workload_fields().end()) {
       std::string known;
-      for (const WorkloadField& f : workload_fields()) known += (known.empty() ? "" : ", ") + std::string(f.key);
-      SLAPO_FAIL(ErrorCode::kInvalidArgument, origin, ": [workload] unknown key '", key, "' (known: ", known, ")");
+      for (const WorkloadField& f : workload_fields())
+        known += (known.empty() ? "" : ", ") + std::string(f.key);
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, origin, ": [workload] unknown key '", key,
+                 "' (known: ", known, ")");
     }
     const auto need = [&](bool ok, const char* what) {
-      SLAPO_CHECK(ok, ErrorCode::kInvalidArgument, origin, ": [workload] ", key, ": expected ", what, ", found ",
-                  it.value().dump());
+      SLAPO_CHECK(ok, ErrorCode::kInvalidArgument, origin, ": [workload] ", key, ": expected ",
+                  what, ", found ", it.value().dump());
     };
     field->read(it.value(), w, need, origin);
   }
-  SLAPO_CHECK(!w.model.empty(), ErrorCode::kInvalidArgument, origin, ": [workload] needs model = \"<preset>\"");
+  SLAPO_CHECK(!w.model.empty(), ErrorCode::kInvalidArgument, origin,
+              ": [workload] needs model = \"<preset>\"");
   return w;
 }
 
@@ -203,22 +222,25 @@ models::ModelSpec Workload::spec() const {
   return s;
 }
 
-int64_t Workload::batch_size_for(const Config& config) const { return knob_int(config, "batch_size", batch_size); }
+int64_t Workload::batch_size_for(const Config& config) const {
+  return knob_int(config, "batch_size", batch_size);
+}
 
 int64_t Workload::seq_len_for(const Config& config) const {
   return knob_int(config, "seq_len", seq_len > 0 ? seq_len : spec().max_seq);
 }
 
 std::string Workload::schedule_template() const {
-  return template_name.empty() ? models::default_template(models::model_preset(model)) : template_name;
+  return template_name.empty() ? models::default_template(models::model_preset(model))
+                               : template_name;
 }
 
 void check_workload(const Workload& w, const Config& config) {
   const models::ModelSpec spec = w.spec();
   models::check_template(w.schedule_template(), spec, config);
   const int64_t seq = w.seq_len_for(config);
-  SLAPO_CHECK(seq >= 1 && seq <= spec.max_seq, ErrorCode::kInvalidArgument, "seq_len ", seq, " is not in [1, ",
-              spec.max_seq, "] for model ", spec.preset);
+  SLAPO_CHECK(seq >= 1 && seq <= spec.max_seq, ErrorCode::kInvalidArgument, "seq_len ", seq,
+              " is not in [1, ", spec.max_seq, "] for model ", spec.preset);
   SLAPO_CHECK(w.batch_size_for(config) >= 1, ErrorCode::kInvalidArgument,
               "batch_size must be at least 1");
 }
@@ -227,11 +249,13 @@ TrialResult measure_trial(const Workload& w, const Config& config) {
   return measure_trial(w, config, dist::local_groups());
 }
 
-TrialResult measure_trial(const Workload& w, const Config& config, const dist::ParallelGroups& groups) {
+TrialResult measure_trial(const Workload& w, const Config& config,
+                          const dist::ParallelGroups& groups) {
   TrialResult result;
   try {
     check_workload(w, config);
-    models::parallel_knobs(w.spec(), config, groups.layout.world()).layout.check_world(groups.layout.world());
+    models::parallel_knobs(w.spec(), config, groups.layout.world())
+        .layout.check_world(groups.layout.world());
   } catch (const Error& e) {
     return failed_trial(TrialStatus::kInvalid, e.what());
   }
@@ -279,8 +303,8 @@ TrialResult measure_trial(const Workload& w, const Config& config, const dist::P
         timed_s += step_ms.back() / 1000;
       }
       if (!std::isfinite(value)) {
-        return failed_trial(TrialStatus::kRuntimeError, "non-finite loss " + std::to_string(value) + " at step " +
-                                                            std::to_string(step));
+        return failed_trial(TrialStatus::kRuntimeError, "non-finite loss " + std::to_string(value) +
+                                                            " at step " + std::to_string(step));
       }
       if (step == 0) loss_first = value;
       loss_last = value;
@@ -288,11 +312,13 @@ TrialResult measure_trial(const Workload& w, const Config& config, const dist::P
     // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
     result.metrics["train_ms"] = ms_since(train_start);
   } catch (const c10::OutOfMemoryError& e) {
-    TrialResult oom = failed_trial(TrialStatus::kOom, std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+    TrialResult oom = failed_trial(
+        TrialStatus::kOom, std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
     oom.metrics[metric::kPeakBytes] = static_cast<double>(tracker.peak_bytes() - baseline);
     return oom;
   } catch (const Error& e) {
-    return failed_trial(is_user_error(e.code()) ? TrialStatus::kInvalid : TrialStatus::kRuntimeError, e.what());
+    return failed_trial(
+        is_user_error(e.code()) ? TrialStatus::kInvalid : TrialStatus::kRuntimeError, e.what());
   } catch (const std::exception& e) {
     const std::string what = e.what();
     return failed_trial(TrialStatus::kRuntimeError, what.substr(0, what.find('\n')));
@@ -305,14 +331,16 @@ TrialResult measure_trial(const Workload& w, const Config& config, const dist::P
   result.metrics[metric::kSamplesPerS] = static_cast<double>(batch) / (median / 1000);
   result.metrics[metric::kTokensPerS] = tokens / (median / 1000);
   // Model FLOPs: forward + backward (2× forward) of the stated count; recomputation not counted.
-  result.metrics[metric::kTflops] = 3 * spec.forward_flops(seq) * static_cast<double>(batch) / (median / 1000) / 1e12;
+  result.metrics[metric::kTflops] =
+      3 * spec.forward_flops(seq) * static_cast<double>(batch) / (median / 1000) / 1e12;
   result.metrics[metric::kLossFirst] = loss_first;
   result.metrics[metric::kLossLast] = loss_last;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   // Across ranks: the largest peak and RSS (the rank that would run out first), the mean shares.
   torch::Tensor worst = torch::tensor({static_cast<double>(tracker.peak_bytes() - baseline),
-                                       static_cast<double>(usage.ru_maxrss) * 1024}, torch::kDouble);
+                                       static_cast<double>(usage.ru_maxrss) * 1024},
+                                      torch::kDouble);
   groups.world->all_reduce(worst, schedule::ReduceOp::kMax);
   torch::Tensor shares = torch::tensor({comm_s / timed_s, wait_s / timed_s}, torch::kDouble);
   groups.world->all_reduce(shares);

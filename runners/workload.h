@@ -56,6 +56,7 @@ TrialResult measure_trial(const Workload& workload, const Config& config);
 // The same as one rank of a job: every rank calls it with its groups; the metrics are the job's
 // (peak memory and RSS: the largest rank; comm_share and bubble_share: means over ranks). The
 // configuration's tp/pp/dp must match the groups' layout.
-TrialResult measure_trial(const Workload& workload, const Config& config, const dist::ParallelGroups& groups);
+TrialResult measure_trial(const Workload& workload, const Config& config,
+                          const dist::ParallelGroups& groups);
 
 }  // namespace slapo::runners

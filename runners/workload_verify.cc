@@ -28,17 +28,19 @@ bool WorkloadVerifyReport::within(double tolerance) const {
 std::string WorkloadVerifyReport::to_string(double tolerance) const {
   std::ostringstream out;
   out << header << "\n"
-      << "schedule:\n" << (schedule_text.empty() ? "  (no primitives)\n" : schedule_text) << plan_text
+      << "schedule:\n"
+      << (schedule_text.empty() ? "  (no primitives)\n" : schedule_text) << plan_text
       << outputs_and_grads.to_string();
   if (!curve.empty()) {
-    out << "loss over " << curve.size() << " AdamW steps: max |diff| " << curve_max_abs() << " (original "
-        << curve_ref.front() << " → " << curve_ref.back() << ")\n";
+    out << "loss over " << curve.size() << " AdamW steps: max |diff| " << curve_max_abs()
+        << " (original " << curve_ref.front() << " → " << curve_ref.back() << ")\n";
   }
   out << (within(tolerance) ? "verified" : "MISMATCH") << ": tolerance " << tolerance << "\n";
   return out.str();
 }
 
-WorkloadVerifyReport verify_workload(const Workload& workload, const Config& config, int steps, double lr) {
+WorkloadVerifyReport verify_workload(const Workload& workload, const Config& config, int steps,
+                                     double lr) {
   check_workload(workload, config);
   const models::ModelSpec spec = workload.spec();
   const std::string template_name = workload.schedule_template();
@@ -61,15 +63,17 @@ WorkloadVerifyReport verify_workload(const Workload& workload, const Config& con
   };
   WorkloadVerifyReport report;
   report.outputs_and_grads = schedule::verify(*original, *scheduled, run, seed);
-  report.header = "model " + spec.preset + ", template " + template_name + ", batch " + std::to_string(batch) +
-                  ", seq " + std::to_string(seq) + ", config " + config.to_string();
+  report.header = "model " + spec.preset + ", template " + template_name + ", batch " +
+                  std::to_string(batch) + ", seq " + std::to_string(seq) + ", config " +
+                  config.to_string();
   report.schedule_text = sch->to_string();
   report.plan_text = built.plan_text();
 
   // The same training steps on both: the loss curves must agree.
   auto train = [&](schedule::SlotModule& model) {
     // Each tensor once: a tied embedding and LM head are one tensor under two names.
-    torch::optim::AdamW optimizer(schedule::unique_parameters(model), torch::optim::AdamWOptions(lr));
+    torch::optim::AdamW optimizer(schedule::unique_parameters(model),
+                                  torch::optim::AdamWOptions(lr));
     std::vector<double> losses;
     model.train();
     for (int step = 0; step < steps; ++step) {

@@ -30,6 +30,7 @@ struct WorkloadVerifyReport {
 };
 
 // Throws Error(kInvalidArgument) for a configuration the template refuses (before building).
-WorkloadVerifyReport verify_workload(const Workload& workload, const Config& config, int steps, double lr);
+WorkloadVerifyReport verify_workload(const Workload& workload, const Config& config, int steps,
+                                     double lr);
 
 }  // namespace slapo::runners

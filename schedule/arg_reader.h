@@ -40,7 +40,9 @@ class ArgReader {
   std::string word() {
     skip();
     const size_t start = pos_;
-    while (pos_ < text_.size() && text_[pos_] != ',' && !std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+    while (pos_ < text_.size() && text_[pos_] != ',' &&
+           !std::isspace(static_cast<unsigned char>(text_[pos_])))
+      ++pos_;
     expect(pos_ > start, "an argument");
     std::string out = text_.substr(start, pos_ - start);
     comma();
@@ -68,12 +70,12 @@ class ArgReader {
     if (pos_ < text_.size() && text_[pos_] == ',') ++pos_;
   }
   void expect(bool ok, const char* what) {
-    SLAPO_CHECK(ok, ErrorCode::kParse, "schedule line ", line_, ": expected ", what, " in (", text_, ")");
+    SLAPO_CHECK(ok, ErrorCode::kParse, "schedule line ", line_, ": expected ", what, " in (", text_,
+                ")");
   }
   const std::string& text_;
   int line_;
   size_t pos_ = 0;
 };
-
 
 }  // namespace slapo::schedule

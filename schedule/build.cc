@@ -45,7 +45,8 @@ std::string BuildResult::plan_text() const {
   for (const auto& [path, type] : plan.replaced) out << " " << path << " (" << type << ")";
   out << "\nsharded:";
   if (plan.shards.empty()) out << " none";
-  for (const auto& s : plan.shards) out << " " << s.path << "." << s.param << "@" << s.axis << "/" << s.parts;
+  for (const auto& s : plan.shards)
+    out << " " << s.path << "." << s.param << "@" << s.axis << "/" << s.parts;
   out << "\n";
   out << "synced:";
   if (plan.syncs.empty()) out << " none";

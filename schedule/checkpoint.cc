@@ -15,9 +15,9 @@ struct CheckpointState : torch::CustomClassHolder {
   TensorFunction forward;
   std::vector<torch::Tensor> params;
   std::vector<std::shared_ptr<RngStream>> streams;
-  at::Tensor rng_state;                     // the default generator at forward time
-  std::vector<at::Tensor> stream_states;    // each stream at forward time
-  DropoutKey dropout_key;                   // keyed dropout's step and samples at forward time
+  at::Tensor rng_state;                   // the default generator at forward time
+  std::vector<at::Tensor> stream_states;  // each stream at forward time
+  DropoutKey dropout_key;                 // keyed dropout's step and samples at forward time
 };
 
 struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
@@ -39,17 +39,20 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
-    auto state = c10::static_intrusive_pointer_cast<CheckpointState>(ctx->saved_data["state"].toCapsule());
+    auto state =
+        c10::static_intrusive_pointer_cast<CheckpointState>(ctx->saved_data["state"].toCapsule());
     const std::vector<torch::Tensor> saved = ctx->get_saved_variables();
     std::vector<torch::Tensor> inputs;
-    for (const torch::Tensor& x : saved) inputs.push_back(x.detach().requires_grad_(x.requires_grad()));
+    for (const torch::Tensor& x : saved)
+      inputs.push_back(x.detach().requires_grad_(x.requires_grad()));
 
     // Recompute with the random state of the forward pass, then put the current one back.
     const at::Tensor current = default_rng_state();
     std::vector<at::Tensor> current_streams;
     for (const auto& s : state->streams) current_streams.push_back(s->state());
     set_default_rng_state(state->rng_state);
-    for (size_t i = 0; i < state->streams.size(); ++i) state->streams[i]->set_state(state->stream_states[i]);
+    for (size_t i = 0; i < state->streams.size(); ++i)
+      state->streams[i]->set_state(state->stream_states[i]);
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
@@ -57,7 +60,8 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
       out = state->forward(inputs);
     }
     set_default_rng_state(current);
-    for (size_t i = 0; i < state->streams.size(); ++i) state->streams[i]->set_state(current_streams[i]);
+    for (size_t i = 0; i < state->streams.size(); ++i)
+      state->streams[i]->set_state(current_streams[i]);
 
     std::vector<torch::Tensor> targets;
     for (const torch::Tensor& x : inputs) {
@@ -74,8 +78,10 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     // One gradient per forward input: each input tensor, each parameter, then the state.
     torch::autograd::variable_list result;
     size_t next = 0;
-    for (const torch::Tensor& x : inputs) result.push_back(x.requires_grad() && !grads.empty() ? grads[next++] : torch::Tensor());
-    for (const torch::Tensor& p : state->params) result.push_back(p.requires_grad() && !grads.empty() ? grads[next++] : torch::Tensor());
+    for (const torch::Tensor& x : inputs)
+      result.push_back(x.requires_grad() && !grads.empty() ? grads[next++] : torch::Tensor());
+    for (const torch::Tensor& p : state->params)
+      result.push_back(p.requires_grad() && !grads.empty() ? grads[next++] : torch::Tensor());
     result.emplace_back();
     return result;
   }
@@ -84,7 +90,8 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
 }  // namespace
 
 torch::Tensor checkpoint_call(TensorFunction forward, const std::vector<torch::Tensor>& inputs,
-                              std::vector<torch::Tensor> params, std::vector<std::shared_ptr<RngStream>> streams) {
+                              std::vector<torch::Tensor> params,
+                              std::vector<std::shared_ptr<RngStream>> streams) {
   auto state = c10::make_intrusive<CheckpointState>();
   state->forward = std::move(forward);
   state->params = std::move(params);

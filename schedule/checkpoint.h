@@ -23,6 +23,7 @@ using TensorFunction = std::function<at::Tensor(const std::vector<at::Tensor>&)>
 // inputs (their gradients flow through the function); `streams` the forked random streams inside.
 // REQUIRES: grad mode on.
 at::Tensor checkpoint_call(TensorFunction forward, const std::vector<at::Tensor>& inputs,
-                           std::vector<at::Tensor> params, std::vector<std::shared_ptr<RngStream>> streams);
+                           std::vector<at::Tensor> params,
+                           std::vector<std::shared_ptr<RngStream>> streams);
 
 }  // namespace slapo::schedule

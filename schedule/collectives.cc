@@ -50,7 +50,9 @@ struct ReduceFromGroup : torch::autograd::Function<ReduceFromGroup> {
   static at::Tensor forward(AutogradContext*, const at::Tensor& x, int64_t comm) {
     return reduced(x, *reinterpret_cast<Communicator*>(comm));
   }
-  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0], at::Tensor()}; }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    return {grads[0], at::Tensor()};
+  }
 };
 
 struct GatherFromGroup : torch::autograd::Function<GatherFromGroup> {
@@ -60,7 +62,8 @@ struct GatherFromGroup : torch::autograd::Function<GatherFromGroup> {
     return all_gather_cat(x, c, axis);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {own_slice(grads[0], comm_of(ctx), axis_of(ctx)).contiguous(), at::Tensor(), at::Tensor()};
+    return {own_slice(grads[0], comm_of(ctx), axis_of(ctx)).contiguous(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -94,7 +97,8 @@ struct GatherReduceScatter : torch::autograd::Function<GatherReduceScatter> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     Communicator& c = comm_of(ctx);
-    return {own_slice(reduced(grads[0], c), c, axis_of(ctx)).contiguous(), at::Tensor(), at::Tensor()};
+    return {own_slice(reduced(grads[0], c), c, axis_of(ctx)).contiguous(), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -111,8 +115,9 @@ at::Tensor all_gather_cat(const at::Tensor& x, Communicator& comm, int64_t axis)
 at::Tensor own_slice(const at::Tensor& x, Communicator& comm, int64_t axis) {
   if (comm.size() == 1) return x;
   const int64_t a = normalized_axis(x, axis);
-  SLAPO_CHECK(x.size(a) % comm.size() == 0, ErrorCode::kInvalidArgument, "collective on group '", comm.name(),
-              "': size ", x.size(a), " along axis ", axis, " does not divide into ", comm.size(), " parts");
+  SLAPO_CHECK(x.size(a) % comm.size() == 0, ErrorCode::kInvalidArgument, "collective on group '",
+              comm.name(), "': size ", x.size(a), " along axis ", axis, " does not divide into ",
+              comm.size(), " parts");
   const int64_t part = x.size(a) / comm.size();
   return x.narrow(a, comm.rank() * part, part);
 }
@@ -143,10 +148,12 @@ at::Tensor gather_reduce_scatter(const at::Tensor& x, Communicator& comm, int64_
 }
 
 std::unique_ptr<SendHandle> LocalCommunicator::send(const at::Tensor&, int peer, int) {
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "send to rank ", peer, " in group '", name_, "' of one process");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "send to rank ", peer, " in group '", name_,
+             "' of one process");
 }
 void LocalCommunicator::recv(at::Tensor&, int peer, int) {
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "recv from rank ", peer, " in group '", name_, "' of one process");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "recv from rank ", peer, " in group '", name_,
+             "' of one process");
 }
 
 }  // namespace slapo::schedule

@@ -6,8 +6,8 @@ namespace slapo::schedule {
 
 namespace {
 
-void reduce_gradients(const std::vector<at::Tensor>& params, Communicator& group, int64_t bucket_bytes,
-                      bool average) {
+void reduce_gradients(const std::vector<at::Tensor>& params, Communicator& group,
+                      int64_t bucket_bytes, bool average) {
   if (group.size() == 1) return;
   std::vector<at::Tensor> grads;
   for (const at::Tensor& p : params) {
@@ -42,11 +42,13 @@ void reduce_gradients(const std::vector<at::Tensor>& params, Communicator& group
 
 }  // namespace
 
-void average_gradients(const std::vector<at::Tensor>& params, Communicator& group, int64_t bucket_bytes) {
+void average_gradients(const std::vector<at::Tensor>& params, Communicator& group,
+                       int64_t bucket_bytes) {
   reduce_gradients(params, group, bucket_bytes, /*average=*/true);
 }
 
-void sum_gradients(const std::vector<at::Tensor>& params, Communicator& group, int64_t bucket_bytes) {
+void sum_gradients(const std::vector<at::Tensor>& params, Communicator& group,
+                   int64_t bucket_bytes) {
   reduce_gradients(params, group, bucket_bytes, /*average=*/false);
 }
 

@@ -18,15 +18,18 @@ namespace slapo::schedule {
 
 namespace {
 
-at::Tensor forward_kernel(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual, double p,
-                          int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
-  return apply_keyed_mask(mask_spec_in_scope(p, seed, axis, parts, rank, independent), x, bias, residual);
+at::Tensor forward_kernel(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual,
+                          double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                          bool independent) {
+  return apply_keyed_mask(mask_spec_in_scope(p, seed, axis, parts, rank, independent), x, bias,
+                          residual);
 }
 
 struct BiasDropoutAddFunction : public torch::autograd::Function<BiasDropoutAddFunction> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias,
-                            const at::Tensor& residual, double p, int64_t seed, int64_t axis, int64_t parts,
-                            int64_t rank, bool independent) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& bias, const at::Tensor& residual, double p,
+                            int64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                            bool independent) {
     const MaskSpec spec = mask_spec_in_scope(p, seed, axis, parts, rank, independent);
     save_mask_spec(ctx, spec);
     at::AutoDispatchBelowADInplaceOrView guard;
@@ -41,29 +44,33 @@ struct BiasDropoutAddFunction : public torch::autograd::Function<BiasDropoutAddF
   }
 };
 
-at::Tensor autograd_kernel(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual, double p,
-                           int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
+at::Tensor autograd_kernel(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual,
+                           double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                           bool independent) {
   return BiasDropoutAddFunction::apply(x, bias, residual, p, seed, axis, parts, rank, independent);
 }
 
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(slapo, m) {
-  m.def("bias_dropout_add(Tensor x, Tensor bias, Tensor residual, float p, int seed, int axis, int parts, int rank, "
-        "bool independent) -> Tensor");
+  m.def(
+      "bias_dropout_add(Tensor x, Tensor bias, Tensor residual, float p, int seed, int axis, int "
+      "parts, int rank, "
+      "bool independent) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(slapo, CPU, m) { m.impl("bias_dropout_add", forward_kernel); }
 TORCH_LIBRARY_IMPL(slapo, Autograd, m) { m.impl("bias_dropout_add", autograd_kernel); }
 
 void link_bias_dropout_add() {}
 
-at::Tensor bias_dropout_add(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual, double p,
-                            int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent) {
+at::Tensor bias_dropout_add(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual,
+                            double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                            bool independent) {
   static const auto op =
       c10::Dispatcher::singleton()
           .findSchemaOrThrow("slapo::bias_dropout_add", "")
-          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double, int64_t, int64_t, int64_t,
-                            int64_t, bool)>();
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double,
+                            int64_t, int64_t, int64_t, int64_t, bool)>();
   return op.call(x, bias, residual, p, seed, axis, parts, rank, independent);
 }
 

@@ -44,13 +44,17 @@ __attribute__((always_inline)) inline float exp_nonpositive(float x) {
 __attribute__((always_inline)) inline float erf_approx(float x) {
   const float a = __builtin_fabsf(x);
   const float t = 1.0f / (1.0f + 0.3275911f * a);
-  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float poly =
+      t * (0.254829592f +
+           t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
   const float y = 1.0f - poly * exp_nonpositive(-a * a);
   return __builtin_copysignf(y, x);
 }
 
-__attribute__((always_inline)) inline void forward_rows_body(const float* __restrict x, const float* __restrict b,
-                                                             float* __restrict y, int64_t rows, int64_t h) {
+__attribute__((always_inline)) inline void forward_rows_body(const float* __restrict x,
+                                                             const float* __restrict b,
+                                                             float* __restrict y, int64_t rows,
+                                                             int64_t h) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     float* yr = y + r * h;
@@ -61,9 +65,9 @@ __attribute__((always_inline)) inline void forward_rows_body(const float* __rest
   }
 }
 
-__attribute__((always_inline)) inline void backward_rows_body(const float* __restrict x, const float* __restrict b,
-                                                              const float* __restrict dy, float* __restrict dx,
-                                                              float* __restrict db, int64_t rows, int64_t h) {
+__attribute__((always_inline)) inline void backward_rows_body(
+    const float* __restrict x, const float* __restrict b, const float* __restrict dy,
+    float* __restrict dx, float* __restrict db, int64_t rows, int64_t h) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     const float* dyr = dy + r * h;
@@ -79,17 +83,22 @@ __attribute__((always_inline)) inline void backward_rows_body(const float* __res
   }
 }
 
-SLAPO_SIMD_VARIANTS(forward_rows, (const float* x, const float* b, float* y, int64_t rows, int64_t h),
+SLAPO_SIMD_VARIANTS(forward_rows,
+                    (const float* x, const float* b, float* y, int64_t rows, int64_t h),
                     (x, b, y, rows, h))
 SLAPO_SIMD_VARIANTS(backward_rows,
-                    (const float* x, const float* b, const float* dy, float* dx, float* db, int64_t rows, int64_t h),
+                    (const float* x, const float* b, const float* dy, float* dx, float* db,
+                     int64_t rows, int64_t h),
                     (x, b, dy, dx, db, rows, h))
 
 void check(const at::Tensor& x, const at::Tensor& bias) {
-  SLAPO_CHECK(x.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat && x.device().is_cpu(),
-              ErrorCode::kInvalidArgument, "slapo::bias_gelu: float32 CPU tensors only (got ", x.scalar_type(), ")");
-  SLAPO_CHECK(bias.dim() == 1 && x.dim() >= 1 && x.size(-1) == bias.size(0), ErrorCode::kInvalidArgument,
-              "slapo::bias_gelu: bias ", bias.sizes(), " does not match the last axis of ", x.sizes());
+  SLAPO_CHECK(
+      x.scalar_type() == at::kFloat && bias.scalar_type() == at::kFloat && x.device().is_cpu(),
+      ErrorCode::kInvalidArgument, "slapo::bias_gelu: float32 CPU tensors only (got ",
+      x.scalar_type(), ")");
+  SLAPO_CHECK(bias.dim() == 1 && x.dim() >= 1 && x.size(-1) == bias.size(0),
+              ErrorCode::kInvalidArgument, "slapo::bias_gelu: bias ", bias.sizes(),
+              " does not match the last axis of ", x.sizes());
 }
 
 at::Tensor forward_kernel(const at::Tensor& x_in, const at::Tensor& b_in) {
@@ -106,7 +115,8 @@ at::Tensor forward_kernel(const at::Tensor& x_in, const at::Tensor& b_in) {
   return y;
 }
 
-std::pair<at::Tensor, at::Tensor> backward_kernel(const at::Tensor& x_in, const at::Tensor& b_in, const at::Tensor& dy_in) {
+std::pair<at::Tensor, at::Tensor> backward_kernel(const at::Tensor& x_in, const at::Tensor& b_in,
+                                                  const at::Tensor& dy_in) {
   const at::Tensor x = x_in.contiguous(), b = b_in.contiguous(), dy = dy_in.contiguous();
   at::Tensor dx = at::empty_like(x);
   const int64_t h = b.size(0), rows = x.numel() / h;
@@ -129,7 +139,8 @@ std::pair<at::Tensor, at::Tensor> backward_kernel(const at::Tensor& x_in, const 
 }
 
 struct BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& bias) {
     ctx->save_for_backward({x, bias});
     at::AutoDispatchBelowADInplaceOrView guard;
     return forward_kernel(x, bias);
@@ -142,7 +153,9 @@ struct BiasGeluFunction : public torch::autograd::Function<BiasGeluFunction> {
   }
 };
 
-at::Tensor bias_gelu_autograd(const at::Tensor& x, const at::Tensor& bias) { return BiasGeluFunction::apply(x, bias); }
+at::Tensor bias_gelu_autograd(const at::Tensor& x, const at::Tensor& bias) {
+  return BiasGeluFunction::apply(x, bias);
+}
 
 }  // namespace
 

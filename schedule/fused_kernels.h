@@ -25,12 +25,13 @@ at::Tensor bias_gelu(const at::Tensor& x, const at::Tensor& bias);
 // x, residual: [batch, ..., H]; bias: [H]. The dropout is keyed dropout's (schedule/keyed_mask.h)
 // with the same arguments as the operator slapo::keyed_dropout, under the current dropout scope:
 // the same mask. Differentiable in x, bias and residual; nothing but the key is kept for backward.
-at::Tensor bias_dropout_add(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual, double p,
-                            int64_t seed, int64_t axis = 1, int64_t parts = 1, int64_t rank = 0,
-                            bool independent = false);
+at::Tensor bias_dropout_add(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& residual,
+                            double p, int64_t seed, int64_t axis = 1, int64_t parts = 1,
+                            int64_t rank = 0, bool independent = false);
 
 // x: [..., H]; weight, bias: [H]. Differentiable in all three.
-at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps);
+at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      double eps);
 
 // Makes sure the kernels (and their operator registrations) are linked into a program that only
 // names the operators in a graph.

@@ -40,15 +40,16 @@ __attribute__((always_inline)) inline float lane_sum(int64_t n, Term term) {
   return total;
 }
 
-__attribute__((always_inline)) inline void forward_rows_body(const float* __restrict x, const float* __restrict w,
-                                                             const float* __restrict b, float* __restrict y,
-                                                             float* __restrict mean, float* __restrict rstd, int64_t rows, int64_t h,
-                                                             float eps) {
+__attribute__((always_inline)) inline void forward_rows_body(
+    const float* __restrict x, const float* __restrict w, const float* __restrict b,
+    float* __restrict y, float* __restrict mean, float* __restrict rstd, int64_t rows, int64_t h,
+    float eps) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     float* yr = y + r * h;
     const float mu = lane_sum(h, [&](int64_t j) { return xr[j]; }) / static_cast<float>(h);
-    const float var = lane_sum(h, [&](int64_t j) { return (xr[j] - mu) * (xr[j] - mu); }) / static_cast<float>(h);
+    const float var =
+        lane_sum(h, [&](int64_t j) { return (xr[j] - mu) * (xr[j] - mu); }) / static_cast<float>(h);
     const float rs = 1.0f / std::sqrt(var + eps);
     for (int64_t j = 0; j < h; ++j) yr[j] = (xr[j] - mu) * rs * w[j] + b[j];
     mean[r] = mu;
@@ -56,18 +57,20 @@ __attribute__((always_inline)) inline void forward_rows_body(const float* __rest
   }
 }
 
-__attribute__((always_inline)) inline void backward_rows_body(const float* __restrict x, const float* __restrict w,
-                                                              const float* __restrict dy, const float* __restrict mean,
-                                                              const float* __restrict rstd, float* __restrict dx,
-                                                              float* __restrict dw, float* __restrict db, int64_t rows, int64_t h) {
+__attribute__((always_inline)) inline void backward_rows_body(
+    const float* __restrict x, const float* __restrict w, const float* __restrict dy,
+    const float* __restrict mean, const float* __restrict rstd, float* __restrict dx,
+    float* __restrict dw, float* __restrict db, int64_t rows, int64_t h) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * h;
     const float* dyr = dy + r * h;
     float* dxr = dx + r * h;
     const float mu = mean[r], rs = rstd[r];
-    const float mean_g = lane_sum(h, [&](int64_t j) { return dyr[j] * w[j]; }) / static_cast<float>(h);
+    const float mean_g =
+        lane_sum(h, [&](int64_t j) { return dyr[j] * w[j]; }) / static_cast<float>(h);
     const float mean_gx =
-        lane_sum(h, [&](int64_t j) { return dyr[j] * w[j] * ((xr[j] - mu) * rs); }) / static_cast<float>(h);
+        lane_sum(h, [&](int64_t j) { return dyr[j] * w[j] * ((xr[j] - mu) * rs); }) /
+        static_cast<float>(h);
     for (int64_t j = 0; j < h; ++j) {
       const float xhat = (xr[j] - mu) * rs;
       dw[j] += dyr[j] * xhat;
@@ -78,28 +81,31 @@ __attribute__((always_inline)) inline void backward_rows_body(const float* __res
 }
 
 SLAPO_SIMD_VARIANTS(forward_rows,
-                    (const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t rows,
-                     int64_t h, float eps),
+                    (const float* x, const float* w, const float* b, float* y, float* mean,
+                     float* rstd, int64_t rows, int64_t h, float eps),
                     (x, w, b, y, mean, rstd, rows, h, eps))
 SLAPO_SIMD_VARIANTS(backward_rows,
-                    (const float* x, const float* w, const float* dy, const float* mean, const float* rstd, float* dx,
-                     float* dw, float* db, int64_t rows, int64_t h),
+                    (const float* x, const float* w, const float* dy, const float* mean,
+                     const float* rstd, float* dx, float* dw, float* db, int64_t rows, int64_t h),
                     (x, w, dy, mean, rstd, dx, dw, db, rows, h))
 
 void check(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  SLAPO_CHECK(x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
-                  x.device().is_cpu(),
-              ErrorCode::kInvalidArgument, "slapo::layer_norm: float32 CPU tensors only (got ", x.scalar_type(), ")");
-  SLAPO_CHECK(x.dim() >= 1 && w.dim() == 1 && b.dim() == 1 && w.size(0) == x.size(-1) && b.size(0) == x.size(-1),
-              ErrorCode::kInvalidArgument, "slapo::layer_norm: weight ", w.sizes(), " and bias ", b.sizes(),
-              " do not match the last axis of ", x.sizes());
+  SLAPO_CHECK(x.scalar_type() == at::kFloat && w.scalar_type() == at::kFloat &&
+                  b.scalar_type() == at::kFloat && x.device().is_cpu(),
+              ErrorCode::kInvalidArgument, "slapo::layer_norm: float32 CPU tensors only (got ",
+              x.scalar_type(), ")");
+  SLAPO_CHECK(x.dim() >= 1 && w.dim() == 1 && b.dim() == 1 && w.size(0) == x.size(-1) &&
+                  b.size(0) == x.size(-1),
+              ErrorCode::kInvalidArgument, "slapo::layer_norm: weight ", w.sizes(), " and bias ",
+              b.sizes(), " do not match the last axis of ", x.sizes());
 }
 
 struct Forward {
   at::Tensor y, mean, rstd;
 };
 
-Forward forward_impl(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& b_in, double eps) {
+Forward forward_impl(const at::Tensor& x_in, const at::Tensor& w_in, const at::Tensor& b_in,
+                     double eps) {
   check(x_in, w_in, b_in);
   const at::Tensor x = x_in.contiguous(), w = w_in.contiguous(), b = b_in.contiguous();
   const int64_t h = x.size(-1), rows = h == 0 ? 0 : x.numel() / h;
@@ -117,13 +123,14 @@ Forward forward_impl(const at::Tensor& x_in, const at::Tensor& w_in, const at::T
   return f;
 }
 
-at::Tensor forward_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
+at::Tensor forward_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                          double eps) {
   return forward_impl(x, w, b, eps).y;
 }
 
 struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, const at::Tensor& w,
-                            const at::Tensor& b, double eps) {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            const at::Tensor& w, const at::Tensor& b, double eps) {
     at::AutoDispatchBelowADInplaceOrView guard;
     Forward f = forward_impl(x, w, b, eps);
     ctx->save_for_backward({x, w, f.mean, f.rstd});
@@ -132,7 +139,8 @@ struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const auto saved = ctx->get_saved_variables();
-    const at::Tensor x = saved[0].contiguous(), w = saved[1].contiguous(), dy = grads[0].contiguous();
+    const at::Tensor x = saved[0].contiguous(), w = saved[1].contiguous(),
+                     dy = grads[0].contiguous();
     const int64_t h = x.size(-1), rows = h == 0 ? 0 : x.numel() / h;
     at::Tensor dx = at::empty_like(x);
     const int64_t grain = 16;
@@ -157,22 +165,27 @@ struct LayerNormFunction : public torch::autograd::Function<LayerNormFunction> {
   }
 };
 
-at::Tensor autograd_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
+at::Tensor autograd_kernel(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b,
+                           double eps) {
   return LayerNormFunction::apply(x, w, b, eps);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(slapo, m) { m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor"); }
+TORCH_LIBRARY_FRAGMENT(slapo, m) {
+  m.def("layer_norm(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor");
+}
 TORCH_LIBRARY_IMPL(slapo, CPU, m) { m.impl("layer_norm", forward_kernel); }
 TORCH_LIBRARY_IMPL(slapo, Autograd, m) { m.impl("layer_norm", autograd_kernel); }
 
 void link_layer_norm() {}
 
-at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
-  static const auto op = c10::Dispatcher::singleton()
-                             .findSchemaOrThrow("slapo::layer_norm", "")
-                             .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double)>();
+at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                      double eps) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("slapo::layer_norm", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, double)>();
   return op.call(x, weight, bias, eps);
 }
 

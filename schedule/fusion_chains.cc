@@ -62,7 +62,8 @@ graph(%x, %b, %residual, %p, %seed, %axis, %parts, %rank, %independent):
   %also_one : int = prim::Constant[value=1]()
   %y = aten::add(%x, %b, %one)
   %d = slapo::keyed_dropout(%y, %p, %seed, %axis, %parts, %rank, %independent)
-  %z = aten::add()") + (residual_first ? "%residual, %d" : "%d, %residual") + R"(, %also_one)
+  %z = aten::add()") +
+         (residual_first ? "%residual, %d" : "%d, %residual") + R"(, %also_one)
   return (%z))";
 }
 const char* const kBiasDropoutAddFused = R"(
@@ -81,9 +82,12 @@ graph(%x, %shape, %weight, %bias, %eps, %cudnn):
 
 const std::vector<FusedChain>& chains() {
   static const std::vector<FusedChain> all = {
-      {"bias_gelu", {{kBiasGelu, kBiasGeluFused}}, [](const ValueMap& m) { return is_bias_of(m, "b", "x"); }},
+      {"bias_gelu",
+       {{kBiasGelu, kBiasGeluFused}},
+       [](const ValueMap& m) { return is_bias_of(m, "b", "x"); }},
       {"bias_dropout_add",
-       {{bias_dropout_add(true), kBiasDropoutAddFused}, {bias_dropout_add(false), kBiasDropoutAddFused}},
+       {{bias_dropout_add(true), kBiasDropoutAddFused},
+        {bias_dropout_add(false), kBiasDropoutAddFused}},
        [](const ValueMap& m) {
          const auto xs = sizes_of(m.at("x")), rs = sizes_of(m.at("residual"));
          return is_bias_of(m, "b", "x") && xs && rs && *xs == *rs;
@@ -93,7 +97,8 @@ const std::vector<FusedChain>& chains() {
        [](const ValueMap& m) {
          // Over the last axis, with an affine weight and bias (layer_norm requires the weight to
          // have the normalized shape, so weight [H] means normalized over the last axis).
-         const auto xs = sizes_of(m.at("x")), ws = sizes_of(m.at("weight")), bs = sizes_of(m.at("bias"));
+         const auto xs = sizes_of(m.at("x")), ws = sizes_of(m.at("weight")),
+                    bs = sizes_of(m.at("bias"));
          if (!xs || !ws || !bs || xs->empty()) return false;
          const std::vector<int64_t> last = {xs->back()};
          return *ws == last && *bs == last;
@@ -126,7 +131,8 @@ size_t rewrite_chain(const FusedChain& chain, std::shared_ptr<torch::jit::Graph>
   for (const auto& [pattern, replacement] : chain.forms) {
     torch::jit::SubgraphRewriter rewriter;
     rewriter.RegisterRewritePattern(pattern, replacement);
-    // The rewriter names the pattern's values; the shapes are those of the graph's values they match.
+    // The rewriter names the pattern's values; the shapes are those of the graph's values they
+    // match.
     rewriter.runOnGraph(graph, [&](const torch::jit::Match& match, const ValueMap& pattern_values) {
       if (only && graph_surgery::operation_set(match) != *only) return false;
       ValueMap values;
@@ -147,7 +153,8 @@ size_t count_chain(const FusedChain& chain, const torch::jit::Graph& graph) {
   return rewrite_chain(chain, copy);
 }
 
-const FusedChain* chain_covering(const torch::jit::Graph& graph, const std::unordered_set<const torch::jit::Node*>& ops) {
+const FusedChain* chain_covering(const torch::jit::Graph& graph,
+                                 const std::unordered_set<const torch::jit::Node*>& ops) {
   for (const FusedChain& c : chains()) {
     for (const auto& form : c.forms) {
       const auto pattern = graph_surgery::parse_pattern(form.first, "fuse");

@@ -36,6 +36,7 @@ size_t rewrite_chain(const FusedChain& chain, std::shared_ptr<torch::jit::Graph>
 // How many occurrences rewrite_chain would rewrite (on a copy of the graph).
 size_t count_chain(const FusedChain& chain, const torch::jit::Graph& graph);
 // The chain one of whose occurrences in `graph` has exactly the operations `ops`, or null.
-const FusedChain* chain_covering(const torch::jit::Graph& graph, const std::unordered_set<const torch::jit::Node*>& ops);
+const FusedChain* chain_covering(const torch::jit::Graph& graph,
+                                 const std::unordered_set<const torch::jit::Node*>& ops);
 
 }  // namespace slapo::schedule

@@ -30,7 +30,8 @@ at::Tensor call(int64_t id, at::TensorList inputs) {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.functions.find(id);
-    SLAPO_CHECK(it != r.functions.end(), ErrorCode::kInternal, "slapo::call: no function under handle ", id,
+    SLAPO_CHECK(it != r.functions.end(), ErrorCode::kInternal,
+                "slapo::call: no function under handle ", id,
                 " (the schedule that made this graph is gone)");
     fn = it->second;
   }
@@ -55,7 +56,8 @@ GraphCallable::~GraphCallable() {
 // Conservative aliasing: the graph optimizer must neither merge two calls nor move one (the code
 // behind a handle may draw dropout masks).
 TORCH_LIBRARY_FRAGMENT(slapo, m) {
-  m.def(torch::schema("call(int id, Tensor[] inputs) -> Tensor", c10::AliasAnalysisKind::CONSERVATIVE));
+  m.def(torch::schema("call(int id, Tensor[] inputs) -> Tensor",
+                      c10::AliasAnalysisKind::CONSERVATIVE));
 }
 TORCH_LIBRARY_IMPL(slapo, CompositeImplicitAutograd, m) { m.impl("call", call); }
 

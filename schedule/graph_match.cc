@@ -7,9 +7,9 @@
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/jit/frontend/tracer.h>
 #include <torch/csrc/jit/ir/ir.h>
-#include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/ir/irparser.h>
 #include <torch/csrc/jit/ir/subgraph_matcher.h>
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "core/error.h"
 
@@ -49,7 +49,8 @@ std::vector<Value*> inputs_of(const Graph& pattern, const Match& match) {
 
 std::string pattern_of(const std::function<at::Tensor(const std::vector<at::Tensor>&)>& fn,
                        const std::vector<at::Tensor>& examples, const std::string& where) {
-  SLAPO_CHECK(!examples.empty(), ErrorCode::kInvalidArgument, where, ": a pattern function needs example inputs");
+  SLAPO_CHECK(!examples.empty(), ErrorCode::kInvalidArgument, where,
+              ": a pattern function needs example inputs");
   torch::jit::Stack stack(examples.begin(), examples.end());
   std::shared_ptr<Graph> graph;
   try {
@@ -64,8 +65,8 @@ std::string pattern_of(const std::function<at::Tensor(const std::vector<at::Tens
     graph = traced.first->graph;
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    SLAPO_FAIL(ErrorCode::kInvalidArgument, where, ": the pattern function could not be traced: ",
-               what.substr(0, what.find('\n')));
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, where,
+               ": the pattern function could not be traced: ", what.substr(0, what.find('\n')));
   }
   torch::jit::EliminateDeadCode(graph);
   // Shapes are not part of a pattern: every tensor value becomes a plain Tensor.
@@ -88,15 +89,16 @@ std::shared_ptr<Graph> parse_pattern(const std::string& ir, const std::string& w
     const std::string what = e.what();
     SLAPO_FAIL(ErrorCode::kParse, where, ": malformed pattern: ", what.substr(0, what.find('\n')));
   }
-  SLAPO_CHECK(graph->outputs().size() == 1, ErrorCode::kParse, where, ": a pattern returns one value, this one ",
-              graph->outputs().size());
+  SLAPO_CHECK(graph->outputs().size() == 1, ErrorCode::kParse, where,
+              ": a pattern returns one value, this one ", graph->outputs().size());
   return graph;
 }
 
 std::vector<Match> matches(const Graph& pattern, const Graph& graph) {
   std::vector<Match> found = torch::jit::findPatternMatches(pattern, const_cast<Graph&>(graph));
   // In graph order of the anchor (the node producing the pattern's output).
-  std::stable_sort(found.begin(), found.end(), [](const Match& a, const Match& b) { return a.anchor->isBefore(b.anchor); });
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Match& a, const Match& b) { return a.anchor->isBefore(b.anchor); });
   return found;
 }
 
@@ -104,7 +106,8 @@ std::vector<Node*> operations(const Match& match) {
   std::vector<Node*> out;
   for (const auto& [pattern_node, node] : match.nodes_map) {
     const c10::Symbol kind = node->kind();
-    if (kind != c10::prim::Constant && kind != c10::prim::Param && kind != c10::prim::Return) out.push_back(node);
+    if (kind != c10::prim::Constant && kind != c10::prim::Param && kind != c10::prim::Return)
+      out.push_back(node);
   }
   std::sort(out.begin(), out.end(), [](Node* a, Node* b) { return a->isBefore(b); });
   return out;
@@ -117,8 +120,9 @@ std::unordered_set<const Node*> operation_set(const Match& match) {
 
 Match occurrence(const Graph& pattern, const Graph& graph, size_t index, const std::string& where) {
   std::vector<Match> found = matches(pattern, graph);
-  SLAPO_CHECK(index < found.size(), ErrorCode::kInvalidArgument, where, ": a graph of this module (traced for another ",
-              "input shape) has ", found.size(), " occurrences of the pattern, not ", index + 1);
+  SLAPO_CHECK(index < found.size(), ErrorCode::kInvalidArgument, where,
+              ": a graph of this module (traced for another ", "input shape) has ", found.size(),
+              " occurrences of the pattern, not ", index + 1);
   return found[index];
 }
 
@@ -134,8 +138,8 @@ void replace_with_call(Graph& graph, const Graph& pattern, const Match& match, i
     if (is_tensor(v)) {
       tensors.push_back(v);
     } else {
-      SLAPO_CHECK(v->node()->kind() == c10::prim::Constant, ErrorCode::kInvalidArgument, where, ": input %",
-                  v->debugName(), " of the match is neither a tensor nor a constant");
+      SLAPO_CHECK(v->node()->kind() == c10::prim::Constant, ErrorCode::kInvalidArgument, where,
+                  ": input %", v->debugName(), " of the match is neither a tensor nor a constant");
     }
   }
   const std::vector<Node*> ops = operations(match);
@@ -146,7 +150,8 @@ void replace_with_call(Graph& graph, const Graph& pattern, const Match& match, i
     torch::jit::WithInsertPoint point(ops.back());
     Value* id = graph.insertConstant(callable_id);
     Value* list = graph.insertNode(graph.createList(c10::TensorType::get(), tensors))->output();
-    call = graph.insertNode(graph.create(c10::Symbol::fromQualString("slapo::call"), {id, list}, 1));
+    call =
+        graph.insertNode(graph.create(c10::Symbol::fromQualString("slapo::call"), {id, list}, 1));
     call->output()->setType(output->type());
   }
   output->replaceAllUsesWith(call->output());
@@ -167,8 +172,8 @@ std::shared_ptr<Graph> extract(const Graph& pattern, const Match& match, const s
     if (is_tensor(v)) {
       env[v] = sub->addInput()->setType(v->type());
     } else {
-      SLAPO_CHECK(v->node()->kind() == c10::prim::Constant, ErrorCode::kInvalidArgument, where, ": input %",
-                  v->debugName(), " of the match is neither a tensor nor a constant");
+      SLAPO_CHECK(v->node()->kind() == c10::prim::Constant, ErrorCode::kInvalidArgument, where,
+                  ": input %", v->debugName(), " of the match is neither a tensor nor a constant");
       copy_constant(v);
     }
   }
@@ -176,8 +181,8 @@ std::shared_ptr<Graph> extract(const Graph& pattern, const Match& match, const s
     Node* c = sub->createClone(n, [&](Value* v) -> Value* {
       auto it = env.find(v);
       if (it != env.end()) return it->second;
-      SLAPO_CHECK(v->node()->kind() == c10::prim::Constant, ErrorCode::kInvalidArgument, where, ": %", v->debugName(),
-                  " is used inside the match but comes from outside it");
+      SLAPO_CHECK(v->node()->kind() == c10::prim::Constant, ErrorCode::kInvalidArgument, where,
+                  ": %", v->debugName(), " is used inside the match but comes from outside it");
       return copy_constant(v);
     });
     sub->appendNode(c);

@@ -2,13 +2,14 @@
 // KeyedDropout: dropout whose mask is a function of (module seed, step, global sample index), not
 // of the order in which the process happened to draw random numbers.
 //
-// Why: a pipeline runs micro-batches stage by stage, data parallelism gives each rank other samples,
-// and tensor parallelism computes a slice of a tensor per rank. With LibTorch's dropout (one
-// sequential generator) none of them could draw the masks the single-process model draws, so
+// Why: a pipeline runs micro-batches stage by stage, data parallelism gives each rank other
+// samples, and tensor parallelism computes a slice of a tensor per rank. With LibTorch's dropout
+// (one sequential generator) none of them could draw the masks the single-process model draws, so
 // "the schedule does not change the math" could not be checked with dropout on. A keyed mask is
 // the same for a sample wherever and whenever it is computed:
 //
-//   element e of sample i of step t in module m:  kept iff hash(mix(seed_m, t, offset + i), e) < 1 − p
+//   element e of sample i of step t in module m:  kept iff hash(mix(seed_m, t, offset + i), e) < 1
+//   − p
 //
 // (schedule/keyed_mask.h: a counter-based hash, so backward recomputes the mask instead of keeping
 // it, and the loop vectorizes.)
@@ -47,7 +48,8 @@ DropoutKey fresh_dropout_key();
 // outer one.
 class DropoutScope {
  public:
-  DropoutScope(uint64_t step, int64_t sample_offset) : DropoutScope(DropoutKey{true, step, sample_offset}) {}
+  DropoutScope(uint64_t step, int64_t sample_offset)
+      : DropoutScope(DropoutKey{true, step, sample_offset}) {}
   explicit DropoutScope(DropoutKey key);
   ~DropoutScope();
   DropoutScope(const DropoutScope&) = delete;

@@ -32,7 +32,8 @@ struct MaskSpec {
 
 // The spec of a dropout with these operator arguments, keyed by the current dropout scope (a fresh
 // step outside any scope). Throws for p outside [0, 1).
-MaskSpec mask_spec_in_scope(double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank, bool independent);
+MaskSpec mask_spec_in_scope(double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                            bool independent);
 
 // out = residual + (x + bias) · keep / (1 − p), over float32 tensors of x's shape ([batch, ...]);
 // bias ([x.size(-1)]) and residual (x's shape) may be undefined. Returns out.

@@ -11,7 +11,8 @@ std::string probe() {
   try {
     // An empty kernel: LibTorch looks the generator up by name and fails when it is not there.
     namespace te = torch::jit::tensorexpr;
-    te::CreateCodeGen("llvm_codegen", te::alloc<te::Block>(std::vector<te::StmtPtr>{}), {}, at::kCPU);
+    te::CreateCodeGen("llvm_codegen", te::alloc<te::Block>(std::vector<te::StmtPtr>{}), {},
+                      at::kCPU);
     return "";
   } catch (const std::exception& e) {
     const std::string what = e.what();

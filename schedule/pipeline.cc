@@ -25,7 +25,8 @@ Pipelined& as_pipelined(SlotModule& model) {
 SequenceImpl& body_of(SlotModule& model) {
   Pipelined& p = as_pipelined(model);
   auto* body = dynamic_cast<SequenceImpl*>(model.slot(p.body_slot()).module.ptr().get());
-  SLAPO_CHECK(body != nullptr, ErrorCode::kInvalidArgument, "pipeline: slot '", p.body_slot(), "' is not a Sequence");
+  SLAPO_CHECK(body != nullptr, ErrorCode::kInvalidArgument, "pipeline: slot '", p.body_slot(),
+              "' is not a Sequence");
   return *body;
 }
 
@@ -45,8 +46,9 @@ StagePlan plan_stages(SlotModule& model, const std::vector<std::string>& cuts) {
   for (const std::string& cut : cuts) {
     const std::string prefix = p.body_slot() + ".";
     SLAPO_CHECK(cut.rfind(prefix, 0) == 0 && cut.find('.', prefix.size()) == std::string::npos,
-                ErrorCode::kInvalidArgument, "pipeline: the cut after '", cut, "' is not between the blocks of '",
-                p.body_slot(), "'; cut after '", prefix, "<i>'");
+                ErrorCode::kInvalidArgument, "pipeline: the cut after '", cut,
+                "' is not between the blocks of '", p.body_slot(), "'; cut after '", prefix,
+                "<i>'");
     after.insert(std::stoll(cut.substr(prefix.size())));
   }
   StagePlan plan;
@@ -60,18 +62,21 @@ StagePlan plan_stages(SlotModule& model, const std::vector<std::string>& cuts) {
   return plan;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> stage_parameters(SlotModule& model, const StagePlan& plan,
-                                                                   int64_t stage) {
+std::vector<std::pair<std::string, torch::Tensor>> stage_parameters(SlotModule& model,
+                                                                    const StagePlan& plan,
+                                                                    int64_t stage) {
   Pipelined& p = as_pipelined(model);
   std::vector<std::pair<std::string, torch::Tensor>> out;
   std::set<const c10::TensorImpl*> seen;
   auto add_module = [&](const std::string& prefix, torch::nn::Module& m) {
     for (const auto& param : m.named_parameters()) {
-      if (seen.insert(param.value().unsafeGetTensorImpl()).second) out.emplace_back(prefix + "." + param.key(), param.value());
+      if (seen.insert(param.value().unsafeGetTensorImpl()).second)
+        out.emplace_back(prefix + "." + param.key(), param.value());
     }
   };
   if (stage == 0) {
-    for (const std::string& slot : p.prologue_slots()) add_module(slot, *model.slot(slot).module.ptr());
+    for (const std::string& slot : p.prologue_slots())
+      add_module(slot, *model.slot(slot).module.ptr());
   }
   SequenceImpl& body = body_of(model);
   const auto [begin, end] = plan.blocks.at(static_cast<size_t>(stage));
@@ -80,12 +85,14 @@ std::vector<std::pair<std::string, torch::Tensor>> stage_parameters(SlotModule& 
     add_module(p.body_slot() + "." + name, *body.slot(name).module.ptr());
   }
   if (stage == plan.stages - 1) {
-    for (const std::string& slot : p.epilogue_slots()) add_module(slot, *model.slot(slot).module.ptr());
+    for (const std::string& slot : p.epilogue_slots())
+      add_module(slot, *model.slot(slot).module.ptr());
   }
   // Parameters the root registers itself (e.g. a decoder bias) belong to the last stage.
   if (stage == plan.stages - 1) {
     for (const auto& param : model.named_parameters(/*recurse=*/false)) {
-      if (seen.insert(param.value().unsafeGetTensorImpl()).second) out.emplace_back(param.key(), param.value());
+      if (seen.insert(param.value().unsafeGetTensorImpl()).second)
+        out.emplace_back(param.key(), param.value());
     }
   }
   return out;
@@ -94,7 +101,8 @@ std::vector<std::pair<std::string, torch::Tensor>> stage_parameters(SlotModule& 
 PipelineSchedule parse_pipeline_schedule(const std::string& name) {
   if (name == "gpipe") return PipelineSchedule::kGPipe;
   if (name == "1f1b") return PipelineSchedule::kOneFOneB;
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "pipeline schedule '", name, "' is not one of: gpipe, 1f1b");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "pipeline schedule '", name,
+             "' is not one of: gpipe, 1f1b");
 }
 
 const char* pipeline_schedule_name(PipelineSchedule schedule) {
@@ -111,9 +119,12 @@ struct PipelineRunner::MicroBatch {
   torch::Tensor loss;    // the last stage's scaled loss
 };
 
-PipelineRunner::PipelineRunner(std::shared_ptr<SlotModule> model, StagePlan plan, std::shared_ptr<Communicator> group,
-                               PipelineOptions options)
-    : model_(std::move(model)), pipelined_(&as_pipelined(*model_)), plan_(std::move(plan)), group_(std::move(group)),
+PipelineRunner::PipelineRunner(std::shared_ptr<SlotModule> model, StagePlan plan,
+                               std::shared_ptr<Communicator> group, PipelineOptions options)
+    : model_(std::move(model)),
+      pipelined_(&as_pipelined(*model_)),
+      plan_(std::move(plan)),
+      group_(std::move(group)),
       options_(options) {
   SLAPO_CHECK(options_.micro_batches >= 1, ErrorCode::kInvalidArgument, "pipeline: micro_batches ",
               options_.micro_batches, " must be at least 1");
@@ -123,8 +134,9 @@ PipelineRunner::PipelineRunner(std::shared_ptr<SlotModule> model, StagePlan plan
     plan_.blocks = {{0, plan_.blocks.back().second}};
     plan_.stages = 1;
   }
-  SLAPO_CHECK(ranks == plan_.stages, ErrorCode::kInvalidArgument, "pipeline: the schedule cuts the model into ",
-              plan_.stages, " stages but the pipeline group has ", ranks, " ranks");
+  SLAPO_CHECK(ranks == plan_.stages, ErrorCode::kInvalidArgument,
+              "pipeline: the schedule cuts the model into ", plan_.stages,
+              " stages but the pipeline group has ", ranks, " ranks");
   stage_ = group_ ? group_->rank() : 0;
 }
 
@@ -139,7 +151,8 @@ torch::Tensor PipelineRunner::receive(int64_t peer, int tag, const torch::Tensor
     const int64_t ndim = header[0].item<int64_t>();
     std::vector<int64_t> shape;
     for (int64_t i = 0; i < ndim; ++i) shape.push_back(header[2 + i].item<int64_t>());
-    out = at::empty(shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(header[1].item<int64_t>())));
+    out = at::empty(
+        shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(header[1].item<int64_t>())));
   }
   group_->recv(out, static_cast<int>(peer), tag);
   timing_.wait_s += seconds_since(start);
@@ -149,8 +162,8 @@ torch::Tensor PipelineRunner::receive(int64_t peer, int tag, const torch::Tensor
 void PipelineRunner::send(const torch::Tensor& tensor, int64_t peer, int tag, bool with_header) {
   torch::Tensor data = tensor.detach().contiguous();
   if (with_header) {
-    SLAPO_CHECK(data.dim() <= kHeader - 2, ErrorCode::kInvalidArgument, "pipeline: cannot send a tensor of ",
-                data.dim(), " dimensions");
+    SLAPO_CHECK(data.dim() <= kHeader - 2, ErrorCode::kInvalidArgument,
+                "pipeline: cannot send a tensor of ", data.dim(), " dimensions");
     torch::Tensor header = at::zeros({kHeader}, at::kLong);
     header[0] = data.dim();
     header[1] = static_cast<int64_t>(data.scalar_type());
@@ -164,8 +177,8 @@ void PipelineRunner::send(const torch::Tensor& tensor, int64_t peer, int tag, bo
   pending_tensors_.push_back(data);
 }
 
-void PipelineRunner::forward(MicroBatch& mb, const torch::Tensor& inputs, const torch::Tensor& targets,
-                             const LossFn& loss) {
+void PipelineRunner::forward(MicroBatch& mb, const torch::Tensor& inputs,
+                             const torch::Tensor& targets, const LossFn& loss) {
   DropoutScope scope(mb.step, mb.sample_offset);
   torch::Tensor x;
   if (first()) {
@@ -179,7 +192,8 @@ void PipelineRunner::forward(MicroBatch& mb, const torch::Tensor& inputs, const 
   torch::Tensor y = body.forward_range(begin, end, x);
   if (last()) {
     torch::Tensor out = pipelined_->epilogue(y);
-    mb.loss = loss(out, targets.narrow(0, mb.begin, mb.size)) / static_cast<double>(options_.micro_batches);
+    mb.loss = loss(out, targets.narrow(0, mb.begin, mb.size)) /
+              static_cast<double>(options_.micro_batches);
   } else {
     mb.output = y;
     send(y, stage_ + 1, static_cast<int>(2 * mb.index), /*with_header=*/true);
@@ -187,20 +201,22 @@ void PipelineRunner::forward(MicroBatch& mb, const torch::Tensor& inputs, const 
 }
 
 void PipelineRunner::backward(MicroBatch& mb) {
-  // Checkpointed blocks recompute in backward: they take the key from their forward (checkpoint.cc).
+  // Checkpointed blocks recompute in backward: they take the key from their forward
+  // (checkpoint.cc).
   if (last()) {
     torch::autograd::backward({mb.loss});
   } else {
     torch::Tensor grad = receive(stage_ + 1, static_cast<int>(2 * mb.index + 1), &mb.output);
     torch::autograd::backward({mb.output}, {grad});
   }
-  if (!first()) send(mb.input.grad(), stage_ - 1, static_cast<int>(2 * mb.index + 1), /*with_header=*/false);
+  if (!first())
+    send(mb.input.grad(), stage_ - 1, static_cast<int>(2 * mb.index + 1), /*with_header=*/false);
   mb.output = torch::Tensor();
   mb.input = torch::Tensor();
 }
 
-double PipelineRunner::run(const torch::Tensor& inputs, const torch::Tensor& targets, const LossFn& loss, uint64_t step,
-                           int64_t sample_offset) {
+double PipelineRunner::run(const torch::Tensor& inputs, const torch::Tensor& targets,
+                           const LossFn& loss, uint64_t step, int64_t sample_offset) {
   const auto start = std::chrono::steady_clock::now();
   timing_ = {};
   const int64_t m = options_.micro_batches;

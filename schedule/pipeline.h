@@ -1,6 +1,6 @@
 #pragma once
-// Pipeline parallelism: each rank of a pipeline group runs one stage of the model, and micro-batches
-// flow between stages over point-to-point messages.
+// Pipeline parallelism: each rank of a pipeline group runs one stage of the model, and
+// micro-batches flow between stages over point-to-point messages.
 //
 // A model takes part by implementing Pipelined: its forward is epilogue(body(prologue(input))) with
 // the body a Sequence slot (the zoo's models: embeddings | blocks | final norm and LM head).
@@ -50,8 +50,9 @@ StagePlan plan_stages(SlotModule& model, const std::vector<std::string>& cuts);
 
 // The parameters stage `stage` runs with, by name, each tensor once: the prologue's on the first
 // stage, the body's blocks of the stage, the epilogue's on the last stage.
-std::vector<std::pair<std::string, torch::Tensor>> stage_parameters(SlotModule& model, const StagePlan& plan,
-                                                                   int64_t stage);
+std::vector<std::pair<std::string, torch::Tensor>> stage_parameters(SlotModule& model,
+                                                                    const StagePlan& plan,
+                                                                    int64_t stage);
 
 enum class PipelineSchedule { kGPipe, kOneFOneB };
 // "gpipe" | "1f1b"; throws naming the value otherwise.
@@ -64,7 +65,8 @@ struct PipelineOptions {
 };
 
 // The loss of one micro-batch: (the epilogue's output, targets) → a scalar mean.
-using LossFn = std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& targets)>;
+using LossFn =
+    std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& targets)>;
 
 // Where a stage's time went during the last run(): the bubble is the time spent waiting for a
 // neighbour.
@@ -77,15 +79,15 @@ class PipelineRunner {
  public:
   // `group` is the pipeline group (rank = stage); null or size 1 runs every stage here, with the
   // micro-batches as gradient accumulation.
-  PipelineRunner(std::shared_ptr<SlotModule> model, StagePlan plan, std::shared_ptr<Communicator> group,
-                 PipelineOptions options);
+  PipelineRunner(std::shared_ptr<SlotModule> model, StagePlan plan,
+                 std::shared_ptr<Communicator> group, PipelineOptions options);
 
   // Forward and backward of one batch (gradients accumulate into the stage's parameters).
   // `inputs` and `targets` are this pipeline's batch [batch, ...]; the first stage reads inputs,
   // the last targets. `step` and `sample_offset` (the batch's first global sample) key dropout.
   // Returns the batch's mean loss on the last stage and NaN on the others.
-  double run(const torch::Tensor& inputs, const torch::Tensor& targets, const LossFn& loss, uint64_t step,
-             int64_t sample_offset);
+  double run(const torch::Tensor& inputs, const torch::Tensor& targets, const LossFn& loss,
+             uint64_t step, int64_t sample_offset);
 
   int64_t stage() const { return stage_; }
   int64_t stages() const { return plan_.stages; }
@@ -95,7 +97,8 @@ class PipelineRunner {
 
  private:
   struct MicroBatch;
-  void forward(MicroBatch& mb, const torch::Tensor& inputs, const torch::Tensor& targets, const LossFn& loss);
+  void forward(MicroBatch& mb, const torch::Tensor& inputs, const torch::Tensor& targets,
+               const LossFn& loss);
   void backward(MicroBatch& mb);
   torch::Tensor receive(int64_t peer, int tag, const torch::Tensor* like);
   void send(const torch::Tensor& tensor, int64_t peer, int tag, bool with_header);

@@ -33,8 +33,8 @@ struct ReplayForm {
 
 struct Primitive {
   std::string name;
-  std::string summary;  // one line
-  std::string help;     // the full help: usage, what it does, what it requires, errors
+  std::string summary;            // one line
+  std::string help;               // the full help: usage, what it does, what it requires, errors
   std::vector<ReplayForm> forms;  // empty for a query (find), which records nothing
 };
 

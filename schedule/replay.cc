@@ -33,16 +33,19 @@ std::vector<AppliedPrimitive> parse_schedule_text(const std::string& text) {
     if (first == std::string::npos || line[first] == '#') continue;
     line = line.substr(first);
     while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-    SLAPO_CHECK(line.rfind("sch[", 0) == 0 && line.back() == ')', ErrorCode::kParse, "schedule line ", number,
+    SLAPO_CHECK(line.rfind("sch[", 0) == 0 && line.back() == ')', ErrorCode::kParse,
+                "schedule line ", number,
                 ": expected sch[\"path\"].primitive(args), found: ", line);
     const std::string after = line.substr(4);
     ArgReader path_reader(after, number);
     const std::string path = path_reader.string();
     // Skip past the closing quote of the path: the first `"]` after it.
     const size_t close = line.find("\"].", 4);
-    SLAPO_CHECK(close != std::string::npos, ErrorCode::kParse, "schedule line ", number, ": expected \"]. after the path");
+    SLAPO_CHECK(close != std::string::npos, ErrorCode::kParse, "schedule line ", number,
+                ": expected \"]. after the path");
     const size_t open = line.find('(', close);
-    SLAPO_CHECK(open != std::string::npos, ErrorCode::kParse, "schedule line ", number, ": expected ( after the primitive");
+    SLAPO_CHECK(open != std::string::npos, ErrorCode::kParse, "schedule line ", number,
+                ": expected ( after the primitive");
     AppliedPrimitive step;
     step.path = path;
     step.primitive = line.substr(close + 3, open - close - 3);
@@ -52,12 +55,14 @@ std::vector<AppliedPrimitive> parse_schedule_text(const std::string& text) {
   return steps;
 }
 
-void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const ReplaceFactory& factory) {
+void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps,
+            const ReplaceFactory& factory) {
   int index = 0;
   for (const AppliedPrimitive& step : steps) {
     ++index;
     const ReplayForm* form = find_replay_form(step.primitive);
-    SLAPO_CHECK(form != nullptr, ErrorCode::kParse, "replay step ", index, ": unknown primitive '", step.primitive, "'");
+    SLAPO_CHECK(form != nullptr, ErrorCode::kParse, "replay step ", index, ": unknown primitive '",
+                step.primitive, "'");
     ArgReader args(step.args, index);
     form->apply(sch[step.path], args, ReplayStep{step, index, factory});
   }

@@ -22,10 +22,10 @@ std::string quote_argument(const std::string& s);
 // naming the line number and what was expected.
 std::vector<AppliedPrimitive> parse_schedule_text(const std::string& text);
 
-
 // Applies `steps` to `sch` in order, each by its primitive's row in the table
 // (schedule/primitives.h). `replace` steps need `factory`; without one they are an error naming
 // the step. Every other error is the primitive's own.
-void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps, const ReplaceFactory& factory = {});
+void replay(Schedule& sch, const std::vector<AppliedPrimitive>& steps,
+            const ReplaceFactory& factory = {});
 
 }  // namespace slapo::schedule

@@ -60,15 +60,15 @@ struct SyncRecord {
 struct AppliedPrimitive {
   std::string path;
   std::string primitive;
-  std::string args;  // as written: "\"weight\", 0"
+  std::string args;               // as written: "\"weight\", 0"
   std::string to_string() const;  // sch["h.0.mlp.fc_in"].shard("weight", 0)
 };
 
 // What a schedule did, for build() and for people.
 struct ScheduleRecord {
-  std::vector<AppliedPrimitive> applied;  // every primitive, in order
-  std::vector<std::string> checkpointed;  // paths
-  std::vector<std::string> forked;        // paths with their own random stream
+  std::vector<AppliedPrimitive> applied;                      // every primitive, in order
+  std::vector<std::string> checkpointed;                      // paths
+  std::vector<std::string> forked;                            // paths with their own random stream
   std::vector<std::pair<std::string, std::string>> replaced;  // path, type of the new module
   std::vector<ShardSpec> shards;
   std::vector<SyncRecord> syncs;
@@ -106,9 +106,11 @@ class Schedule {
   }
   template <typename Impl>
   Schedule& replace(std::shared_ptr<Impl> module) {
-    return replace_any(torch::nn::AnyModule(module), signature_of_impl<Impl>(), c10::demangle(typeid(Impl).name()));
+    return replace_any(torch::nn::AnyModule(module), signature_of_impl<Impl>(),
+                       c10::demangle(typeid(Impl).name()));
   }
-  Schedule& replace_any(torch::nn::AnyModule module, Signature signature, const std::string& type_name);
+  Schedule& replace_any(torch::nn::AnyModule module, Signature signature,
+                        const std::string& type_name);
   // Replaces every module of type Impl below (and including) this one by factory(impl), where
   // factory returns a module holder. Returns how many were replaced.
   template <typename Impl, typename Factory>
@@ -117,9 +119,10 @@ class Schedule {
     std::vector<std::string> replaced;
     for (auto& [p, s] : named_schedules()) {
       // A replacement rebuilds the sub-schedules below it: their entries in this list are gone.
-      const bool below_replaced = std::any_of(replaced.begin(), replaced.end(), [&p = p](const std::string& r) {
-        return p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '.';
-      });
+      const bool below_replaced =
+          std::any_of(replaced.begin(), replaced.end(), [&p = p](const std::string& r) {
+            return p.size() > r.size() && p.compare(0, r.size(), r) == 0 && p[r.size()] == '.';
+          });
       if (below_replaced) continue;
       if (auto impl = std::dynamic_pointer_cast<Impl>(s->module())) {
         s->replace(factory(*impl));
@@ -180,7 +183,8 @@ class Schedule {
   Schedule& fuse(const GraphMatch& match, const std::string& compiler = "native");
   // Every occurrence of a named chain (bias_gelu, bias_dropout_add, layer_norm) becomes its kernel.
   // The number of occurrences in the graphs traced so far is in *matches when given.
-  Schedule& fuse(const std::string& chain, const std::string& compiler = "native", size_t* matches = nullptr);
+  Schedule& fuse(const std::string& chain, const std::string& compiler = "native",
+                 size_t* matches = nullptr);
   // The matched subgraph is computed by `module` instead: its forward takes the match's tensor
   // inputs in the pattern's order (its constant inputs are the module's business). The module
   // becomes a child of this one (slot "subgraph_N"), so its parameters are the model's.
@@ -243,7 +247,8 @@ class ScheduleHandle : public std::unique_ptr<Schedule> {
   Schedule& operator[](const std::string& path) const { return (**this)[path]; }
 };
 
-inline ScheduleHandle create_schedule(std::shared_ptr<SlotModule> model, ScheduleOptions options = {}) {
+inline ScheduleHandle create_schedule(std::shared_ptr<SlotModule> model,
+                                      ScheduleOptions options = {}) {
   return Schedule::create(std::move(model), options);
 }
 

@@ -15,8 +15,9 @@ Level detect() {
   __builtin_cpu_init();
   Level best = Level::kBaseline;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = Level::kAvx2;
-  if (best == Level::kAvx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+  if (best == Level::kAvx2 && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
     best = Level::kAvx512;
   }
   if (const char* value = std::getenv("SLAPO_SIMD")) {
@@ -46,9 +47,12 @@ Level set_cap(Level new_cap) { return cap.exchange(new_cap); }
 
 const char* level_name(Level level) {
   switch (level) {
-    case Level::kAvx512: return "avx512";
-    case Level::kAvx2: return "avx2";
-    default: return "baseline";
+    case Level::kAvx512:
+      return "avx512";
+    case Level::kAvx2:
+      return "avx2";
+    default:
+      return "baseline";
   }
 }
 

@@ -26,16 +26,23 @@ const char* level_name(Level level);
 
 }  // namespace slapo::schedule::simd
 
-#define SLAPO_SIMD_VARIANTS(name, params, args)                                                       \
-  __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma"))) void name##_avx512 params { \
-    name##_body args;                                                                                 \
-  }                                                                                                   \
-  __attribute__((target("avx2,fma"))) void name##_avx2 params { name##_body args; }                   \
-  void name##_default params { name##_body args; }                                                    \
-  void name params {                                                                                  \
-    switch (::slapo::schedule::simd::level()) {                                                       \
-      case ::slapo::schedule::simd::Level::kAvx512: name##_avx512 args; return;                       \
-      case ::slapo::schedule::simd::Level::kAvx2: name##_avx2 args; return;                           \
-      default: name##_default args; return;                                                           \
-    }                                                                                                 \
+#define SLAPO_SIMD_VARIANTS(name, params, args)                                           \
+  __attribute__((                                                                         \
+      target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma"))) void name##_avx512 params { \
+    name##_body args;                                                                     \
+  }                                                                                       \
+  __attribute__((target("avx2,fma"))) void name##_avx2 params { name##_body args; }       \
+  void name##_default params { name##_body args; }                                        \
+  void name params {                                                                      \
+    switch (::slapo::schedule::simd::level()) {                                           \
+      case ::slapo::schedule::simd::Level::kAvx512:                                       \
+        name##_avx512 args;                                                               \
+        return;                                                                           \
+      case ::slapo::schedule::simd::Level::kAvx2:                                         \
+        name##_avx2 args;                                                                 \
+        return;                                                                           \
+      default:                                                                            \
+        name##_default args;                                                              \
+        return;                                                                           \
+    }                                                                                     \
   }

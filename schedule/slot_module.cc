@@ -34,21 +34,25 @@ const Slot& SlotModule::slot(const std::string& name) const {
   if (it == slots_.end()) {
     std::string known;
     for (const std::string& n : order_) known += (known.empty() ? "" : ", ") + n;
-    SLAPO_FAIL(ErrorCode::kNotFound, name_of_module(), " has no slot '", name, "' (slots: ", known, ")");
+    SLAPO_FAIL(ErrorCode::kNotFound, name_of_module(), " has no slot '", name, "' (slots: ", known,
+               ")");
   }
   return it->second;
 }
 
 std::string SlotModule::name_of_module() const { return name(); }
 
-void SlotModule::add_slot_any(const std::string& name, torch::nn::AnyModule module, Signature signature) {
-  SLAPO_CHECK(!has_slot(name), ErrorCode::kInvalidArgument, "'", name_of_module(), "' already has a slot '", name, "'");
+void SlotModule::add_slot_any(const std::string& name, torch::nn::AnyModule module,
+                              Signature signature) {
+  SLAPO_CHECK(!has_slot(name), ErrorCode::kInvalidArgument, "'", name_of_module(),
+              "' already has a slot '", name, "'");
   register_module(name, module.ptr());
   slots_[name] = Slot{std::move(module), std::move(signature), {}};
   order_.push_back(name);
 }
 
-torch::Tensor SlotModule::call_tensors(const std::string& name, const std::vector<torch::Tensor>& inputs) {
+torch::Tensor SlotModule::call_tensors(const std::string& name,
+                                       const std::vector<torch::Tensor>& inputs) {
   Slot& s = slot(name);
   if (s.policy.plain()) {
     return forward_tensors(s.module, inputs);
@@ -56,7 +60,8 @@ torch::Tensor SlotModule::call_tensors(const std::string& name, const std::vecto
   return call_with_policy(s, inputs);
 }
 
-void SlotModule::set_slot_module(const std::string& name, torch::nn::AnyModule module, Signature signature) {
+void SlotModule::set_slot_module(const std::string& name, torch::nn::AnyModule module,
+                                 Signature signature) {
   Slot& s = slot(name);
   replace_module(name, module.ptr());
   s.module = std::move(module);
@@ -73,10 +78,14 @@ torch::Tensor apply_sync(const SyncSpec& sync, const torch::Tensor& x) {
     return gather_reduce_scatter(x, group, sync.axis);  // kReduceScatter (checked by sync())
   }
   switch (sync.op) {
-    case SyncOp::kAllReduce: return reduce_from_group(x, group);
-    case SyncOp::kAllGather: return gather_from_group(x, group, sync.axis);
-    case SyncOp::kReduceScatter: return reduce_scatter_group(x, group, sync.axis);
-    case SyncOp::kSplit: return split_to_group(x, group, sync.axis);
+    case SyncOp::kAllReduce:
+      return reduce_from_group(x, group);
+    case SyncOp::kAllGather:
+      return gather_from_group(x, group, sync.axis);
+    case SyncOp::kReduceScatter:
+      return reduce_scatter_group(x, group, sync.axis);
+    case SyncOp::kSplit:
+      return split_to_group(x, group, sync.axis);
   }
   return x;
 }
@@ -91,7 +100,8 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
   auto run = [&]() -> torch::Tensor {
     if (s.policy.bias_after_reduce) {
       // A Linear or a DecomposedLinear: the product alone; the bias comes after the reduce.
-      return torch::nn::functional::linear(inputs.at(0), s.module.ptr()->named_parameters(false)["weight"]);
+      return torch::nn::functional::linear(inputs.at(0),
+                                           s.module.ptr()->named_parameters(false)["weight"]);
     }
     // A traced module runs its graph, checkpointed or not.
     std::shared_ptr<TracedGraph> traced = s.policy.traced;
@@ -101,7 +111,8 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
     if (s.policy.checkpoint && s.module.ptr()->is_training() && torch::GradMode::is_enabled()) {
       std::vector<std::shared_ptr<RngStream>> streams;
       collect_streams(*s.module.ptr(), &streams);
-      return checkpoint_call(std::move(forward), inputs, s.module.ptr()->parameters(), std::move(streams));
+      return checkpoint_call(std::move(forward), inputs, s.module.ptr()->parameters(),
+                             std::move(streams));
     }
     return forward(inputs);
   };
@@ -118,11 +129,17 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
 
 torch::Tensor forward_tensors(torch::nn::AnyModule& module, const std::vector<torch::Tensor>& in) {
   switch (in.size()) {
-    case 1: return module.forward(in[0]);
-    case 2: return module.forward(in[0], in[1]);
-    case 3: return module.forward(in[0], in[1], in[2]);
-    case 4: return module.forward(in[0], in[1], in[2], in[3]);
-    default: SLAPO_FAIL(ErrorCode::kInvalidArgument, "a checkpointed or forked module takes 1 to 4 tensors, got ", in.size());
+    case 1:
+      return module.forward(in[0]);
+    case 2:
+      return module.forward(in[0], in[1]);
+    case 3:
+      return module.forward(in[0], in[1], in[2]);
+    case 4:
+      return module.forward(in[0], in[1], in[2], in[3]);
+    default:
+      SLAPO_FAIL(ErrorCode::kInvalidArgument,
+                 "a checkpointed or forked module takes 1 to 4 tensors, got ", in.size());
   }
 }
 

@@ -165,8 +165,10 @@ class SlotModule : public torch::nn::Module {
 };
 
 // Calls an AnyModule whose forward takes `inputs.size()` tensors (1 to 4).
-torch::Tensor forward_tensors(torch::nn::AnyModule& module, const std::vector<torch::Tensor>& inputs);
-inline torch::Tensor forward_tensors(const torch::nn::AnyModule& module, const std::vector<torch::Tensor>& inputs) {
+torch::Tensor forward_tensors(torch::nn::AnyModule& module,
+                              const std::vector<torch::Tensor>& inputs);
+inline torch::Tensor forward_tensors(const torch::nn::AnyModule& module,
+                                     const std::vector<torch::Tensor>& inputs) {
   return forward_tensors(const_cast<torch::nn::AnyModule&>(module), inputs);
 }
 

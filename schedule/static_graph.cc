@@ -26,15 +26,16 @@ using graph_surgery::operation_set;
 using graph_surgery::parse_pattern;
 
 void check_compiler(const std::string& compiler, const std::string& where) {
-  SLAPO_CHECK(compiler == "native" || compiler == "nnc", ErrorCode::kInvalidArgument, where, ": unknown compiler '",
-              compiler, "' (native, nnc)");
+  SLAPO_CHECK(compiler == "native" || compiler == "nnc", ErrorCode::kInvalidArgument, where,
+              ": unknown compiler '", compiler, "' (native, nnc)");
   if (compiler == "nnc") {
     const std::string& missing = nnc_cpu_unavailable_reason();
     SLAPO_CHECK(!missing.empty(), ErrorCode::kInvalidArgument, where,
-                ": compiler 'nnc' has a CPU backend in this LibTorch, but slapo does not drive it yet (no machine ",
+                ": compiler 'nnc' has a CPU backend in this LibTorch, but slapo does not drive it "
+                "yet (no machine ",
                 "here to test it on); use 'native'");
-    SLAPO_FAIL(ErrorCode::kInvalidArgument, where, ": compiler 'nnc' has no working CPU backend: ", missing,
-               "; use 'native'");
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, where,
+               ": compiler 'nnc' has no working CPU backend: ", missing, "; use 'native'");
   }
 }
 
@@ -48,12 +49,13 @@ torch::Tensor run_graph(torch::jit::GraphFunction& fn, const std::vector<torch::
 
 Schedule& Schedule::trace(const std::vector<torch::Tensor>& example_inputs) {
   Slot& slot = policy_slot("trace");
-  SLAPO_CHECK(!slot.policy.traced, ErrorCode::kInvalidArgument, "trace on '", path_, "': already traced");
+  SLAPO_CHECK(!slot.policy.traced, ErrorCode::kInvalidArgument, "trace on '", path_,
+              "': already traced");
   auto traced = std::make_shared<TracedGraph>(slot.module, path_);
   if (!example_inputs.empty()) {
-    SLAPO_CHECK(example_inputs.size() == slot.signature.tensor_inputs, ErrorCode::kInvalidArgument, "trace on '",
-                path_, "': its forward takes ", slot.signature.tensor_inputs, " tensors, ", example_inputs.size(),
-                " example inputs given");
+    SLAPO_CHECK(example_inputs.size() == slot.signature.tensor_inputs, ErrorCode::kInvalidArgument,
+                "trace on '", path_, "': its forward takes ", slot.signature.tensor_inputs,
+                " tensors, ", example_inputs.size(), " example inputs given");
     traced->run(example_inputs);  // traces and checks now
   }
   slot.policy.traced = traced;
@@ -63,8 +65,9 @@ Schedule& Schedule::trace(const std::vector<torch::Tensor>& example_inputs) {
 
 std::string Schedule::print_graph() {
   Slot& slot = policy_slot("print_graph");
-  SLAPO_CHECK(slot.policy.traced && slot.policy.traced->graph(), ErrorCode::kInvalidArgument, "print_graph on '",
-              path_, "': not traced", slot.policy.traced ? " yet (it is traced at its first call)" : " (use trace)");
+  SLAPO_CHECK(slot.policy.traced && slot.policy.traced->graph(), ErrorCode::kInvalidArgument,
+              "print_graph on '", path_, "': not traced",
+              slot.policy.traced ? " yet (it is traced at its first call)" : " (use trace)");
   return slot.policy.traced->graph_text();
 }
 
@@ -73,7 +76,8 @@ std::vector<std::string> Schedule::find(const std::string& path_regex) {
   try {
     re = std::regex(path_regex);
   } catch (const std::regex_error& e) {
-    SLAPO_FAIL(ErrorCode::kParse, "find on '", path_, "': '", path_regex, "' is not a regular expression: ", e.what());
+    SLAPO_FAIL(ErrorCode::kParse, "find on '", path_, "': '", path_regex,
+               "' is not a regular expression: ", e.what());
   }
   std::vector<std::string> out;
   for (const auto& [p, s] : named_schedules()) {
@@ -97,7 +101,8 @@ std::vector<GraphMatch> Schedule::find_pattern(const std::string& pattern) {
   std::vector<GraphMatch> out;
   for (const torch::jit::Match& m : graph_surgery::matches(*pattern_graph, *traced.graph())) {
     GraphMatch match{path_, pattern, out.size(), traced.version(), {}};
-    for (const torch::jit::Node* n : graph_surgery::operations(m)) match.kinds.push_back(n->kind().toQualString());
+    for (const torch::jit::Node* n : graph_surgery::operations(m))
+      match.kinds.push_back(n->kind().toQualString());
     out.push_back(std::move(match));
   }
   return out;
@@ -116,12 +121,12 @@ GraphMatch Schedule::deferred_match(const std::string& pattern, size_t index) {
 }
 
 void Schedule::check_match(const GraphMatch& match, const char* primitive) {
-  SLAPO_CHECK(match.path == path_, ErrorCode::kInvalidArgument, primitive, " on '", path_, "': ", match.to_string(),
-              " was found in another module; apply it there");
+  SLAPO_CHECK(match.path == path_, ErrorCode::kInvalidArgument, primitive, " on '", path_,
+              "': ", match.to_string(), " was found in another module; apply it there");
   const TracedGraph& traced = traced_slot(primitive);
-  SLAPO_CHECK(match.version == traced.version(), ErrorCode::kInvalidArgument, primitive, " on '", path_, "': stale ",
-              match.to_string(), ": the graph changed since it was found (", traced.version() - match.version,
-              " rewrite(s) later); find it again");
+  SLAPO_CHECK(match.version == traced.version(), ErrorCode::kInvalidArgument, primitive, " on '",
+              path_, "': stale ", match.to_string(), ": the graph changed since it was found (",
+              traced.version() - match.version, " rewrite(s) later); find it again");
 }
 
 Schedule& Schedule::fuse(const GraphMatch& match, const std::string& compiler) {
@@ -141,63 +146,72 @@ Schedule& Schedule::fuse(const GraphMatch& match, const std::string& compiler) {
     rewrite_chain(*chain, graph, &ops);
   };
   traced.add_transform(fuse_in);  // tried on the graphs traced so far first: refused now, not later
-  record_primitive("fuse_match", quote_argument(match.pattern) + ", " + std::to_string(match.index) + ", " +
-                                     quote_argument(compiler));
+  record_primitive("fuse_match", quote_argument(match.pattern) + ", " +
+                                     std::to_string(match.index) + ", " + quote_argument(compiler));
   return *this;
 }
 
-Schedule& Schedule::fuse(const std::string& chain_name, const std::string& compiler, size_t* matches) {
+Schedule& Schedule::fuse(const std::string& chain_name, const std::string& compiler,
+                         size_t* matches) {
   const std::string where = "fuse on '" + path_ + "'";
   check_compiler(compiler, where);
   Slot& slot = policy_slot("fuse");
   SLAPO_CHECK(slot.policy.traced, ErrorCode::kInvalidArgument, where,
               ": fusion rewrites a traced graph; trace() the module first");
   const FusedChain* chain = find_chain(chain_name);
-  SLAPO_CHECK(chain != nullptr, ErrorCode::kInvalidArgument, where, ": unknown chain '", chain_name, "' (chains: ",
-              chain_names(), ")");
+  SLAPO_CHECK(chain != nullptr, ErrorCode::kInvalidArgument, where, ": unknown chain '", chain_name,
+              "' (chains: ", chain_names(), ")");
   size_t n = 0;
   for (const auto& graph : slot.policy.traced->graphs()) n += count_chain(*chain, *graph);
-  slot.policy.traced->add_transform([chain](std::shared_ptr<torch::jit::Graph>& graph) { rewrite_chain(*chain, graph); });
+  slot.policy.traced->add_transform(
+      [chain](std::shared_ptr<torch::jit::Graph>& graph) { rewrite_chain(*chain, graph); });
   if (matches) *matches = n;
   record_primitive("fuse", quote_argument(chain_name) + ", " + quote_argument(compiler));
   return *this;
 }
 
-Schedule& Schedule::replace_match(const GraphMatch& match, torch::nn::AnyModule module, Signature signature,
-                                  const std::string& type_name) {
+Schedule& Schedule::replace_match(const GraphMatch& match, torch::nn::AnyModule module,
+                                  Signature signature, const std::string& type_name) {
   const std::string where = "replace on '" + path_ + "'";
   check_match(match, "replace");
   TracedGraph& traced = traced_slot("replace");
   const auto pattern = parse_pattern(match.pattern, where);
-  SLAPO_CHECK(signature.tensors_only, ErrorCode::kInvalidArgument, where, ": the new module's forward (",
-              signature.text, ") must take and return tensors");
+  SLAPO_CHECK(signature.tensors_only, ErrorCode::kInvalidArgument, where,
+              ": the new module's forward (", signature.text, ") must take and return tensors");
   const size_t arity = signature.tensor_inputs;
   const std::string name = match.to_string();
-  auto check_arity = [pattern, arity, where, name](const torch::jit::Graph& graph, const torch::jit::Match& found) {
+  auto check_arity = [pattern, arity, where, name](const torch::jit::Graph& graph,
+                                                   const torch::jit::Match& found) {
     const size_t inputs = graph_surgery::tensor_inputs(*pattern, found);
-    SLAPO_CHECK(inputs == arity, ErrorCode::kInvalidArgument, where, ": the new module's forward takes ", arity,
-                " tensors but ", name, " has ", inputs, " tensor inputs");
+    SLAPO_CHECK(inputs == arity, ErrorCode::kInvalidArgument, where,
+                ": the new module's forward takes ", arity, " tensors but ", name, " has ", inputs,
+                " tensor inputs");
   };
   // The module joins the model as a slot of the traced module: its parameters are the model's,
   // and the schedule can address it ("h.0.mlp.subgraph_0").
   auto owner = std::dynamic_pointer_cast<SlotModule>(module_);
-  SLAPO_CHECK(owner != nullptr, ErrorCode::kInvalidArgument, where,
-              ": the traced module is not a SlotModule, so the new module has no place in the model");
+  SLAPO_CHECK(
+      owner != nullptr, ErrorCode::kInvalidArgument, where,
+      ": the traced module is not a SlotModule, so the new module has no place in the model");
   std::string slot;
-  for (int i = 0; slot.empty() || owner->has_slot(slot); ++i) slot = "subgraph_" + std::to_string(i);
-  auto callable = std::make_shared<GraphCallable>(
-      [owner, slot](const std::vector<torch::Tensor>& xs) { return owner->call_tensors(slot, xs); });
+  for (int i = 0; slot.empty() || owner->has_slot(slot); ++i)
+    slot = "subgraph_" + std::to_string(i);
+  auto callable =
+      std::make_shared<GraphCallable>([owner, slot](const std::vector<torch::Tensor>& xs) {
+        return owner->call_tensors(slot, xs);
+      });
   const size_t index = match.index;
   // Tried on the graphs traced so far before anything changes; the slot is added once it holds.
-  traced.add_transform([pattern, index, callable, where, check_arity](std::shared_ptr<torch::jit::Graph>& graph) {
-    const torch::jit::Match found = occurrence(*pattern, *graph, index, where);
-    check_arity(*graph, found);
-    graph_surgery::replace_with_call(*graph, *pattern, found, callable->id(), where);
-  });
+  traced.add_transform(
+      [pattern, index, callable, where, check_arity](std::shared_ptr<torch::jit::Graph>& graph) {
+        const torch::jit::Match found = occurrence(*pattern, *graph, index, where);
+        check_arity(*graph, found);
+        graph_surgery::replace_with_call(*graph, *pattern, found, callable->id(), where);
+      });
   owner->add_slot_any(slot, std::move(module), std::move(signature));
   rebuild_children();
-  record_primitive("replace_match",
-                   quote_argument(match.pattern) + ", " + std::to_string(match.index) + ", " + type_name);
+  record_primitive("replace_match", quote_argument(match.pattern) + ", " +
+                                        std::to_string(match.index) + ", " + type_name);
   return *this;
 }
 
@@ -210,20 +224,25 @@ Schedule& Schedule::checkpoint(const GraphMatch& match) {
   // One subgraph per traced graph (its constants are that shape's); the callables live as long as
   // the transform.
   auto callables = std::make_shared<std::vector<std::shared_ptr<GraphCallable>>>();
-  traced.add_transform([pattern, index, callables, where](std::shared_ptr<torch::jit::Graph>& graph) {
-    const torch::jit::Match found = occurrence(*pattern, *graph, index, where);
-    std::shared_ptr<torch::jit::GraphFunction> function =
-        graph_function("slapo_checkpointed", graph_surgery::extract(*pattern, found, where));
-    auto callable = std::make_shared<GraphCallable>([function](const std::vector<torch::Tensor>& xs) {
-      TensorFunction run = [function](const std::vector<torch::Tensor>& in) { return run_graph(*function, in); };
-      if (!torch::GradMode::is_enabled()) return run(xs);
-      // Its parameters are among its inputs (a traced graph takes them as inputs).
-      return checkpoint_call(run, xs, {}, {});
-    });
-    graph_surgery::replace_with_call(*graph, *pattern, found, callable->id(), where);
-    callables->push_back(std::move(callable));
-  });
-  record_primitive("checkpoint_match", quote_argument(match.pattern) + ", " + std::to_string(match.index));
+  traced.add_transform(
+      [pattern, index, callables, where](std::shared_ptr<torch::jit::Graph>& graph) {
+        const torch::jit::Match found = occurrence(*pattern, *graph, index, where);
+        std::shared_ptr<torch::jit::GraphFunction> function =
+            graph_function("slapo_checkpointed", graph_surgery::extract(*pattern, found, where));
+        auto callable =
+            std::make_shared<GraphCallable>([function](const std::vector<torch::Tensor>& xs) {
+              TensorFunction run = [function](const std::vector<torch::Tensor>& in) {
+                return run_graph(*function, in);
+              };
+              if (!torch::GradMode::is_enabled()) return run(xs);
+              // Its parameters are among its inputs (a traced graph takes them as inputs).
+              return checkpoint_call(run, xs, {}, {});
+            });
+        graph_surgery::replace_with_call(*graph, *pattern, found, callable->id(), where);
+        callables->push_back(std::move(callable));
+      });
+  record_primitive("checkpoint_match",
+                   quote_argument(match.pattern) + ", " + std::to_string(match.index));
   return *this;
 }
 

@@ -22,7 +22,9 @@ namespace {
 // incorrect"): for us they are errors.
 class WarningCollector : public c10::WarningHandler {
  public:
-  void process(const c10::SourceLocation&, const std::string& msg, const bool) override { messages.push_back(msg); }
+  void process(const c10::SourceLocation&, const std::string& msg, const bool) override {
+    messages.push_back(msg);
+  }
   std::vector<std::string> messages;
 };
 
@@ -36,8 +38,8 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 
 }  // namespace
 
-std::unique_ptr<torch::jit::GraphFunction> graph_function(const std::string& name,
-                                                          std::shared_ptr<torch::jit::Graph> graph) {
+std::unique_ptr<torch::jit::GraphFunction> graph_function(
+    const std::string& name, std::shared_ptr<torch::jit::Graph> graph) {
   return std::make_unique<torch::jit::GraphFunction>(name, std::move(graph), nullptr,
                                                      torch::jit::ExecutorExecutionMode::SIMPLE);
 }
@@ -52,7 +54,9 @@ TracedGraph::TracedGraph(torch::nn::AnyModule module, std::string path)
 
 TracedGraph::~TracedGraph() = default;
 
-std::vector<at::Tensor> TracedGraph::parameters() const { return unique_parameters(*module_.ptr()); }
+std::vector<at::Tensor> TracedGraph::parameters() const {
+  return unique_parameters(*module_.ptr());
+}
 
 TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs,
                                            const std::vector<at::Tensor>& params) {
@@ -83,7 +87,8 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    SLAPO_FAIL(ErrorCode::kInvalidArgument, "trace of '", path_, "' failed: ", first_line(e.what()));
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, "trace of '", path_,
+               "' failed: ", first_line(e.what()));
   }
   for (const std::string& w : warnings.messages) {
     SLAPO_FAIL(ErrorCode::kInvalidArgument, "cannot trace '", path_, "': ", first_line(w),
@@ -119,7 +124,8 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
           // rarely flip around a mean far from zero).
           const double mean = x.numel() > 0 ? x.mean().item<double>() : 0.0;
           const double std = x.numel() > 1 ? x.std().item<double>() : 1.0;
-          xs.push_back(variant % 2 ? at::randn_like(x) * std + mean : at::randn_like(x) * (std + std::fabs(mean)));
+          xs.push_back(variant % 2 ? at::randn_like(x) * std + mean
+                                   : at::randn_like(x) * (std + std::fabs(mean)));
         } else {
           const int64_t lo = x.numel() > 0 ? x.min().item<int64_t>() : 0;
           const int64_t hi = x.numel() > 0 ? x.max().item<int64_t>() : 1;
@@ -133,10 +139,13 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
       for (const at::Tensor& p : params) run_stack.emplace_back(p);
       entry->function->run(run_stack);
       const at::Tensor traced = run_stack.at(0).toTensor();
-      SLAPO_CHECK(traced.sizes() == eager.sizes() && at::allclose(traced, eager, 1e-5, 1e-6, /*equal_nan=*/true),
-                  ErrorCode::kInvalidArgument, "cannot trace '", path_, "': the traced graph differs from its forward on ",
-                  variant == 0 ? "the example inputs" : "other inputs of the same shape",
-                  " (the forward depends on tensor values it reads in C++: data-dependent control flow)");
+      SLAPO_CHECK(
+          traced.sizes() == eager.sizes() &&
+              at::allclose(traced, eager, 1e-5, 1e-6, /*equal_nan=*/true),
+          ErrorCode::kInvalidArgument, "cannot trace '", path_,
+          "': the traced graph differs from its forward on ",
+          variant == 0 ? "the example inputs" : "other inputs of the same shape",
+          " (the forward depends on tensor values it reads in C++: data-dependent control flow)");
     }
   }
   for (const Transform& transform : transforms_) {
@@ -173,7 +182,8 @@ std::vector<std::shared_ptr<torch::jit::Graph>> TracedGraph::graphs() const {
 }
 
 at::Tensor TracedGraph::run(const std::vector<at::Tensor>& inputs) {
-  const std::vector<at::Tensor> params = parameters();  // walked once per call: this is the hot path
+  const std::vector<at::Tensor> params =
+      parameters();  // walked once per call: this is the hot path
   Entry& e = entry_for(inputs, params);
   torch::jit::Stack stack;
   for (const at::Tensor& x : inputs) stack.emplace_back(x);

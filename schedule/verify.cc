@@ -29,7 +29,8 @@ TensorDiff diff(const std::string& name, const torch::Tensor& ref, const torch::
   return d;
 }
 
-std::pair<torch::Tensor, torch::Tensor> run_once(torch::nn::Module& model, const ForwardLoss& run, uint64_t seed) {
+std::pair<torch::Tensor, torch::Tensor> run_once(torch::nn::Module& model, const ForwardLoss& run,
+                                                 uint64_t seed) {
   model.train();
   model.zero_grad();
   torch::manual_seed(seed);
@@ -42,7 +43,8 @@ std::pair<torch::Tensor, torch::Tensor> run_once(torch::nn::Module& model, const
 
 }  // namespace
 
-VerifyReport verify(torch::nn::Module& original, torch::nn::Module& scheduled, const ForwardLoss& run, uint64_t seed) {
+VerifyReport verify(torch::nn::Module& original, torch::nn::Module& scheduled,
+                    const ForwardLoss& run, uint64_t seed) {
   VerifyReport report;
   auto [out_a, loss_a] = run_once(original, run, seed);
   auto [out_b, loss_b] = run_once(scheduled, run, seed);
@@ -83,10 +85,12 @@ std::string VerifyReport::to_string(size_t top) const {
   out << "output  max |diff| " << output.max_abs << "  (max |value| " << output.max_ref << ")\n";
   out << "loss    max |diff| " << loss.max_abs << "  (value " << loss.max_ref << ")\n";
   std::vector<TensorDiff> sorted = grads;
-  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.max_abs > b.max_abs; });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& a, const auto& b) { return a.max_abs > b.max_abs; });
   out << "gradients: " << grads.size() << " compared, largest differences:\n";
   for (size_t i = 0; i < sorted.size() && i < top; ++i) {
-    out << "  " << sorted[i].max_abs << "  " << sorted[i].name << "  (max |grad| " << sorted[i].max_ref << ")\n";
+    out << "  " << sorted[i].max_abs << "  " << sorted[i].name << "  (max |grad| "
+        << sorted[i].max_ref << ")\n";
   }
   if (!unmatched.empty()) {
     out << "not compared (" << unmatched.size() << "):";

@@ -34,7 +34,7 @@ struct VerifyReport {
 // `run(model)` returns (output, loss) for one forward pass on fixed inputs.
 using ForwardLoss = std::function<std::pair<torch::Tensor, torch::Tensor>(torch::nn::Module&)>;
 
-VerifyReport verify(torch::nn::Module& original, torch::nn::Module& scheduled, const ForwardLoss& run,
-                    uint64_t seed = 0);
+VerifyReport verify(torch::nn::Module& original, torch::nn::Module& scheduled,
+                    const ForwardLoss& run, uint64_t seed = 0);
 
 }  // namespace slapo::schedule

@@ -16,6 +16,7 @@ PACKAGES=(
   libtomlplusplus-dev                 # space files
   nlohmann-json3-dev                  # JSON configs and results
   clang libclang-rt-14-dev            # libFuzzer target (optional in CI, installed here)
+  clang-format                        # scripts/format.sh (checked by scripts/test.sh)
   python3-torch                       # PyTorch eager reference for benchmarks (same LibTorch, same BLAS)
 )
 

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/format.sh --check   # every C++ source as .clang-format has it
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "${JOBS:-2}"
 # The parser fuzzer, for a bounded time, where clang with libFuzzer is available.

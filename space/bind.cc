@@ -36,14 +36,20 @@ class Binder {
         if (e.op == Op::kString) out->type = Type::kString;
         return out;
       }
-      case Op::kName: return bind_name(e);
-      case Op::kSlot: return clone(e);
-      case Op::kList: throw ExpressionError(e.offset, "a list may only follow 'in'");
+      case Op::kName:
+        return bind_name(e);
+      case Op::kSlot:
+        return clone(e);
+      case Op::kList:
+        throw ExpressionError(e.offset, "a list may only follow 'in'");
       case Op::kEq:
-      case Op::kNe: return bind_equality(e);
+      case Op::kNe:
+        return bind_equality(e);
       case Op::kIn:
-      case Op::kNotIn: return bind_membership(e);
-      default: break;
+      case Op::kNotIn:
+        return bind_membership(e);
+      default:
+        break;
     }
     auto out = std::make_unique<Expr>();
     out->op = e.op;
@@ -93,7 +99,8 @@ class Binder {
         return out;
       }
       if (std::holds_alternative<IntList>(sym.value)) {
-        throw ExpressionError(e.offset, "parameter '" + e.text + "' is a list and cannot be used here");
+        throw ExpressionError(e.offset,
+                              "parameter '" + e.text + "' is a list and cannot be used here");
       }
       const bool is_bool = std::holds_alternative<bool>(sym.value);
       return make_number(as_number(sym.value), !std::holds_alternative<double>(sym.value),
@@ -191,12 +198,14 @@ class Binder {
       ExprPtr item = bind(*raw);
       if (choice) {
         if (item->op != Op::kString) {
-          throw ExpressionError(item->offset, "knob '" + x->text + "' is a choice: list its choices as strings");
+          throw ExpressionError(item->offset,
+                                "knob '" + x->text + "' is a choice: list its choices as strings");
         }
         item = choice_index(*choice, x->text, *item);
       } else if (!is_numeric(item->type)) {
-        throw ExpressionError(item->offset, std::string("list items must be numbers here, found a ") +
-                                                type_name(item->type));
+        throw ExpressionError(
+            item->offset,
+            std::string("list items must be numbers here, found a ") + type_name(item->type));
       }
       all_constant = all_constant && item->op == Op::kNumber;
       items.push_back(std::move(item));
@@ -271,8 +280,11 @@ class Binder {
     Program program = Program::compile(*e);
     bool fault = false;
     const double value = program.eval(nullptr, &fault);
-    if (fault) throw ExpressionError(e->offset, "division by zero (or no finite result) in a constant expression");
-    const bool integral = std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9007199254740992.0;
+    if (fault)
+      throw ExpressionError(e->offset,
+                            "division by zero (or no finite result) in a constant expression");
+    const bool integral =
+        std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9007199254740992.0;
     return make_number(value, integral, e->type, e->offset);
   }
 
@@ -281,14 +293,16 @@ class Binder {
 
 }  // namespace
 
-ExprPtr bind_expression(const Expr& parsed, const SymbolTable& symbols) { return Binder(symbols).bind(parsed); }
+ExprPtr bind_expression(const Expr& parsed, const SymbolTable& symbols) {
+  return Binder(symbols).bind(parsed);
+}
 
 ExprPtr bind_condition(const Expr& parsed, const SymbolTable& symbols) {
   ExprPtr bound = bind_expression(parsed, symbols);
   if (bound->type != Type::kBool) {
     throw ExpressionError(0, std::string("expected a condition (a comparison, 'and', "
-                                                     "'or', 'not' or 'if ... then ...'), found a ") +
-                                             type_name(bound->type));
+                                         "'or', 'not' or 'if ... then ...'), found a ") +
+                                 type_name(bound->type));
   }
   return bound;
 }
@@ -299,7 +313,8 @@ double bind_constant_number(const Expr& parsed, const SymbolTable& symbols) {
     throw ExpressionError(parsed.offset, "expected an expression of parameters only, not of knobs");
   }
   if (bound->op != Op::kNumber || bound->type != Type::kNumber) {
-    throw ExpressionError(parsed.offset, std::string("expected a number, found a ") + type_name(bound->type));
+    throw ExpressionError(parsed.offset,
+                          std::string("expected a number, found a ") + type_name(bound->type));
   }
   return bound->number;
 }
@@ -319,11 +334,16 @@ std::string nearest_name(const std::string& name, const std::vector<std::string>
 
 const char* type_name(Type type) {
   switch (type) {
-    case Type::kNumber: return "number";
-    case Type::kBool: return "condition";
-    case Type::kString: return "string";
-    case Type::kList: return "list";
-    case Type::kUnknown: break;
+    case Type::kNumber:
+      return "number";
+    case Type::kBool:
+      return "condition";
+    case Type::kString:
+      return "string";
+    case Type::kList:
+      return "list";
+    case Type::kUnknown:
+      break;
   }
   return "value";
 }

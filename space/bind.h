@@ -16,11 +16,11 @@ namespace slapo::space {
 struct Symbol {
   enum class Kind { kParameter, kKnob };
   Kind kind = Kind::kParameter;
-  Value value;                                    // kParameter
-  int slot = -1;                                  // kKnob
-  Type type = Type::kNumber;                      // kKnob: kNumber, kBool or kString (choice)
+  Value value;                                        // kParameter
+  int slot = -1;                                      // kKnob
+  Type type = Type::kNumber;                          // kKnob: kNumber, kBool or kString (choice)
   const std::vector<std::string>* choices = nullptr;  // kKnob of type kString
-  bool is_cut_points = false;                     // a cuts knob: not usable in expressions
+  bool is_cut_points = false;                         // a cuts knob: not usable in expressions
 };
 using SymbolTable = std::map<std::string, Symbol>;
 

@@ -67,8 +67,8 @@ void CompiledSpace::for_each_impl(void* visit, bool (*call)(void*, const PointVi
 
 Config CompiledSpace::at(uint64_t index) const {
   const uint64_t total = size();
-  SLAPO_CHECK(index < total, ErrorCode::kOutOfRange, "index ", index, " is out of range: the space has ",
-              total, " configurations");
+  SLAPO_CHECK(index < total, ErrorCode::kOutOfRange, "index ", index,
+              " is out of range: the space has ", total, " configurations");
   const Impl& m = *impl_;
   const size_t n = m.n();
   std::vector<double> slots(n + 1, 0);
@@ -154,7 +154,9 @@ std::vector<Config> CompiledSpace::neighbours(const Config& config) const {
     for (size_t k = 0; k < n; ++k) {
       const Level& level = m.levels[k];
       if (!level.is_cuts) continue;
-      if (std::find(level.deps.begin(), level.deps.end(), static_cast<int>(changed)) == level.deps.end()) continue;
+      if (std::find(level.deps.begin(), level.deps.end(), static_cast<int>(changed)) ==
+          level.deps.end())
+        continue;
       const StageSplits& s = m.splits(k, slots.data());
       if (!s.contains((*c)[k]) && s.count() > 0) (*c)[k] = s.balanced();
     }
@@ -166,7 +168,8 @@ std::vector<Config> CompiledSpace::neighbours(const Config& config) const {
         for (int dir : {-1, 1}) {
           std::vector<IntList> moved = cuts;
           moved[k][j] += dir;
-          if (m.check(slots.data(), moved.data()).ok) out.push_back(m.make_config(slots.data(), moved.data()));
+          if (m.check(slots.data(), moved.data()).ok)
+            out.push_back(m.make_config(slots.data(), moved.data()));
         }
       }
       continue;
@@ -201,9 +204,12 @@ std::vector<Config> CompiledSpace::neighbours(const Config& config) const {
 size_t CompiledSpace::encoded_size() const {
   size_t dims = 0;
   for (const Level& level : impl_->levels) {
-    if (level.is_cuts) dims += level.cut_dims;
-    else if (level.info.kind == KnobKind::kChoice) dims += static_cast<size_t>(level.domain.n);
-    else dims += 1;
+    if (level.is_cuts)
+      dims += level.cut_dims;
+    else if (level.info.kind == KnobKind::kChoice)
+      dims += static_cast<size_t>(level.domain.n);
+    else
+      dims += 1;
   }
   return dims;
 }
@@ -213,7 +219,8 @@ std::vector<double> CompiledSpace::encode(const Config& config) const {
   const size_t n = m.n();
   Point p(n);
   std::string problem = m.read(config, &p);
-  SLAPO_CHECK(problem.empty(), ErrorCode::kInvalidArgument, "encode ", config.to_string(), ": ", problem);
+  SLAPO_CHECK(problem.empty(), ErrorCode::kInvalidArgument, "encode ", config.to_string(), ": ",
+              problem);
   const double* slots = p.slots.data();
   const std::vector<int64_t>& index = p.index;
   const std::vector<IntList>& cuts = p.cuts;
@@ -224,7 +231,8 @@ std::vector<double> CompiledSpace::encode(const Config& config) const {
     if (level.is_cuts) {
       const double layers = static_cast<double>(m.splits(k, slots).layers());
       for (size_t j = 0; j < level.cut_dims; ++j) {
-        out.push_back(j < cuts[k].size() && layers > 0 ? static_cast<double>(cuts[k][j]) / layers : 1.0);
+        out.push_back(j < cuts[k].size() && layers > 0 ? static_cast<double>(cuts[k][j]) / layers
+                                                       : 1.0);
       }
     } else if (level.info.kind == KnobKind::kChoice) {
       for (int64_t i = 0; i < level.domain.n; ++i) out.push_back(i == index[k] ? 1.0 : 0.0);

@@ -24,9 +24,9 @@ namespace slapo::space {
 
 namespace detail {
 
-
-inline constexpr int64_t kMaxMaterialized = 10'000'000;  // largest explicit domain (float ranges, lists)
-inline constexpr int kNeighbourSearch = 64;               // how far neighbours() looks past invalid values
+inline constexpr int64_t kMaxMaterialized =
+    10'000'000;                              // largest explicit domain (float ranges, lists)
+inline constexpr int kNeighbourSearch = 64;  // how far neighbours() looks past invalid values
 
 inline int64_t floor_div_i(int64_t a, int64_t b) {
   int64_t q = a / b;
@@ -146,7 +146,7 @@ struct Level {
   bool output_int = false;  // Config values as int64 (else double); numeric knobs only
   Domain domain;
   std::vector<Bound> bounds;
-  std::vector<int> guards;   // non-affine parts checked here
+  std::vector<int> guards;  // non-affine parts checked here
   std::vector<ParametricBound> parametric;
   // Parts whose bounds are not exact (floating rows, parametric bounds): re-checked at the ends
   // of the range.
@@ -188,7 +188,8 @@ struct CompiledSpace::Impl {
 
   [[noreturn]] void fail_expression(const ExpressionError& e, const SourceLocation& where,
                                     const std::string& what) const {
-    SLAPO_FAIL(ErrorCode::kParse, where.shifted(e.offset()).to_string(), ": ", what, ": ", e.what());
+    SLAPO_FAIL(ErrorCode::kParse, where.shifted(e.offset()).to_string(), ": ", what, ": ",
+               e.what());
   }
 
   // ---- the nest walk (nest_walk.cc) -------------------------------------------------------------
@@ -215,8 +216,8 @@ struct CompiledSpace::Impl {
   // prefix's values the nest below reads).
   uint64_t count_from(size_t k, double* slots) const;
   // Visits every configuration from level k on; false when the visitor stopped it.
-  bool enumerate(size_t k, double* slots, int64_t* index, IntList* cuts, const PointView& view, void* visit,
-                 bool (*call)(void*, const PointView&)) const;
+  bool enumerate(size_t k, double* slots, int64_t* index, IntList* cuts, const PointView& view,
+                 void* visit, bool (*call)(void*, const PointView&)) const;
 
   // ---- configurations <-> slots -----------------------------------------------------------------
   Value value_of(size_t k, const double* slots, const IntList* cuts) const;

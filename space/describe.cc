@@ -10,8 +10,8 @@ namespace slapo::space {
 using detail::Bound;
 using detail::ConstraintInfo;
 using detail::Level;
-using detail::Part;
 using detail::ParametricBound;
+using detail::Part;
 using slapo::to_string;
 
 std::string CompiledSpace::describe() const {
@@ -38,13 +38,17 @@ std::string CompiledSpace::describe() const {
       first = false;
     }
     const double c = -b.c / b.a;
-    if (first) s << to_string(Value(c));
-    else if (c != 0) s << (c < 0 ? " - " : " + ") << to_string(Value(std::fabs(c)));
+    if (first)
+      s << to_string(Value(c));
+    else if (c != 0)
+      s << (c < 0 ? " - " : " + ") << to_string(Value(std::fabs(c)));
     std::string text = s.str();
     // Integral coefficients print without a trailing ".0".
     for (size_t pos; (pos = text.find(".0*")) != std::string::npos;) text.erase(pos, 2);
-    if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
-    const std::string from = b.origin >= 0 ? m.constraints[m.parts[b.origin].constraint].name : "projected";
+    if (text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0)
+      text.resize(text.size() - 2);
+    const std::string from =
+        b.origin >= 0 ? m.constraints[m.parts[b.origin].constraint].name : "projected";
     return text + "   (" + from + ")";
   };
   out << "loop order (" << m.n() << " knobs, outermost first):\n";
@@ -67,20 +71,24 @@ std::string CompiledSpace::describe() const {
     out << "\n";
     for (const Bound& b : level.bounds) out << "       bound  " << format_bound(level, b) << "\n";
     for (const ParametricBound& pb : level.parametric) {
-      out << "       bound  " << m.parts[pb.part].text << "   (" << m.constraints[m.parts[pb.part].constraint].name
-          << "; solved for " << level.info.name << " once the knobs before are fixed)\n";
+      out << "       bound  " << m.parts[pb.part].text << "   ("
+          << m.constraints[m.parts[pb.part].constraint].name << "; solved for " << level.info.name
+          << " once the knobs before are fixed)\n";
     }
     for (int t : level.tighten) {
       if (!m.parts[t].affine) continue;
-      out << "       exact  " << m.parts[t].text << "   (" << m.constraints[m.parts[t].constraint].name
+      out << "       exact  " << m.parts[t].text << "   ("
+          << m.constraints[m.parts[t].constraint].name
           << ", floating: re-checked at the range ends)\n";
     }
     for (int g : level.guards) {
-      out << "       guard  " << m.parts[g].text << "   (" << m.constraints[m.parts[g].constraint].name << ")\n";
+      out << "       guard  " << m.parts[g].text << "   ("
+          << m.constraints[m.parts[g].constraint].name << ")\n";
     }
     if (level.memoize) {
       out << "       counts memoized on {";
-      for (size_t i = 0; i < level.deps.size(); ++i) out << (i ? ", " : "") << slot_name(level.deps[i]);
+      for (size_t i = 0; i < level.deps.size(); ++i)
+        out << (i ? ", " : "") << slot_name(level.deps[i]);
       out << "}\n";
     }
   }
@@ -93,13 +101,18 @@ std::string CompiledSpace::describe() const {
       any = true;
       const int level = part.program.slots_read().back();
       bool parametric = false;
-      for (const ParametricBound& pb : m.levels[level].parametric) parametric = parametric || &m.parts[pb.part] == &part;
-      out << "       " << (part.affine ? "affine" : parametric ? "bound " : "guard ") << "  " << part.text
-          << "   at " << m.levels[level].info.name << "\n";
+      for (const ParametricBound& pb : m.levels[level].parametric)
+        parametric = parametric || &m.parts[pb.part] == &part;
+      out << "       "
+          << (part.affine  ? "affine"
+              : parametric ? "bound "
+                           : "guard ")
+          << "  " << part.text << "   at " << m.levels[level].info.name << "\n";
     }
     if (!any) out << "       constant for these parameters\n";
   }
-  if (m.projection_truncated) out << "note: projection stopped early (too many rows); guards still hold\n";
+  if (m.projection_truncated)
+    out << "note: projection stopped early (too many rows); guards still hold\n";
   if (m.empty) out << "empty: " << m.empty_reason << "\n";
   try {
     out << "size: " << size() << "\n";

@@ -24,11 +24,16 @@ struct Token {
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Tok::kEnd: return "the end of the expression";
-    case Tok::kNumber: return "number '" + t.text + "'";
-    case Tok::kString: return "string '" + t.text + "'";
-    case Tok::kIdent: return "'" + t.text + "'";
-    case Tok::kOp: return "'" + t.text + "'";
+    case Tok::kEnd:
+      return "the end of the expression";
+    case Tok::kNumber:
+      return "number '" + t.text + "'";
+    case Tok::kString:
+      return "string '" + t.text + "'";
+    case Tok::kIdent:
+      return "'" + t.text + "'";
+    case Tok::kOp:
+      return "'" + t.text + "'";
   }
   return "?";
 }
@@ -44,7 +49,8 @@ class Lexer {
     if (pos_ >= text_.size()) return t;
     const char c = text_[pos_];
     if (std::isdigit(static_cast<unsigned char>(c)) ||
-        (c == '.' && pos_ + 1 < text_.size() && std::isdigit(static_cast<unsigned char>(text_[pos_ + 1])))) {
+        (c == '.' && pos_ + 1 < text_.size() &&
+         std::isdigit(static_cast<unsigned char>(text_[pos_ + 1])))) {
       return number(t);
     }
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
@@ -61,7 +67,8 @@ class Lexer {
     if (c == '\'' || c == '"') {
       size_t end = text_.find(c, pos_ + 1);
       if (end == std::string_view::npos) {
-        throw ExpressionError(t.offset, "unterminated string: missing closing " + std::string(1, c));
+        throw ExpressionError(t.offset,
+                              "unterminated string: missing closing " + std::string(1, c));
       }
       t.kind = Tok::kString;
       t.text = std::string(text_.substr(pos_ + 1, end - pos_ - 1));
@@ -123,8 +130,8 @@ class Lexer {
 };
 
 bool is_keyword(const std::string& s) {
-  static const char* kKeywords[] = {"and", "or", "not", "in", "if", "then", "true", "false",
-                                    "True", "False"};
+  static const char* kKeywords[] = {"and",  "or",   "not",   "in",   "if",
+                                    "then", "true", "false", "True", "False"};
   for (const char* k : kKeywords) {
     if (s == k) return true;
   }
@@ -140,7 +147,8 @@ class Parser {
   ExprPtr parse() {
     ExprPtr e = implication();
     if (cur_.kind != Tok::kEnd) {
-      throw ExpressionError(cur_.offset, "expected an operator or the end, found " + describe(cur_));
+      throw ExpressionError(cur_.offset,
+                            "expected an operator or the end, found " + describe(cur_));
     }
     return e;
   }
@@ -176,8 +184,8 @@ class Parser {
       advance();
       ExprPtr condition = disjunction();
       if (!at_ident("then")) {
-        throw ExpressionError(cur_.offset, "expected 'then' after the condition of 'if', found " +
-                                               describe(cur_));
+        throw ExpressionError(
+            cur_.offset, "expected 'then' after the condition of 'if', found " + describe(cur_));
       }
       advance();
       ExprPtr consequence = implication();
@@ -208,7 +216,8 @@ class Parser {
 
   ExprPtr negation() {
     if (at_ident("not")) {
-      if (++prefix_run_ > kMaxDepth) throw ExpressionError(cur_.offset, "expression nests too deeply");
+      if (++prefix_run_ > kMaxDepth)
+        throw ExpressionError(cur_.offset, "expression nests too deeply");
       auto e = node(Op::kNot, cur_.offset);
       advance();
       e->args.push_back(negation());
@@ -249,7 +258,8 @@ class Parser {
       if (at_ident("not")) {
         advance();
         if (!at_ident("in")) {
-          throw ExpressionError(cur_.offset, "expected 'in' after 'not' here, found " + describe(cur_));
+          throw ExpressionError(cur_.offset,
+                                "expected 'in' after 'not' here, found " + describe(cur_));
         }
         op = Op::kNotIn;
       } else if (!comparison_op(&op)) {
@@ -260,7 +270,8 @@ class Parser {
       ExprPtr lhs = previous_right ? clone(*previous_right) : std::move(left);
       const Expr* right_raw = right.get();
       ExprPtr cmp = binary(op, std::move(lhs), std::move(right), offset);
-      result = result ? binary(Op::kAnd, std::move(result), std::move(cmp), offset) : std::move(cmp);
+      result =
+          result ? binary(Op::kAnd, std::move(result), std::move(cmp), offset) : std::move(cmp);
       previous_right = right_raw;
     }
     return result ? std::move(result) : std::move(left);
@@ -303,11 +314,16 @@ class Parser {
     ExprPtr e = unary();
     for (;;) {
       Op op;
-      if (at_op("*")) op = Op::kMul;
-      else if (at_op("/")) op = Op::kDiv;
-      else if (at_op("//")) op = Op::kFloorDiv;
-      else if (at_op("%")) op = Op::kMod;
-      else break;
+      if (at_op("*"))
+        op = Op::kMul;
+      else if (at_op("/"))
+        op = Op::kDiv;
+      else if (at_op("//"))
+        op = Op::kFloorDiv;
+      else if (at_op("%"))
+        op = Op::kMod;
+      else
+        break;
       const int offset = cur_.offset;
       advance();
       e = binary(op, std::move(e), unary(), offset);
@@ -318,7 +334,8 @@ class Parser {
   ExprPtr unary() {
     if (at_op("-") || at_op("+") || at_ident("not")) {
       // Chains of prefix operators recurse without reaching primary(): count them too.
-      if (++prefix_run_ > kMaxDepth) throw ExpressionError(cur_.offset, "expression nests too deeply");
+      if (++prefix_run_ > kMaxDepth)
+        throw ExpressionError(cur_.offset, "expression nests too deeply");
     } else {
       prefix_run_ = 0;
     }
@@ -401,10 +418,15 @@ class Parser {
 
   ExprPtr call(const Token& name) {
     Op op;
-    if (name.text == "min") op = Op::kMin;
-    else if (name.text == "max") op = Op::kMax;
-    else if (name.text == "abs") op = Op::kAbs;
-    else throw ExpressionError(name.offset, "unknown function '" + name.text + "' (known: min, max, abs)");
+    if (name.text == "min")
+      op = Op::kMin;
+    else if (name.text == "max")
+      op = Op::kMax;
+    else if (name.text == "abs")
+      op = Op::kAbs;
+    else
+      throw ExpressionError(name.offset,
+                            "unknown function '" + name.text + "' (known: min, max, abs)");
     auto e = node(op, name.offset);
     advance();  // '('
     if (!at_op(")")) {
@@ -433,17 +455,37 @@ class Parser {
 
 int precedence(Op op) {
   switch (op) {
-    case Op::kImplies: return 1;
-    case Op::kOr: return 2;
-    case Op::kAnd: return 3;
-    case Op::kNot: return 4;
-    case Op::kEq: case Op::kNe: case Op::kLt: case Op::kLe: case Op::kGt: case Op::kGe:
-    case Op::kIn: case Op::kNotIn: return 5;
-    case Op::kAdd: case Op::kSub: return 6;
-    case Op::kMul: case Op::kDiv: case Op::kFloorDiv: case Op::kMod: return 7;
-    case Op::kNeg: return 8;
-    case Op::kPow: return 9;
-    default: return 10;
+    case Op::kImplies:
+      return 1;
+    case Op::kOr:
+      return 2;
+    case Op::kAnd:
+      return 3;
+    case Op::kNot:
+      return 4;
+    case Op::kEq:
+    case Op::kNe:
+    case Op::kLt:
+    case Op::kLe:
+    case Op::kGt:
+    case Op::kGe:
+    case Op::kIn:
+    case Op::kNotIn:
+      return 5;
+    case Op::kAdd:
+    case Op::kSub:
+      return 6;
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kFloorDiv:
+    case Op::kMod:
+      return 7;
+    case Op::kNeg:
+      return 8;
+    case Op::kPow:
+      return 9;
+    default:
+      return 10;
   }
 }
 
@@ -483,30 +525,54 @@ ExprPtr clone(const Expr& expr) {
 
 const char* op_symbol(Op op) {
   switch (op) {
-    case Op::kNeg: return "-";
-    case Op::kNot: return "not";
-    case Op::kAbs: return "abs";
-    case Op::kAdd: return "+";
-    case Op::kSub: return "-";
-    case Op::kMul: return "*";
-    case Op::kDiv: return "/";
-    case Op::kFloorDiv: return "//";
-    case Op::kMod: return "%";
-    case Op::kPow: return "**";
-    case Op::kEq: return "==";
-    case Op::kNe: return "!=";
-    case Op::kLt: return "<";
-    case Op::kLe: return "<=";
-    case Op::kGt: return ">";
-    case Op::kGe: return ">=";
-    case Op::kIn: return "in";
-    case Op::kNotIn: return "not in";
-    case Op::kAnd: return "and";
-    case Op::kOr: return "or";
-    case Op::kImplies: return "then";
-    case Op::kMin: return "min";
-    case Op::kMax: return "max";
-    default: return "?";
+    case Op::kNeg:
+      return "-";
+    case Op::kNot:
+      return "not";
+    case Op::kAbs:
+      return "abs";
+    case Op::kAdd:
+      return "+";
+    case Op::kSub:
+      return "-";
+    case Op::kMul:
+      return "*";
+    case Op::kDiv:
+      return "/";
+    case Op::kFloorDiv:
+      return "//";
+    case Op::kMod:
+      return "%";
+    case Op::kPow:
+      return "**";
+    case Op::kEq:
+      return "==";
+    case Op::kNe:
+      return "!=";
+    case Op::kLt:
+      return "<";
+    case Op::kLe:
+      return "<=";
+    case Op::kGt:
+      return ">";
+    case Op::kGe:
+      return ">=";
+    case Op::kIn:
+      return "in";
+    case Op::kNotIn:
+      return "not in";
+    case Op::kAnd:
+      return "and";
+    case Op::kOr:
+      return "or";
+    case Op::kImplies:
+      return "then";
+    case Op::kMin:
+      return "min";
+    case Op::kMax:
+      return "max";
+    default:
+      return "?";
   }
 }
 
@@ -514,7 +580,8 @@ std::string to_text(const Expr& e) {
   auto child = [&](const Expr& c, bool right) {
     std::string s = to_text(c);
     const int mine = precedence(e.op), theirs = precedence(c.op);
-    const bool paren = theirs < mine || (theirs == mine && right && e.op != Op::kAnd && e.op != Op::kOr);
+    const bool paren =
+        theirs < mine || (theirs == mine && right && e.op != Op::kAnd && e.op != Op::kOr);
     return paren ? "(" + s + ")" : s;
   };
   switch (e.op) {
@@ -523,16 +590,20 @@ std::string to_text(const Expr& e) {
       if (e.type == Type::kBool) return e.number != 0 ? "true" : "false";
       if (e.is_integer) return std::to_string(static_cast<long long>(e.number));
       return slapo::to_string(Value(e.number));
-    case Op::kString: return "'" + e.text + "'";
+    case Op::kString:
+      return "'" + e.text + "'";
     case Op::kName:
-    case Op::kSlot: return e.text;
+    case Op::kSlot:
+      return e.text;
     case Op::kList: {
       std::string s = "[";
       for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + to_text(*e.args[i]);
       return s + "]";
     }
-    case Op::kNeg: return "-" + child(*e.args[0], false);
-    case Op::kNot: return "not " + child(*e.args[0], false);
+    case Op::kNeg:
+      return "-" + child(*e.args[0], false);
+    case Op::kNot:
+      return "not " + child(*e.args[0], false);
     case Op::kAbs:
     case Op::kMin:
     case Op::kMax: {

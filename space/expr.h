@@ -22,14 +22,32 @@ namespace slapo::space {
 enum class Op {
   kNumber,  // number (also booleans after binding: type says which)
   kString,
-  kName,    // an unresolved name
-  kSlot,    // a knob's value, after binding
-  kList,    // [a, b, ...]: only on the right of `in`
-  kNeg, kNot, kAbs,
-  kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow,
-  kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn,
-  kAnd, kOr, kImplies,
-  kMin, kMax,
+  kName,  // an unresolved name
+  kSlot,  // a knob's value, after binding
+  kList,  // [a, b, ...]: only on the right of `in`
+  kNeg,
+  kNot,
+  kAbs,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFloorDiv,
+  kMod,
+  kPow,
+  kEq,
+  kNe,
+  kLt,
+  kLe,
+  kGt,
+  kGe,
+  kIn,
+  kNotIn,
+  kAnd,
+  kOr,
+  kImplies,
+  kMin,
+  kMax,
 };
 
 // The static type of a bound expression.
@@ -37,10 +55,10 @@ enum class Type { kUnknown, kNumber, kBool, kString, kList };
 
 struct Expr {
   Op op = Op::kNumber;
-  double number = 0;       // kNumber
-  bool is_integer = false; // kNumber: written without a fraction or exponent
-  std::string text;        // kName, kString; kSlot: the knob's name (for printing)
-  int slot = -1;           // kSlot
+  double number = 0;        // kNumber
+  bool is_integer = false;  // kNumber: written without a fraction or exponent
+  std::string text;         // kName, kString; kSlot: the knob's name (for printing)
+  int slot = -1;            // kSlot
   Type type = Type::kUnknown;
   int offset = 0;  // where this node starts in the source text, in characters
   std::vector<std::unique_ptr<Expr>> args;

@@ -8,13 +8,13 @@
 
 namespace slapo::space {
 
+using detail::Bound;
+using detail::ceil_div_i;
 using detail::checked_add;
 using detail::checked_mul;
-using detail::ceil_div_i;
-using detail::floor_div_i;
-using detail::Bound;
 using detail::ConstraintInfo;
 using detail::Domain;
+using detail::floor_div_i;
 using detail::Level;
 using detail::ParametricBound;
 using detail::Part;
@@ -32,7 +32,8 @@ const StageSplits& CompiledSpace::Impl::splits(size_t k, const double* slots) co
                                       eval_int(level.min_len), eval_int(level.max_len)};
   auto it = splits_cache.find(key);
   if (it == splits_cache.end()) {
-    it = splits_cache.emplace(key, std::make_unique<StageSplits>(key[0], key[1], key[2], key[3])).first;
+    it = splits_cache.emplace(key, std::make_unique<StageSplits>(key[0], key[1], key[2], key[3]))
+             .first;
   }
   return *it->second;
 }
@@ -60,15 +61,19 @@ bool CompiledSpace::Impl::range(size_t k, double* slots, int64_t* a, int64_t* b)
     for (const auto& [slot, coef] : bound.terms) rest += coef * slots[slot];
     if (bound.exact) {
       const int64_t r = static_cast<int64_t>(rest), a_i = static_cast<int64_t>(bound.a);
-      if (bound.lower) lo = std::max(lo, d.first_at_least(ceil_div_i(-r, a_i)));
-      else hi = std::min(hi, d.last_at_most(floor_div_i(r, -a_i)));
+      if (bound.lower)
+        lo = std::max(lo, d.first_at_least(ceil_div_i(-r, a_i)));
+      else
+        hi = std::min(hi, d.last_at_most(floor_div_i(r, -a_i)));
     } else {
       // Inexact (floating) bounds are widened a little; the constraint itself decides the
       // ends below, so rounding never drops or admits a configuration.
       const double v = -rest / bound.a;
       const double slack = 1e-9 * std::max(1.0, std::fabs(v));
-      if (bound.lower) lo = std::max(lo, d.first_at_least(v - slack));
-      else hi = std::min(hi, d.last_at_most(v + slack));
+      if (bound.lower)
+        lo = std::max(lo, d.first_at_least(v - slack));
+      else
+        hi = std::min(hi, d.last_at_most(v + slack));
     }
     if (lo > hi) return false;
   }
@@ -112,8 +117,9 @@ bool CompiledSpace::Impl::range(size_t k, double* slots, int64_t* a, int64_t* b)
   return lo <= hi;
 }
 
-CompiledSpace::Impl::Walk CompiledSpace::Impl::walk_level(size_t k, double* slots, int64_t a, int64_t stop,
-                                                           const uint64_t* budget) const {
+CompiledSpace::Impl::Walk CompiledSpace::Impl::walk_level(size_t k, double* slots, int64_t a,
+                                                          int64_t stop,
+                                                          const uint64_t* budget) const {
   const Level& level = levels[k];
   Walk w;
   if (!level.next_reads_me) {
@@ -184,8 +190,9 @@ uint64_t CompiledSpace::Impl::count_from(size_t k, double* slots) const {
   return total;
 }
 
-bool CompiledSpace::Impl::enumerate(size_t k, double* slots, int64_t* index, IntList* cuts, const PointView& view,
-               void* visit, bool (*call)(void*, const PointView&)) const {
+bool CompiledSpace::Impl::enumerate(size_t k, double* slots, int64_t* index, IntList* cuts,
+                                    const PointView& view, void* visit,
+                                    bool (*call)(void*, const PointView&)) const {
   if (k == n()) return call(visit, view);
   const Level& level = levels[k];
   if (level.is_cuts) {
@@ -213,9 +220,12 @@ bool CompiledSpace::Impl::enumerate(size_t k, double* slots, int64_t* index, Int
 Value CompiledSpace::Impl::value_of(size_t k, const double* slots, const IntList* cuts) const {
   const Level& level = levels[k];
   switch (level.info.kind) {
-    case KnobKind::kCuts: return cuts[k];
-    case KnobKind::kChoice: return level.decl.choices[static_cast<size_t>(slots[k])];
-    case KnobKind::kBool: return slots[k] != 0;
+    case KnobKind::kCuts:
+      return cuts[k];
+    case KnobKind::kChoice:
+      return level.decl.choices[static_cast<size_t>(slots[k])];
+    case KnobKind::kBool:
+      return slots[k] != 0;
     default:
       if (level.output_int) return static_cast<int64_t>(slots[k]);
       return slots[k];
@@ -228,7 +238,8 @@ Config CompiledSpace::Impl::make_config(const double* slots, const IntList* cuts
   return config;
 }
 
-std::string CompiledSpace::Impl::read_config(const Config& config, double* slots, int64_t* index, IntList* cuts) const {
+std::string CompiledSpace::Impl::read_config(const Config& config, double* slots, int64_t* index,
+                                             IntList* cuts) const {
   for (const auto& [name, value] : config.entries()) {
     bool known = false;
     for (const Level& level : levels) known = known || level.info.name == name;
@@ -244,7 +255,8 @@ std::string CompiledSpace::Impl::read_config(const Config& config, double* slots
     switch (level.info.kind) {
       case KnobKind::kCuts: {
         const IntList* list = std::get_if<IntList>(value);
-        if (!list) return "knob '" + name + "': expected a list of cut points, found " + to_string(*value);
+        if (!list)
+          return "knob '" + name + "': expected a list of cut points, found " + to_string(*value);
         cuts[k] = *list;
         continue;
       }
@@ -286,10 +298,10 @@ Validity CompiledSpace::Impl::check(const double* slots, const IntList* cuts) co
     const StageSplits& s = splits(k, slots);
     if (!s.contains(cuts[k])) {
       v.ok = false;
-      v.reason = "knob '" + levels[k].info.name + "': " + to_string(cuts[k]) + " is not a split of " +
-                 std::to_string(s.layers()) + " layers into " + std::to_string(s.stages()) +
-                 " stages of " + levels[k].decl.min_stage + ".." + levels[k].decl.max_stage +
-                 " layers";
+      v.reason = "knob '" + levels[k].info.name + "': " + to_string(cuts[k]) +
+                 " is not a split of " + std::to_string(s.layers()) + " layers into " +
+                 std::to_string(s.stages()) + " stages of " + levels[k].decl.min_stage + ".." +
+                 levels[k].decl.max_stage + " layers";
       return v;
     }
   }

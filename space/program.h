@@ -36,11 +36,31 @@ class Program {
 
  private:
   enum class Code : uint8_t {
-    kConst, kLoad, kNeg, kNot, kAbs,
-    kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow,
-    kEq, kNe, kLt, kLe, kGt, kGe,
-    kAnd, kOr, kImplies,
-    kMin, kMax, kIn, kNotIn,
+    kConst,
+    kLoad,
+    kNeg,
+    kNot,
+    kAbs,
+    kAdd,
+    kSub,
+    kMul,
+    kDiv,
+    kFloorDiv,
+    kMod,
+    kPow,
+    kEq,
+    kNe,
+    kLt,
+    kLe,
+    kGt,
+    kGe,
+    kAnd,
+    kOr,
+    kImplies,
+    kMin,
+    kMax,
+    kIn,
+    kNotIn,
   };
   struct Instr {
     Code code;

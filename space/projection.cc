@@ -120,9 +120,12 @@ ProjectionResult project(std::vector<Row> rows, const std::vector<Interval>& box
   for (int k = n - 1; k >= 0; --k) {
     std::vector<Row> lower, upper, rest;
     for (Row& row : pool) {
-      if (row.last_slot() != k) rest.push_back(std::move(row));
-      else if (row.a[k] > 0) lower.push_back(std::move(row));
-      else upper.push_back(std::move(row));
+      if (row.last_slot() != k)
+        rest.push_back(std::move(row));
+      else if (row.a[k] > 0)
+        lower.push_back(std::move(row));
+      else
+        upper.push_back(std::move(row));
     }
     for (const auto* side : {&lower, &upper}) {
       for (const Row& row : *side) result.bounds[k].push_back(row);

@@ -12,21 +12,30 @@ using slapo::to_string;
 
 const char* to_string(KnobKind kind) {
   switch (kind) {
-    case KnobKind::kRange: return "range";
-    case KnobKind::kPow2: return "pow2";
-    case KnobKind::kValues: return "values";
-    case KnobKind::kChoice: return "choice";
-    case KnobKind::kBool: return "bool";
-    case KnobKind::kCuts: return "cuts";
+    case KnobKind::kRange:
+      return "range";
+    case KnobKind::kPow2:
+      return "pow2";
+    case KnobKind::kValues:
+      return "values";
+    case KnobKind::kChoice:
+      return "choice";
+    case KnobKind::kBool:
+      return "bool";
+    case KnobKind::kCuts:
+      return "cuts";
   }
   return "?";
 }
 
 const char* to_string(MemTrend trend) {
   switch (trend) {
-    case MemTrend::kNone: return "none";
-    case MemTrend::kUp: return "up";
-    case MemTrend::kDown: return "down";
+    case MemTrend::kNone:
+      return "none";
+    case MemTrend::kUp:
+      return "up";
+    case MemTrend::kDown:
+      return "down";
   }
   return "?";
 }
@@ -56,26 +65,27 @@ Value parse_value_text(const std::string& text) {
 
 void Space::set_parameter(const std::string& assignment) {
   const auto eq = assignment.find('=');
-  SLAPO_CHECK(eq != std::string::npos && eq > 0, ErrorCode::kInvalidArgument, "parameter assignment '",
-              assignment, "': expected NAME=VALUE");
+  SLAPO_CHECK(eq != std::string::npos && eq > 0, ErrorCode::kInvalidArgument,
+              "parameter assignment '", assignment, "': expected NAME=VALUE");
   const std::string name = assignment.substr(0, eq);
   const Value value = parse_value_text(assignment.substr(eq + 1));
   for (ParameterDecl& p : parameters) {
     if (p.name != name) continue;
-    const bool both_numbers = (std::holds_alternative<int64_t>(p.value) ||
-                               std::holds_alternative<double>(p.value)) &&
-                              (std::holds_alternative<int64_t>(value) ||
-                               std::holds_alternative<double>(value));
+    const bool both_numbers =
+        (std::holds_alternative<int64_t>(p.value) || std::holds_alternative<double>(p.value)) &&
+        (std::holds_alternative<int64_t>(value) || std::holds_alternative<double>(value));
     SLAPO_CHECK(both_numbers || p.value.index() == value.index(), ErrorCode::kInvalidArgument,
-                "parameter ", name, ": '", assignment.substr(eq + 1), "' is not of the type of its value ",
-                slapo::to_string(p.value), " in ", p.where.to_string());
+                "parameter ", name, ": '", assignment.substr(eq + 1),
+                "' is not of the type of its value ", slapo::to_string(p.value), " in ",
+                p.where.to_string());
     p.value = value;
     return;
   }
   std::vector<std::string> known;
   for (const auto& p : parameters) known.push_back(p.name);
   const std::string near = nearest_name(name, known);
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "parameter ", name, ": ", origin, " declares no such parameter",
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "parameter ", name, ": ", origin,
+             " declares no such parameter",
              near.empty() ? std::string() : " (did you mean '" + near + "'?)");
 }
 

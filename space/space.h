@@ -67,7 +67,7 @@ struct Space {
   std::vector<ParameterDecl> parameters;
   std::vector<KnobDecl> knobs;  // file order
   std::vector<ConstraintDecl> constraints;
-  std::vector<std::string> order;  // loop order override; empty: file order
+  std::vector<std::string> order;    // loop order override; empty: file order
   std::string workload_json = "{}";  // the [workload] table, untouched
 
   // Overrides a declared parameter from "NAME=VALUE" (VALUE: integer, float, true/false or a

@@ -45,8 +45,8 @@ bool is_identifier(const std::string& s) {
   for (char c : s) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   }
-  static const char* kReserved[] = {"and", "or", "not", "in", "if", "then", "true", "false",
-                                    "True", "False", "min", "max", "abs"};
+  static const char* kReserved[] = {"and",   "or",   "not",   "in",  "if",  "then", "true",
+                                    "false", "True", "False", "min", "max", "abs"};
   for (const char* r : kReserved) {
     if (s == r) return false;
   }
@@ -55,7 +55,8 @@ bool is_identifier(const std::string& s) {
 
 class Compiler {
  public:
-  explicit Compiler(const Space& space) : space_(space), impl_(std::make_unique<CompiledSpace::Impl>()) {
+  explicit Compiler(const Space& space)
+      : space_(space), impl_(std::make_unique<CompiledSpace::Impl>()) {
     impl_->space = space;
   }
 
@@ -200,13 +201,16 @@ class Compiler {
     const std::string where = decl.where.to_string() + ": knob '" + decl.name + "'";
     Domain& d = level.domain;
     switch (decl.kind) {
-      case KnobKind::kCuts: return;
+      case KnobKind::kCuts:
+        return;
       case KnobKind::kRange: {
         const double lo = constant(decl.lo, level, "lower bound");
         const double hi = constant(decl.hi, level, "upper bound");
         const double step = constant(decl.step, level, "step");
-        SLAPO_CHECK(step > 0, ErrorCode::kInvalidArgument, where, ": step must be positive, got ", step);
-        SLAPO_CHECK(lo <= hi, ErrorCode::kInvalidArgument, where, ": empty range [", lo, ", ", hi, "]");
+        SLAPO_CHECK(step > 0, ErrorCode::kInvalidArgument, where, ": step must be positive, got ",
+                    step);
+        SLAPO_CHECK(lo <= hi, ErrorCode::kInvalidArgument, where, ": empty range [", lo, ", ", hi,
+                    "]");
         const bool integer = lo == std::floor(lo) && step == std::floor(step) &&
                              std::fabs(lo) < 1e15 && std::fabs(hi) < 1e15;
         const double count = std::floor((hi - lo) / step + 1e-9) + 1;
@@ -246,7 +250,8 @@ class Compiler {
         bool all_int = true;
         for (const Value& v : decl.values) {
           SLAPO_CHECK(is_number(v) && !std::holds_alternative<bool>(v), ErrorCode::kParse, where,
-                      ": values must be numbers (use choice = [...] for strings), found ", to_string(v));
+                      ": values must be numbers (use choice = [...] for strings), found ",
+                      to_string(v));
           all_int = all_int && std::holds_alternative<int64_t>(v);
           d.values.push_back(as_number(v));
         }
@@ -258,7 +263,8 @@ class Compiler {
         }
         d.n = static_cast<int64_t>(d.values.size());
         d.integer = true;
-        for (double v : d.values) d.integer = d.integer && v == std::floor(v) && std::fabs(v) < 1e15;
+        for (double v : d.values)
+          d.integer = d.integer && v == std::floor(v) && std::fabs(v) < 1e15;
         level.output_int = all_int;
         break;
       }
@@ -280,12 +286,17 @@ class Compiler {
         d.integer = true;
         break;
     }
-    for (int64_t i = 0; i < d.n && static_cast<int64_t>(level.info.domain.size()) < kMaxMaterialized; ++i) {
+    for (int64_t i = 0;
+         i < d.n && static_cast<int64_t>(level.info.domain.size()) < kMaxMaterialized; ++i) {
       const double v = d.value(i);
-      if (decl.kind == KnobKind::kChoice) level.info.domain.emplace_back(decl.choices[i]);
-      else if (decl.kind == KnobKind::kBool) level.info.domain.emplace_back(v != 0);
-      else if (level.output_int) level.info.domain.emplace_back(static_cast<int64_t>(v));
-      else level.info.domain.emplace_back(v);
+      if (decl.kind == KnobKind::kChoice)
+        level.info.domain.emplace_back(decl.choices[i]);
+      else if (decl.kind == KnobKind::kBool)
+        level.info.domain.emplace_back(v != 0);
+      else if (level.output_int)
+        level.info.domain.emplace_back(static_cast<int64_t>(v));
+      else
+        level.info.domain.emplace_back(v);
     }
   }
 
@@ -296,7 +307,8 @@ class Compiler {
     try {
       ExprPtr bound = bind_expression(*parsed, symbols_);
       if (bound->type != Type::kNumber && bound->type != Type::kBool) {
-        throw ExpressionError(0, std::string("expected a number, found a ") + type_name(bound->type));
+        throw ExpressionError(0,
+                              std::string("expected a number, found a ") + type_name(bound->type));
       }
       Program p = Program::compile(*bound);
       for (int slot : p.slots_read()) {
@@ -372,8 +384,8 @@ class Compiler {
         if (part.program.slots_read().empty()) {
           if (!part.program.holds(nullptr)) {
             impl_->empty = true;
-            impl_->empty_reason = "constraint '" + decl.name + "' (" + decl.text +
-                                  ") is false for these parameters";
+            impl_->empty_reason =
+                "constraint '" + decl.name + "' (" + decl.text + ") is false for these parameters";
           }
           continue;  // a constant: never checked per configuration
         }
@@ -505,6 +517,8 @@ class Compiler {
 
 }  // namespace
 
-CompiledSpace CompiledSpace::compile(const Space& space) { return CompiledSpace(Compiler(space).run()); }
+CompiledSpace CompiledSpace::compile(const Space& space) {
+  return CompiledSpace(Compiler(space).run());
+}
 
 }  // namespace slapo::space

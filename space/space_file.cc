@@ -4,8 +4,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "space/bind.h"
@@ -25,15 +25,16 @@ class Loader {
     try {
       root = toml::parse(text, origin_);
     } catch (const toml::parse_error& e) {
-      SLAPO_FAIL(ErrorCode::kParse, origin_, ":", e.source().begin.line, ":", e.source().begin.column,
-                 ": ", e.description());
+      SLAPO_FAIL(ErrorCode::kParse, origin_, ":", e.source().begin.line, ":",
+                 e.source().begin.column, ": ", e.description());
     }
     Space space;
     space.origin = origin_;
     for (auto&& [key, node] : root) {
       const std::string name(key.str());
       static const char* kTables[] = {"workload", "parameters", "knobs", "constraints", "space"};
-      const bool known = std::find(std::begin(kTables), std::end(kTables), name) != std::end(kTables);
+      const bool known =
+          std::find(std::begin(kTables), std::end(kTables), name) != std::end(kTables);
       if (!known) {
         std::vector<std::string> names(std::begin(kTables), std::end(kTables));
         const std::string near = nearest_name(name, names);
@@ -43,7 +44,8 @@ class Loader {
       }
       if (!node.is_table()) fail(node, "'" + name + "' must be a table: [" + name + "]");
     }
-    if (auto* workload = root["workload"].as_table()) space.workload_json = to_json(*workload).dump();
+    if (auto* workload = root["workload"].as_table())
+      space.workload_json = to_json(*workload).dump();
     if (auto* params = root["parameters"].as_table()) load_parameters(*params, &space);
     if (auto* knobs = root["knobs"].as_table()) load_knobs(*knobs, &space);
     if (auto* constraints = root["constraints"].as_table()) load_constraints(*constraints, &space);
@@ -65,7 +67,8 @@ class Loader {
   }
 
   // Entries of a table in file order (toml++ keeps tables sorted by key).
-  static std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml::table& table) {
+  static std::vector<std::pair<std::string, const toml::node*>> in_file_order(
+      const toml::table& table) {
     std::vector<std::pair<std::string, const toml::node*>> entries;
     for (auto&& [key, node] : table) entries.emplace_back(std::string(key.str()), &node);
     std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
@@ -124,20 +127,22 @@ class Loader {
     for (const auto& [name, node] : in_file_order(table)) {
       const toml::table* spec = node->as_table();
       if (!spec) {
-        fail(*node, "knob '" + name + "': expected a table such as { range = [1, 8] } or "
-                    "{ values = [1, 2, 4] }");
+        fail(*node, "knob '" + name +
+                        "': expected a table such as { range = [1, 8] } or "
+                        "{ values = [1, 2, 4] }");
       }
       space->knobs.push_back(load_knob(name, *node, *spec));
     }
   }
 
-  KnobDecl load_knob(const std::string& name, const toml::node& node, const toml::table& spec) const {
+  KnobDecl load_knob(const std::string& name, const toml::node& node,
+                     const toml::table& spec) const {
     KnobDecl knob;
     knob.name = name;
     knob.where = where(node);
     const std::string what = "knob '" + name + "'";
-    static const char* kKeys[] = {"range", "step", "pow2", "values", "choice", "mem",
-                                  "layers", "stages", "min", "max"};
+    static const char* kKeys[] = {"range", "step",   "pow2",   "values", "choice",
+                                  "mem",   "layers", "stages", "min",    "max"};
     std::vector<std::string> keys(std::begin(kKeys), std::end(kKeys));
     int kinds = 0;
     for (auto&& [key, value] : spec) {
@@ -152,7 +157,8 @@ class Loader {
       if (k == "range" || k == "pow2" || k == "values" || k == "choice" || k == "stages") ++kinds;
     }
     if (kinds != 1) {
-      fail(node, what + ": give exactly one of range, pow2, values, choice, or stages (cut points)");
+      fail(node,
+           what + ": give exactly one of range, pow2, values, choice, or stages (cut points)");
     }
     auto pair = [&](const char* key) {
       const toml::node& n = *spec.get(key);
@@ -240,19 +246,22 @@ class Loader {
       } else if (auto* a = node->as_array()) {
         for (size_t i = 0; i < a->size(); ++i) {
           const toml::node& item = *a->get(i);
-          if (!item.is_string()) fail(item, "constraint '" + name + "': expected expressions in quotes");
-          space->constraints.push_back({name + "[" + std::to_string(i) + "]", item.as_string()->get(),
-                                        where(item).shifted(1)});
+          if (!item.is_string())
+            fail(item, "constraint '" + name + "': expected expressions in quotes");
+          space->constraints.push_back({name + "[" + std::to_string(i) + "]",
+                                        item.as_string()->get(), where(item).shifted(1)});
         }
       } else {
-        fail(*node, "constraint '" + name + "': expected an expression in quotes or an array of them");
+        fail(*node,
+             "constraint '" + name + "': expected an expression in quotes or an array of them");
       }
     }
   }
 
   void load_options(const toml::table& table, Space* space) const {
     for (auto&& [key, node] : table) {
-      if (key.str() != "order") fail(node, "[space]: unknown key '" + std::string(key.str()) + "' (expected order)");
+      if (key.str() != "order")
+        fail(node, "[space]: unknown key '" + std::string(key.str()) + "' (expected order)");
       const toml::array* a = node.as_array();
       if (!a) fail(node, "[space] order: expected an array of knob names");
       for (const auto& item : *a) {
@@ -267,7 +276,9 @@ class Loader {
 
 }  // namespace
 
-Space parse_space(const std::string& text, const std::string& origin) { return Loader(origin).load(text); }
+Space parse_space(const std::string& text, const std::string& origin) {
+  return Loader(origin).load(text);
+}
 
 Space load_space_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -105,7 +105,8 @@ IntList StageSplits::balanced() const {
   for (int64_t stage = 0; stage + 1 < stages_; ++stage) {
     const int64_t remaining_stages = stages_ - stage;
     // The ideal cut for an equal split of what is left; take the feasible length nearest to it.
-    const double ideal = static_cast<double>(layers_ - start) / static_cast<double>(remaining_stages);
+    const double ideal =
+        static_cast<double>(layers_ - start) / static_cast<double>(remaining_stages);
     int64_t best = -1;
     double best_distance = 0;
     for (int64_t len = min_len_; len <= max_len_; ++len) {

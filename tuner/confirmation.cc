@@ -6,8 +6,9 @@
 
 namespace slapo::tuner {
 
-ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database, const db::TaskRecord& task,
-                                const TunerOptions& options, const std::function<bool()>& out_of_time,
+ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
+                                const db::TaskRecord& task, const TunerOptions& options,
+                                const std::function<bool()>& out_of_time,
                                 const std::function<void(const Progress&)>& on_progress) {
   ConfirmationCounts counts;
   if (options.confirm == 0 || options.confirm_rounds == 0) return counts;
@@ -50,7 +51,8 @@ ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
         p.status = r.result.status;
         p.objective = r.objective;
         p.error = r.result.error;
-        if (const auto now = database.find_trial(task.id, t.config)) p.confirmed = now->confirmed_objective;
+        if (const auto now = database.find_trial(task.id, t.config))
+          p.confirmed = now->confirmed_objective;
         const auto top = database.best(task.id, 1);
         if (!top.empty()) p.best = top[0].ranking_objective();
         on_progress(p);

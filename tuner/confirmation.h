@@ -27,8 +27,9 @@ struct ConfirmationCounts {
   bool out_of_time = false;
 };
 
-ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database, const db::TaskRecord& task,
-                                const TunerOptions& options, const std::function<bool()>& out_of_time,
+ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
+                                const db::TaskRecord& task, const TunerOptions& options,
+                                const std::function<bool()>& out_of_time,
                                 const std::function<void(const Progress&)>& on_progress);
 
 }  // namespace slapo::tuner

@@ -13,7 +13,8 @@ Measurement measure(runners::Runner& runner, const Config& config, const Objecti
   if (m.result.status == TrialStatus::kOk && it != m.result.metrics.end()) {
     m.objective = it->second;
   } else if (m.result.status == TrialStatus::kOk) {
-    m.result = failed_trial(TrialStatus::kRuntimeError, "the trial reported no '" + objective.metric + "'");
+    m.result = failed_trial(TrialStatus::kRuntimeError,
+                            "the trial reported no '" + objective.metric + "'");
   }
   return m;
 }

@@ -37,7 +37,8 @@ class ModelBased : public Strategy {
   explicit ModelBased(bool memory_frontier) : memory_frontier_(memory_frontier) {}
   std::string name() const override { return memory_frontier_ ? "auto" : "bayes"; }
 
-  void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) override {
+  void begin(const space::CompiledSpace& space, uint64_t seed,
+             const Objective& objective) override {
     space_ = &space;
     rng_ = std::make_unique<Rng>(seed);
     minimize_ = objective.minimize;
@@ -49,10 +50,12 @@ class ModelBased : public Strategy {
     saving_domains_.clear();
     trended_.clear();
     for (const auto& k : space.knobs()) {
-      if (k.mem != space::MemTrend::kNone && k.kind != space::KnobKind::kChoice && k.kind != space::KnobKind::kCuts) {
+      if (k.mem != space::MemTrend::kNone && k.kind != space::KnobKind::kChoice &&
+          k.kind != space::KnobKind::kCuts) {
         trended_.emplace_back(k.name, k.mem == space::MemTrend::kUp ? 1.0 : -1.0);
       }
-      if (k.mem == space::MemTrend::kDown && k.kind != space::KnobKind::kChoice && k.kind != space::KnobKind::kCuts) {
+      if (k.mem == space::MemTrend::kDown && k.kind != space::KnobKind::kChoice &&
+          k.kind != space::KnobKind::kCuts) {
         saving_domains_.emplace_back(k.name, &k.domain);
       }
     }
@@ -62,8 +65,8 @@ class ModelBased : public Strategy {
     ladder_ = Ladder{};
     if (memory_frontier_ && !all_.empty()) {
       for (const auto& k : space.knobs()) {
-        if (k.mem == space::MemTrend::kUp && k.kind != space::KnobKind::kChoice && k.kind != space::KnobKind::kCuts &&
-            k.domain.size() >= 2) {
+        if (k.mem == space::MemTrend::kUp && k.kind != space::KnobKind::kChoice &&
+            k.kind != space::KnobKind::kCuts && k.domain.size() >= 2) {
           ladder_.knob = k.name;
           ladder_.domain = &k.domain;
           ladder_.hi = static_cast<int64_t>(k.domain.size()) - 1;
@@ -123,7 +126,8 @@ class ModelBased : public Strategy {
     const std::vector<double> score = acquisition(candidates);
     std::vector<size_t> order(candidates.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return score[a] > score[b]; });
     for (size_t i = 0; i < order.size() && out.size() < n; ++i) {
       const Candidate& c = candidates[order[i]];
       if (known(c.config)) {
@@ -139,7 +143,8 @@ class ModelBased : public Strategy {
     for (const Observation& o : observations) {
       Seen s;
       s.x = space_->encode(o.config);
-      if (o.status == TrialStatus::kOk && o.objective && std::isfinite(*o.objective)) s.objective = *o.objective;
+      if (o.status == TrialStatus::kOk && o.objective && std::isfinite(*o.objective))
+        s.objective = *o.objective;
       s.failed = o.status != TrialStatus::kOk;
       s.oom = o.status == TrialStatus::kOom;
       s.order = observations_++;
@@ -179,8 +184,10 @@ class ModelBased : public Strategy {
     std::string pending;  // the rung proposed, not yet observed
     // fits: climb above mid, else below it.
     void climb(bool fits) {
-      if (fits) lo = mid + 1;
-      else hi = mid - 1;
+      if (fits)
+        lo = mid + 1;
+      else
+        hi = mid - 1;
     }
   };
 
@@ -206,7 +213,8 @@ class ModelBased : public Strategy {
       std::string key = rung.canonical_json();
       const auto seen = observed_.find(key);
       if (seen != observed_.end()) {
-        ladder_.climb(seen->second.objective.has_value());  // measured already (resumed, or an earlier rung)
+        ladder_.climb(
+            seen->second.objective.has_value());  // measured already (resumed, or an earlier rung)
         continue;
       }
       if (!space_->contains(rung).ok || known(rung)) {
@@ -323,7 +331,9 @@ class ModelBased : public Strategy {
     auto recent_first = [](const Seen* a, const Seen* b) { return a->order > b->order; };
     if (ok.size() > kMaxModelPoints) {
       const double sg = sign();
-      std::sort(ok.begin(), ok.end(), [&](const Seen* a, const Seen* b) { return sg * *a->objective > sg * *b->objective; });
+      std::sort(ok.begin(), ok.end(), [&](const Seen* a, const Seen* b) {
+        return sg * *a->objective > sg * *b->objective;
+      });
       std::vector<const Seen*> kept(ok.begin(), ok.begin() + kMaxModelPoints * 3 / 4);
       std::vector<const Seen*> rest(ok.begin() + kMaxModelPoints * 3 / 4, ok.end());
       std::sort(rest.begin(), rest.end(), recent_first);
@@ -396,9 +406,11 @@ class ModelBased : public Strategy {
   const space::CompiledSpace* space_ = nullptr;
   std::unique_ptr<Rng> rng_;
   bool minimize_ = false;
-  std::vector<std::pair<std::string, const std::vector<Value>*>> saving_domains_;  // into space_->knobs()
+  std::vector<std::pair<std::string, const std::vector<Value>*>>
+      saving_domains_;                                   // into space_->knobs()
   std::vector<std::pair<std::string, double>> trended_;  // knob, +1 (mem up) or −1 (mem down)
-  std::unordered_map<std::string, std::vector<std::string>> lower_;  // configuration → its lower settings
+  std::unordered_map<std::string, std::vector<std::string>>
+      lower_;                // configuration → its lower settings
   std::vector<Config> all_;  // every configuration, when the space is small enough
   std::unordered_map<std::string, Seen> observed_;
   std::unordered_set<std::string> proposed_;  // known to the tuner without having been observed

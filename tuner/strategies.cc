@@ -16,7 +16,9 @@
 #include "core/error.h"
 #include "core/named.h"
 #include "core/rng.h"
+#include "tuner/cost_model.h"
 #include "tuner/model_based.h"
+#include "tuner/model_strategy.h"
 #include "tuner/strategy.h"
 
 namespace slapo::tuner {
@@ -77,7 +79,8 @@ class RandomSearch : public Strategy {
 class CoordinateDescent : public Strategy {
  public:
   std::string name() const override { return "coordinate"; }
-  void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) override {
+  void begin(const space::CompiledSpace& space, uint64_t seed,
+             const Objective& objective) override {
     space_ = &space;
     rng_ = std::make_unique<Rng>(seed);
     objective_ = objective;
@@ -130,7 +133,8 @@ class CoordinateDescent : public Strategy {
 
   void observe(const std::vector<Observation>& observations) override {
     for (const Observation& o : observations) {
-      results_[o.config.canonical_json()] = o.status == TrialStatus::kOk ? o.objective : std::nullopt;
+      results_[o.config.canonical_json()] =
+          o.status == TrialStatus::kOk ? o.objective : std::nullopt;
       configs_[o.config.canonical_json()] = o.config;
       if (center_ && o.config == *center_) center_value_ = results_[o.config.canonical_json()];
     }
@@ -173,7 +177,8 @@ class CoordinateDescent : public Strategy {
   Objective objective_;
   std::optional<Config> center_;
   std::optional<double> center_value_;
-  std::map<std::string, std::optional<double>> results_;  // canonical JSON → objective (nullopt: failed)
+  std::map<std::string, std::optional<double>>
+      results_;  // canonical JSON → objective (nullopt: failed)
   std::map<std::string, Config> configs_;
   std::set<std::string> exhausted_;
 };
@@ -209,7 +214,8 @@ class SlapoHeuristic : public Strategy {
         continue;
       }
       if (!space_->contains(c).ok || known(c)) {
-        advance(std::nullopt);  // not a valid point, or recorded without a result here: as if it failed
+        advance(
+            std::nullopt);  // not a valid point, or recorded without a result here: as if it failed
         continue;
       }
       pending_ = c;
@@ -268,8 +274,10 @@ class SlapoHeuristic : public Strategy {
         start_ckpt_search();
       }
     } else {
-      if (fits) hi_ = mid - 1;  // fits: try less recomputation
-      else lo_ = mid + 1;
+      if (fits)
+        hi_ = mid - 1;  // fits: try less recomputation
+      else
+        lo_ = mid + 1;
       if (lo_ > hi_) {
         --batch_index_;
         start_ckpt_search();
@@ -303,16 +311,29 @@ class SlapoHeuristic : public Strategy {
 // (docs/benchmarks.md); a space of a handful of points is simply measured.
 class Auto : public Strategy {
  public:
-  std::string name() const override { return "auto"; }
-  void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) override {
-    if (space.size() <= 4) inner_ = std::make_unique<Exhaustive>();
-    else inner_ = make_model_based_strategy(/*memory_frontier=*/true);
+  explicit Auto(CostModel* cost_model) : cost_model_(cost_model) {}
+  // "auto/model" once it searches with the cost model: recorded with every trial.
+  std::string name() const override {
+    return inner_ && inner_->name() == "model" ? "auto/model" : "auto";
+  }
+  void begin(const space::CompiledSpace& space, uint64_t seed,
+             const Objective& objective) override {
+    if (space.size() <= 4) {
+      inner_ = std::make_unique<Exhaustive>();
+    } else if (cost_model_ && cost_model_->predict(space.at(0)).prediction) {
+      inner_ = make_model_strategy(cost_model_);
+    } else {
+      inner_ = make_model_based_strategy(/*memory_frontier=*/true);
+    }
     inner_->begin(space, seed, objective);
   }
-  std::vector<Config> propose(size_t n, const KnownFn& known) override { return inner_->propose(n, known); }
+  std::vector<Config> propose(size_t n, const KnownFn& known) override {
+    return inner_->propose(n, known);
+  }
   void observe(const std::vector<Observation>& o) override { inner_->observe(o); }
 
  private:
+  CostModel* cost_model_;
   std::unique_ptr<Strategy> inner_;
 };
 
@@ -323,17 +344,28 @@ namespace {
 // The registry: every strategy by name, in the order the help lists them.
 struct StrategyEntry {
   const char* name;
-  std::unique_ptr<Strategy> (*make)();
+  std::unique_ptr<Strategy> (*make)(CostModel* cost_model);
 };
 
 const std::vector<StrategyEntry>& registry() {
   static const std::vector<StrategyEntry> entries = {
-      {"auto", [] { return std::unique_ptr<Strategy>(std::make_unique<Auto>()); }},
-      {"bayes", [] { return make_model_based_strategy(); }},
-      {"exhaustive", [] { return std::unique_ptr<Strategy>(std::make_unique<Exhaustive>()); }},
-      {"random", [] { return std::unique_ptr<Strategy>(std::make_unique<RandomSearch>()); }},
-      {"coordinate", [] { return std::unique_ptr<Strategy>(std::make_unique<CoordinateDescent>()); }},
-      {"slapo", [] { return std::unique_ptr<Strategy>(std::make_unique<SlapoHeuristic>()); }},
+      {"auto", [](CostModel* m) { return std::unique_ptr<Strategy>(std::make_unique<Auto>(m)); }},
+      {"model",
+       [](CostModel* m) {
+         SLAPO_CHECK(m != nullptr, ErrorCode::kInvalidArgument,
+                     "the model strategy needs a cost model: only built-in workloads of one rank "
+                     "are predicted");
+         return make_model_strategy(m);
+       }},
+      {"bayes", [](CostModel*) { return make_model_based_strategy(); }},
+      {"exhaustive",
+       [](CostModel*) { return std::unique_ptr<Strategy>(std::make_unique<Exhaustive>()); }},
+      {"random",
+       [](CostModel*) { return std::unique_ptr<Strategy>(std::make_unique<RandomSearch>()); }},
+      {"coordinate",
+       [](CostModel*) { return std::unique_ptr<Strategy>(std::make_unique<CoordinateDescent>()); }},
+      {"slapo",
+       [](CostModel*) { return std::unique_ptr<Strategy>(std::make_unique<SlapoHeuristic>()); }},
   };
   return entries;
 }
@@ -346,8 +378,8 @@ std::vector<std::string> strategy_names() {
   return names;
 }
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name) {
-  return find_named(registry(), name, "strategy", "strategies").make();
+std::unique_ptr<Strategy> make_strategy(const std::string& name, CostModel* cost_model) {
+  return find_named(registry(), name, "strategy", "strategies").make(cost_model);
 }
 
 }  // namespace slapo::tuner

@@ -34,14 +34,18 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
   // REQUIRES: `space` outlives the strategy's use.
-  virtual void begin(const space::CompiledSpace& space, uint64_t seed, const Objective& objective) = 0;
+  virtual void begin(const space::CompiledSpace& space, uint64_t seed,
+                     const Objective& objective) = 0;
   virtual std::vector<Config> propose(size_t n, const KnownFn& known) = 0;
   virtual void observe(const std::vector<Observation>& observations) = 0;
 };
 
-// auto | bayes | exhaustive | random | coordinate | slapo.
-// Throws Error(kInvalidArgument) listing the strategies for an unknown name.
-std::unique_ptr<Strategy> make_strategy(const std::string& name);
+class CostModel;
+
+// auto | model | bayes | exhaustive | random | coordinate | slapo. `model` needs a cost model;
+// `auto` uses it (the model strategy) when the cost model predicts the space, and searches without
+// one otherwise. Throws Error(kInvalidArgument) listing the strategies for an unknown name.
+std::unique_ptr<Strategy> make_strategy(const std::string& name, CostModel* cost_model = nullptr);
 std::vector<std::string> strategy_names();
 
 }  // namespace slapo::tuner

@@ -12,7 +12,9 @@ namespace slapo::tuner {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 }  // namespace
 
 TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db::Database& database,
@@ -22,12 +24,14 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   TuneSummary summary;
   const db::TaskRecord task = database.find_or_create_task(task_key, options.objective);
   summary.task_id = task.id;
-  SLAPO_CHECK(task.objective.metric == options.objective.metric && task.objective.minimize == options.objective.minimize,
-              ErrorCode::kInvalidArgument, "task ", task.id, " was tuned to ", task.objective.verb(), " ",
-              task.objective.metric, ", not to ", options.objective.verb(), " ", options.objective.metric,
+  SLAPO_CHECK(task.objective.metric == options.objective.metric &&
+                  task.objective.minimize == options.objective.minimize,
+              ErrorCode::kInvalidArgument, "task ", task.id, " was tuned to ",
+              task.objective.verb(), " ", task.objective.metric, ", not to ",
+              options.objective.verb(), " ", options.objective.metric,
               "; tune it with that objective, or use another database");
 
-  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy);
+  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, options.cost_model);
   strategy->begin(space, options.seed, options.objective);
   MemoryDominance dominance(space);
   std::unordered_set<std::string> known;  // canonical JSON of every recorded configuration
@@ -42,18 +46,22 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     history.push_back({t.config, t.result.status, t.objective});
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
     if (t.result.status != TrialStatus::kPruned) ++measured_total;
-    if (t.objective && t.result.status == TrialStatus::kOk && better(*t.objective)) best = t.objective;
+    if (t.objective && t.result.status == TrialStatus::kOk && better(*t.objective))
+      best = t.objective;
     ++summary.resumed;
   }
   if (!history.empty()) strategy->observe(history);
 
   const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
-  const auto out_of_time = [&] { return options.time_limit_s > 0 && seconds_since(start) >= options.time_limit_s; };
+  const auto out_of_time = [&] {
+    return options.time_limit_s > 0 && seconds_since(start) >= options.time_limit_s;
+  };
   size_t since_improvement = 0;
   double measuring_s = 0;
   for (;;) {
     if (options.trials > 0 && measured_total >= options.trials) {
-      summary.stopped_because = "trial budget reached (" + std::to_string(options.trials) + " measured trials)";
+      summary.stopped_because =
+          "trial budget reached (" + std::to_string(options.trials) + " measured trials)";
       break;
     }
     if (out_of_time()) {
@@ -77,8 +85,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     record.seed = options.seed;
     record.started_at = db::utc_now();
     if (const auto proof = dominance.proof_of_oom(config)) {
-      record.result = failed_trial(TrialStatus::kPruned, "out of memory, as trial " + std::to_string(*proof) +
-                                                             " needs less memory and ran out");
+      record.result =
+          failed_trial(TrialStatus::kPruned, "out of memory, as trial " + std::to_string(*proof) +
+                                                 " needs less memory and ran out");
       record.pruned_by = proof;
       ++summary.pruned;
     } else {
@@ -90,13 +99,16 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       ++summary.measured;
       ++measured_total;
       if (record.result.status != TrialStatus::kOk) ++summary.failed;
+      if (options.cost_model) options.cost_model->observe(config, record.result);
     }
     const int64_t index = database.add_trial(record);
     known.insert(config.canonical_json());
     if (record.result.status == TrialStatus::kOom) dominance.add_oom(config, index);
     // A pruned point is observed as what it is proven to be.
-    strategy->observe({{config, record.result.status == TrialStatus::kPruned ? TrialStatus::kOom : record.result.status,
-                        record.objective}});
+    strategy->observe(
+        {{config,
+          record.result.status == TrialStatus::kPruned ? TrialStatus::kOom : record.result.status,
+          record.objective}});
     if (record.result.status != TrialStatus::kPruned) {
       if (record.objective && better(*record.objective)) {
         best = record.objective;
@@ -117,7 +129,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       p.measured = measured_total;
       p.trials_left = options.trials > measured_total ? options.trials - measured_total : 0;
       p.elapsed_s = seconds_since(start);
-      p.eta_s = summary.measured > 0 ? measuring_s / static_cast<double>(summary.measured) * static_cast<double>(p.trials_left) : 0;
+      p.eta_s = summary.measured > 0 ? measuring_s / static_cast<double>(summary.measured) *
+                                           static_cast<double>(p.trials_left)
+                                     : 0;
       on_progress(p);
     }
   }
@@ -129,7 +143,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       });
   summary.remeasured = confirmed.remeasured;
   summary.remeasure_failed = confirmed.failed;
-  if (confirmed.out_of_time) summary.stopped_because += "; the confirmation stopped at the time limit";
+  if (confirmed.out_of_time)
+    summary.stopped_because += "; the confirmation stopped at the time limit";
   const auto top = database.best(task.id, 1);
   if (!top.empty()) summary.best = top[0];
   summary.elapsed_s = seconds_since(start);

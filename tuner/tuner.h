@@ -3,7 +3,8 @@
 // database records, the strategy observes — until a stop condition holds.
 //
 //        CompiledSpace ──► Strategy ──propose──► candidate
-//                             ▲                     │ proven OOM by a recorded trial? ─► record `pruned`
+//                             ▲                     │ proven OOM by a recorded trial? ─► record
+//                             `pruned`
 //                  observe    │                     ▼
 //                             └──── TrialResult ◄── Runner (in-process | subprocess | command)
 //                                         │
@@ -24,15 +25,16 @@
 #include "db/database.h"
 #include "runners/runner.h"
 #include "space/compiled_space.h"
+#include "tuner/cost_model.h"
 #include "tuner/strategy.h"
 
 namespace slapo::tuner {
 
 struct TunerOptions {
   std::string strategy = "auto";
-  size_t trials = 20;         // measured trials of the task in all (resumed ones count); 0: no limit
-  double time_limit_s = 0;    // wall time of this run; 0: none
-  size_t patience = 0;        // stop after this many measured trials without a better one; 0: never
+  size_t trials = 20;       // measured trials of the task in all (resumed ones count); 0: no limit
+  double time_limit_s = 0;  // wall time of this run; 0: none
+  size_t patience = 0;      // stop after this many measured trials without a better one; 0: never
   uint64_t seed = 0;
   Objective objective{metric::kDefaultObjective};
   // Once the search stops: measure the best `confirm` trials again, `confirm_rounds` times each,
@@ -40,12 +42,15 @@ struct TunerOptions {
   // `time_limit_s`. 0: no confirmation.
   size_t confirm = 0;
   size_t confirm_rounds = 2;
+  // A cost model (tuner/cost_model.h), for `model` and `auto`; it sees every measured trial. Null:
+  // the search measures blindly. Not owned.
+  CostModel* cost_model = nullptr;
 };
 
 // One line of progress, after each measured or pruned trial.
 struct Progress {
-  int64_t index = 0;     // the trial's index (for a re-measurement: of the trial measured again)
-  int64_t round = 0;     // > 0: a re-measurement, its round
+  int64_t index = 0;  // the trial's index (for a re-measurement: of the trial measured again)
+  int64_t round = 0;  // > 0: a re-measurement, its round
   std::optional<double> confirmed;  // a re-measurement: the trial's median so far
   Config config;
   TrialStatus status = TrialStatus::kOk;
@@ -53,10 +58,10 @@ struct Progress {
   std::optional<double> best;
   std::string error;
   std::optional<int64_t> pruned_by;
-  size_t measured = 0;   // measured trials of the task so far
+  size_t measured = 0;  // measured trials of the task so far
   size_t trials_left = 0;
   double elapsed_s = 0;
-  double eta_s = 0;      // at the mean trial time so far
+  double eta_s = 0;  // at the mean trial time so far
 };
 
 struct TuneSummary {
@@ -64,10 +69,10 @@ struct TuneSummary {
   std::optional<db::TrialRecord> best;
   size_t measured = 0;  // in this run
   size_t pruned = 0;
-  size_t failed = 0;    // measured but not ok
-  size_t resumed = 0;   // recorded before this run
-  size_t remeasured = 0;         // confirmation measurements made by this run
-  size_t remeasure_failed = 0;   // ... of which failed
+  size_t failed = 0;            // measured but not ok
+  size_t resumed = 0;           // recorded before this run
+  size_t remeasured = 0;        // confirmation measurements made by this run
+  size_t remeasure_failed = 0;  // ... of which failed
   double elapsed_s = 0;
   std::string stopped_because;
 };

@@ -22,9 +22,11 @@ std::string slurp(const std::string& path) {
 Outcome run(const std::string& args) {
   // CTest runs the cases of this binary in parallel processes: the file names must not collide.
   static int calls = 0;
-  const std::string stem = ::testing::TempDir() + "/cli_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
+  const std::string stem =
+      ::testing::TempDir() + "/cli_" + std::to_string(getpid()) + "_" + std::to_string(calls++);
   const std::string out = stem + ".out", err = stem + ".err";
-  const std::string command = std::string(SLAPO_TUNE) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const std::string command =
+      std::string(SLAPO_TUNE) + " " + args + " >" + out + " 2>" + err + " </dev/null";
   const int status = std::system(command.c_str());
   Outcome r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

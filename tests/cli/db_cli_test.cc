@@ -26,12 +26,13 @@ class DbCliTest : public ::testing::Test {
     std::remove(db_.c_str());
     record(R"({"batch_size": 8, "ckpt_ratio": 0.5, "attn": "naive"})");
     record(R"({"batch_size": 16, "ckpt_ratio": 0.0, "attn": "baddbmm"})");
-    record(R"({"batch_size": 64, "ckpt_ratio": 0.0, "attn": "naive"})");  // ~7.6 MB: over the budget
+    record(
+        R"({"batch_size": 64, "ckpt_ratio": 0.0, "attn": "naive"})");  // ~7.6 MB: over the budget
   }
   void record(const std::string& config, const std::string& extra = "") {
     // The budget is part of the task: every trial of it runs under the same one.
-    Outcome r = run("trial --space " + kSpace + " --runner inprocess --memory-budget 5MiB --db " + db_ + " --config '" +
-                    config + "'" + extra);
+    Outcome r = run("trial --space " + kSpace + " --runner inprocess --memory-budget 5MiB --db " +
+                    db_ + " --config '" + config + "'" + extra);
     ASSERT_NE(r.exit_code, 2) << r.err;
   }
   std::string db_;
@@ -44,8 +45,8 @@ TEST_F(DbCliTest, TrialsInJsonInTheOrderMeasured) {
   ASSERT_EQ(trials.size(), 3u);
   for (size_t i = 0; i < trials.size(); ++i) {
     EXPECT_EQ(trials[i]["index"], i);
-    for (const char* key : {"index", "status", "config", "objective", "metrics", "error", "started_at", "duration_s",
-                            "strategy", "seed"}) {
+    for (const char* key : {"index", "status", "config", "objective", "metrics", "error",
+                            "started_at", "duration_s", "strategy", "seed"}) {
       EXPECT_TRUE(trials[i].contains(key)) << key;
     }
   }
@@ -72,7 +73,8 @@ TEST_F(DbCliTest, BestIsAConfigurationThatConfigAccepts) {
   const std::string file = slapo::testing::write_temp("best.json", best.out);
   const auto config = nlohmann::json::parse(best.out);
   EXPECT_TRUE(config.contains("batch_size"));
-  Outcome again = run("trial --space " + kSpace + " --runner inprocess --memory-budget 5MiB --config @" + file + " --json");
+  Outcome again = run("trial --space " + kSpace +
+                      " --runner inprocess --memory-budget 5MiB --config @" + file + " --json");
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(nlohmann::json::parse(last_line(again.out))["config"], config);
 }
@@ -98,7 +100,9 @@ TEST_F(DbCliTest, ReplayReMeasuresFromTheRecordAlone) {
   const bool one_pass = best_config["attn"] == "baddbmm";
   Outcome best = run("replay --db " + db_ + " --print-schedule --steps 2");
   ASSERT_EQ(best.exit_code, 0) << best.out << best.err;
-  EXPECT_EQ(best.out.find("sch[\"h.0.attn\"].replace(slapo::models::OnePassAttentionImpl)") != std::string::npos, one_pass)
+  EXPECT_EQ(best.out.find("sch[\"h.0.attn\"].replace(slapo::models::OnePassAttentionImpl)") !=
+                std::string::npos,
+            one_pass)
       << best.out;
   EXPECT_NE(best.out.find("status    recorded ok, measured ok"), std::string::npos);
   EXPECT_NE(best.out.find("samples_per_s"), std::string::npos);
@@ -121,20 +125,25 @@ TEST_F(DbCliTest, ReplayOfACommandTask) {
   EXPECT_NE(replay.out.find("8"), std::string::npos);
   Outcome schedule = run("replay --db " + db + " --print-schedule");
   EXPECT_EQ(schedule.exit_code, 2);
-  EXPECT_NE(schedule.err.find("runs an external command; slapo does not know its schedule"), std::string::npos);
+  EXPECT_NE(schedule.err.find("runs an external command; slapo does not know its schedule"),
+            std::string::npos);
 }
 
 TEST_F(DbCliTest, AProgramStartsWithTheTunedSchedule) {
   // SetUp recorded under a 5MiB budget: the same workload key needs the same budget.
   const std::string space = slapo::testing::write_temp(
-      "tuned.toml", "[workload]\nmodel = \"gpt-tiny\"\nbatch_size = 8\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
-                    "threads = 1\nmemory_budget = 5242880\n[knobs]\nbatch_size = { pow2 = [4, 64] }\n");
-  const std::string command = std::string(TUNED_EXAMPLE) + " " + space + " " + db_ + " > " + db_ + ".out 2>&1";
+      "tuned.toml",
+      "[workload]\nmodel = \"gpt-tiny\"\nbatch_size = 8\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
+      "threads = 1\nmemory_budget = 5242880\n[knobs]\nbatch_size = { pow2 = [4, 64] }\n");
+  const std::string command =
+      std::string(TUNED_EXAMPLE) + " " + space + " " + db_ + " > " + db_ + ".out 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0);
   std::ifstream in(db_ + ".out");
   const std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const slapo::Config best = slapo::Config::from_json(run("db best --db " + db_ + " --format json").out);
-  EXPECT_NE(output.find("using the tuned configuration: " + best.to_string()), std::string::npos) << output;
+  const slapo::Config best =
+      slapo::Config::from_json(run("db best --db " + db_ + " --format json").out);
+  EXPECT_NE(output.find("using the tuned configuration: " + best.to_string()), std::string::npos)
+      << output;
   EXPECT_NE(output.find("step 2 loss"), std::string::npos);
 }
 

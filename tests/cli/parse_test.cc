@@ -36,11 +36,32 @@ TEST(ParseTest, TrialReadsEveryFlagAndTheCommandAfterTheDashes) {
   expected.runner.metric_regex = "speed=([0-9]+)";
   expected.runner.oom_exit_code = 3;
   expected.runner.command = {"python3", "train.py", "--bs", "{batch_size}"};
-  const TrialOptions parsed = parse_trial({"--space", "s.toml", "--param", "world_size=4", "--param", "num_layers=12",
-                                           "--config", "{\"batch_size\": 8}", "--db", "t.db", "--json", "--nproc", "2",
-                                           "--memory-budget", "1GiB", "--timeout", "30", "--metric-regex",
-                                           "speed=([0-9]+)", "--oom-exit-code", "3", "--", "python3", "train.py",
-                                           "--bs", "{batch_size}"});
+  const TrialOptions parsed = parse_trial({"--space",
+                                           "s.toml",
+                                           "--param",
+                                           "world_size=4",
+                                           "--param",
+                                           "num_layers=12",
+                                           "--config",
+                                           "{\"batch_size\": 8}",
+                                           "--db",
+                                           "t.db",
+                                           "--json",
+                                           "--nproc",
+                                           "2",
+                                           "--memory-budget",
+                                           "1GiB",
+                                           "--timeout",
+                                           "30",
+                                           "--metric-regex",
+                                           "speed=([0-9]+)",
+                                           "--oom-exit-code",
+                                           "3",
+                                           "--",
+                                           "python3",
+                                           "train.py",
+                                           "--bs",
+                                           "{batch_size}"});
   EXPECT_TRUE(parsed == expected);
   expected.runner.nproc = 1;
   EXPECT_FALSE(parsed == expected);
@@ -81,34 +102,63 @@ TEST(ParseTest, NounsTakeAVerb) {
             "primitives: unknown action 'shard' (expected list, show NAME or reference)");
   EXPECT_EQ(error_of([] { parse_primitives({"show"}); }), "primitives show: missing NAME");
   EXPECT_EQ(error_of([] { parse_templates({"list", "gpt"}); }), "templates list: takes no NAME");
-  EXPECT_EQ(error_of([] { parse_space({"tally", "s.toml"}); }),
+  EXPECT_EQ(error_of([] {
+              parse_space({"tally", "s.toml"});
+            }),
             "space: unknown action 'tally' (expected show, count, list or sample)");
   EXPECT_EQ(error_of([] { parse_space({"count"}); }), "space count: missing FILE");
   EXPECT_EQ(error_of([] { parse_db({"trials"}); }), "db trials: --db FILE is required");
-  EXPECT_EQ(error_of([] { parse_db({"vacuum", "--db", "t.db"}); }),
+  EXPECT_EQ(error_of([] {
+              parse_db({"vacuum", "--db", "t.db"});
+            }),
             "db: unknown action 'vacuum' (expected tasks, trials, best, show, export or prune)");
 }
 
 TEST(ParseTest, BadInputIsRefusedWithTheFlagItCameFrom) {
   EXPECT_EQ(error_of([] { parse_trial({"--config", "{}"}); }), "trial: --space FILE is required");
-  EXPECT_EQ(error_of([] { parse_trial({"--space", "s.toml"}); }), "trial: --config JSON is required");
-  EXPECT_EQ(error_of([] { parse_single_device({"--space", "s.toml", "--strategy", "hyperband"}); }),
-            "--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, bayes, exhaustive, random, "
+  EXPECT_EQ(error_of([] {
+              parse_trial({"--space", "s.toml"});
+            }),
+            "trial: --config JSON is required");
+  EXPECT_EQ(error_of([] {
+              parse_single_device({"--space", "s.toml", "--strategy", "hyperband"});
+            }),
+            "--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, model, bayes, "
+            "exhaustive, random, "
             "coordinate, slapo)");
-  EXPECT_EQ(error_of([] { parse_single_device({"--space", "s.toml", "--nproc", "2"}); }),
+  EXPECT_EQ(error_of([] {
+              parse_single_device({"--space", "s.toml", "--nproc", "2"});
+            }),
             "single-device: --nproc 2 runs several ranks per trial: use slapo-tune single-node");
-  EXPECT_EQ(error_of([] { parse_single_node({"--space", "s.toml"}); }),
+  EXPECT_EQ(error_of([] {
+              parse_single_node({"--space", "s.toml"});
+            }),
             "single-node: --nproc N (2 or more ranks per trial) is required");
-  EXPECT_EQ(error_of([] { parse_db({"trials", "--db", "t.db", "--status", "sleeping"}); }),
-            "--status sleeping: expected ok, oom, invalid, schedule_error, runtime_error, timeout, crashed or pruned");
-  EXPECT_EQ(error_of([] { parse_db({"prune", "--db", "t.db"}); }),
+  EXPECT_EQ(error_of([] {
+              parse_db({"trials", "--db", "t.db", "--status", "sleeping"});
+            }),
+            "--status sleeping: expected ok, oom, invalid, schedule_error, runtime_error, timeout, "
+            "crashed or pruned");
+  EXPECT_EQ(error_of([] {
+              parse_db({"prune", "--db", "t.db"});
+            }),
             "db prune: --status S is required (which trials to delete)");
-  EXPECT_EQ(error_of([] { parse_db({"tasks", "--db", "t.db", "--format", "xml"}); }),
+  EXPECT_EQ(error_of([] {
+              parse_db({"tasks", "--db", "t.db", "--format", "xml"});
+            }),
             "--format xml: expected table, csv or json");
-  EXPECT_EQ(error_of([] { parse_replay({"--db", "t.db", "--steps", "0"}); }), "--steps must be at least 1");
-  EXPECT_EQ(error_of([] { parse_verify({"--space", "s.toml", "--config", "{}", "--steps", "-1"}); }),
+  EXPECT_EQ(error_of([] {
+              parse_replay({"--db", "t.db", "--steps", "0"});
+            }),
+            "--steps must be at least 1");
+  EXPECT_EQ(error_of([] {
+              parse_verify({"--space", "s.toml", "--config", "{}", "--steps", "-1"});
+            }),
             "--steps must be >= 0");
-  EXPECT_EQ(error_of([] { parse_worker({"--workload", "{}"}); }), "worker: --workload and --config are required");
+  EXPECT_EQ(error_of([] {
+              parse_worker({"--workload", "{}"});
+            }),
+            "worker: --workload and --config are required");
 }
 
 TEST(ParseTest, CountsRefuseNegativeNumbersEverywhere) {
@@ -116,9 +166,11 @@ TEST(ParseTest, CountsRefuseNegativeNumbersEverywhere) {
   EXPECT_THROW(parse_space({"list", "s.toml", "--limit", "-1"}), boost::program_options::error);
   EXPECT_THROW(parse_space({"list", "s.toml", "--offset", "-1"}), boost::program_options::error);
   EXPECT_THROW(parse_space({"sample", "s.toml", "--n", "-1"}), boost::program_options::error);
-  EXPECT_THROW(parse_single_device({"--space", "s.toml", "--trials", "-1"}), boost::program_options::error);
+  EXPECT_THROW(parse_single_device({"--space", "s.toml", "--trials", "-1"}),
+               boost::program_options::error);
   EXPECT_THROW(parse_db({"best", "--db", "t.db", "--top", "x"}), boost::program_options::error);
-  EXPECT_THROW(parse_trial({"--space", "s.toml", "--config", "{}", "--bogus"}), boost::program_options::error);
+  EXPECT_THROW(parse_trial({"--space", "s.toml", "--config", "{}", "--bogus"}),
+               boost::program_options::error);
 }
 
 TEST(ParseTest, OptionalValuesAreAbsentUntilGiven) {
@@ -126,7 +178,8 @@ TEST(ParseTest, OptionalValuesAreAbsentUntilGiven) {
   EXPECT_FALSE(r.task.task.has_value());
   EXPECT_FALSE(r.trial.has_value());
   EXPECT_FALSE(r.steps.has_value());
-  const ReplayOptions given = parse_replay({"--db", "t.db", "--task", "2", "--trial", "0", "--steps", "3"});
+  const ReplayOptions given =
+      parse_replay({"--db", "t.db", "--task", "2", "--trial", "0", "--steps", "3"});
   EXPECT_EQ(given.task.task, 2);
   EXPECT_EQ(given.trial, 0);
   EXPECT_EQ(given.steps, 3);

@@ -16,7 +16,8 @@ using slapo::testing::write_temp;
 const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-verify.toml";
 
 TEST(VerifyCliTest, ScheduledModelMatches) {
-  Outcome r = run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 1.0, \"attn\": \"baddbmm\"}'");
+  Outcome r =
+      run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 1.0, \"attn\": \"baddbmm\"}'");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("sch[\"h.1\"].checkpoint()"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("verified: tolerance 1e-05"), std::string::npos) << r.out;
@@ -31,29 +32,38 @@ TEST(VerifyCliTest, ConfigFromAFile) {
 
 TEST(VerifyCliTest, BeyondToleranceExitsWithOne) {
   // A fused QKV projection sums in another order: not bit-identical, so tolerance 0 fails.
-  Outcome r = run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 0.0, \"attn\": \"fused_qkv\"}' --tolerance 0");
+  Outcome r = run("verify --space " + kSpace +
+                  " --config '{\"ckpt_ratio\": 0.0, \"attn\": \"fused_qkv\"}' --tolerance 0");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("MISMATCH"), std::string::npos);
 }
 
 TEST(VerifyCliTest, BadInput) {
-  Outcome outside = run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 0.25, \"attn\": \"naive\"}'");
+  Outcome outside =
+      run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 0.25, \"attn\": \"naive\"}'");
   EXPECT_EQ(outside.exit_code, 2);
-  EXPECT_NE(outside.err.find("knob 'ckpt_ratio': 0.25 is not in its domain"), std::string::npos) << outside.err;
+  EXPECT_NE(outside.err.find("knob 'ckpt_ratio': 0.25 is not in its domain"), std::string::npos)
+      << outside.err;
   Outcome missing = run("verify --space " + kSpace);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--config JSON is required"), std::string::npos);
   Outcome json = run("verify --space " + kSpace + " --config '{oops'");
   EXPECT_EQ(json.exit_code, 2);
   EXPECT_NE(json.err.find("--config: not valid JSON"), std::string::npos) << json.err;
-  const std::string unknown = write_temp("unknown.toml", "[workload]\nmodel = 'gpt-huge'\n[knobs]\nckpt_ratio = { values = [0.0] }\n");
+  const std::string unknown = write_temp(
+      "unknown.toml", "[workload]\nmodel = 'gpt-huge'\n[knobs]\nckpt_ratio = { values = [0.0] }\n");
   Outcome model = run("verify --space " + unknown + " --config '{\"ckpt_ratio\": 0.0}'");
   EXPECT_EQ(model.exit_code, 2);
-  EXPECT_NE(model.err.find("unknown model 'gpt-huge' (models: gpt2,"), std::string::npos) << model.err;
-  const std::string foreign = write_temp("foreign.toml", "[workload]\nmodel = 'mlp-tiny'\n[knobs]\nattn = { choice = ['fused_qkv'] }\n");
+  EXPECT_NE(model.err.find("unknown model 'gpt-huge' (models: gpt2,"), std::string::npos)
+      << model.err;
+  const std::string foreign =
+      write_temp("foreign.toml",
+                 "[workload]\nmodel = 'mlp-tiny'\n[knobs]\nattn = { choice = ['fused_qkv'] }\n");
   Outcome knob = run("verify --space " + foreign + " --config '{\"attn\": \"fused_qkv\"}'");
   EXPECT_EQ(knob.exit_code, 2);
-  EXPECT_NE(knob.err.find("knob 'attn' is not understood by schedule template 'mlp'"), std::string::npos) << knob.err;
+  EXPECT_NE(knob.err.find("knob 'attn' is not understood by schedule template 'mlp'"),
+            std::string::npos)
+      << knob.err;
 }
 
 TEST(PrimitivesCliTest, ListAndHelp) {
@@ -72,8 +82,9 @@ TEST(PrimitivesCliTest, ListAndHelp) {
   // NOUN VERB: a primitive's name is not a verb.
   Outcome old = run("primitives shard");
   EXPECT_EQ(old.exit_code, 2);
-  EXPECT_NE(old.err.find("primitives: unknown action 'shard' (expected list, show NAME or reference)"),
-            std::string::npos)
+  EXPECT_NE(
+      old.err.find("primitives: unknown action 'shard' (expected list, show NAME or reference)"),
+      std::string::npos)
       << old.err;
 }
 
@@ -94,16 +105,20 @@ TEST(PrimitivesCliTest, TheDocsHoldTheTablesReferences) {
 TEST(TemplatesCliTest, ListAndShowComeFromTheKnobTable) {
   Outcome all = run("templates");
   ASSERT_EQ(all.exit_code, 0) << all.err;
-  for (const char* t : {"gpt ", "bert ", "mlp "}) EXPECT_NE(all.out.find(t), std::string::npos) << all.out;
+  for (const char* t : {"gpt ", "bert ", "mlp "})
+    EXPECT_NE(all.out.find(t), std::string::npos) << all.out;
   Outcome gpt = run("templates show gpt");
   ASSERT_EQ(gpt.exit_code, 0) << gpt.err;
   EXPECT_NE(gpt.out.find("attn_shard"), std::string::npos);
-  EXPECT_NE(gpt.out.find("naive, fused_qkv, baddbmm (default naive)"), std::string::npos) << gpt.out;
+  EXPECT_NE(gpt.out.find("naive, fused_qkv, baddbmm (default naive)"), std::string::npos)
+      << gpt.out;
   Outcome mlp = run("templates show mlp");
-  EXPECT_EQ(mlp.out.find("attn"), std::string::npos) << "an MLP has no attention knobs: " << mlp.out;
+  EXPECT_EQ(mlp.out.find("attn"), std::string::npos)
+      << "an MLP has no attention knobs: " << mlp.out;
   Outcome unknown = run("templates show llama");
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("unknown schedule template 'llama' (templates: gpt, bert, mlp)"), std::string::npos)
+  EXPECT_NE(unknown.err.find("unknown schedule template 'llama' (templates: gpt, bert, mlp)"),
+            std::string::npos)
       << unknown.err;
 }
 

@@ -13,9 +13,9 @@
 
 namespace {
 
+using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
-using slapo::testing::last_line;
 using slapo::testing::write_temp;
 
 const std::string kExample = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-training.toml";
@@ -53,8 +53,10 @@ TEST(CliTest, ShowDescribesTheAnalysis) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("loop order (6 knobs"), std::string::npos);
   EXPECT_NE(r.out.find("guard  8 % (tp * pp) == 0   (divides[0])"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("bound  tp * pp <= 8   (fits; solved for pp once the knobs before are fixed)"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("bound  tp * pp <= 8   (fits; solved for pp once the knobs before are fixed)"),
+      std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("size: 15120"), std::string::npos);
 }
 
@@ -93,10 +95,12 @@ TEST(CliTest, BadInputExitsWithTwoAndOneLine) {
   Outcome missing = run("space count /nonexistent.toml");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.err, "slapo-tune: error: /nonexistent.toml: cannot open the space file\n");
-  const std::string bad = write_temp("bad.toml", "[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x <= (2\"\n");
+  const std::string bad =
+      write_temp("bad.toml", "[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x <= (2\"\n");
   Outcome parse = run("space count " + bad);
   EXPECT_EQ(parse.exit_code, 2);
-  EXPECT_NE(parse.err.find("bad.toml:4:13: constraint 'c': expected ')'"), std::string::npos) << parse.err;
+  EXPECT_NE(parse.err.find("bad.toml:4:13: constraint 'c': expected ')'"), std::string::npos)
+      << parse.err;
   EXPECT_EQ(std::count(parse.err.begin(), parse.err.end(), '\n'), 1);
   EXPECT_EQ(run("space frobnicate " + kExample).exit_code, 2);
   EXPECT_EQ(run("space count").exit_code, 2);
@@ -124,7 +128,8 @@ TEST(CliTest, EveryExampleSpaceLoads) {
 }
 
 TEST(CliTest, SampleOfAnEmptySpaceFails) {
-  const std::string empty = write_temp("empty.toml", "[knobs]\nx = { range = [1, 4] }\n[constraints]\nc = \"x > 9\"\n");
+  const std::string empty =
+      write_temp("empty.toml", "[knobs]\nx = { range = [1, 4] }\n[constraints]\nc = \"x > 9\"\n");
   EXPECT_EQ(last_line(run("space count " + empty).out), "0");
   Outcome r = run("space sample " + empty);
   EXPECT_EQ(r.exit_code, 2);

@@ -13,7 +13,8 @@ using slapo::testing::Outcome;
 using slapo::testing::run;
 
 const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
-const std::string kConfig = " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.5, \"attn\": \"baddbmm\"}'";
+const std::string kConfig =
+    " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.5, \"attn\": \"baddbmm\"}'";
 
 TEST(TrialCliTest, JsonResultOnTheLastLine) {
   // The subprocess runner through its fork server (the default) and with a new process per trial.
@@ -24,8 +25,9 @@ TEST(TrialCliTest, JsonResultOnTheLastLine) {
     EXPECT_EQ(j["status"], "ok");
     EXPECT_EQ(j["runner"], runner.substr(0, runner.find(' ')));
     EXPECT_GT(j["objective"].get<double>(), 0);
-    for (const char* m : {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90",
-                          "peak_bytes", "tflops", "loss_first", "loss_last", "build_ms", "max_rss_bytes"}) {
+    for (const char* m :
+         {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90",
+          "peak_bytes", "tflops", "loss_first", "loss_last", "build_ms", "max_rss_bytes"}) {
       EXPECT_TRUE(j["metrics"].contains(m)) << m;
     }
   }
@@ -40,7 +42,8 @@ TEST(TrialCliTest, MemoryBudgetMakesItOom) {
 }
 
 TEST(TrialCliTest, AnyCommand) {
-  Outcome r = run("trial --space " + kSpace + kConfig + " --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
+  Outcome r = run("trial --space " + kSpace + kConfig +
+                  " --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(last_line(r.out));
   EXPECT_EQ(j["runner"], "command");
@@ -48,23 +51,32 @@ TEST(TrialCliTest, AnyCommand) {
 }
 
 TEST(TrialCliTest, BadInputIsRefusedBeforeAnythingRuns) {
-  Outcome outside = run("trial --space " + kSpace + " --config '{\"batch_size\": 3, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'");
+  Outcome outside =
+      run("trial --space " + kSpace +
+          " --config '{\"batch_size\": 3, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'");
   EXPECT_EQ(outside.exit_code, 2);
-  EXPECT_NE(outside.err.find("knob 'batch_size': 3 is not in its domain"), std::string::npos) << outside.err;
+  EXPECT_NE(outside.err.find("knob 'batch_size': 3 is not in its domain"), std::string::npos)
+      << outside.err;
   Outcome nproc = run("trial --space " + kSpace + kConfig + " --nproc 0");
   EXPECT_EQ(nproc.exit_code, 2);
-  EXPECT_NE(nproc.err.find("--nproc 0: expected a number of ranks from 1 to 1024"), std::string::npos) << nproc.err;
+  EXPECT_NE(nproc.err.find("--nproc 0: expected a number of ranks from 1 to 1024"),
+            std::string::npos)
+      << nproc.err;
   Outcome inprocess = run("trial --space " + kSpace + kConfig + " --runner inprocess --nproc 2");
   EXPECT_EQ(inprocess.exit_code, 2);
-  EXPECT_NE(inprocess.err.find("--runner inprocess runs one rank"), std::string::npos) << inprocess.err;
+  EXPECT_NE(inprocess.err.find("--runner inprocess runs one rank"), std::string::npos)
+      << inprocess.err;
   Outcome budget = run("trial --space " + kSpace + kConfig + " --memory-budget 2GB2");
   EXPECT_EQ(budget.exit_code, 2);
   EXPECT_NE(budget.err.find("--memory-budget"), std::string::npos);
   const std::string foreign = slapo::testing::write_temp(
-      "foreign_trial.toml", "[workload]\nmodel = 'gpt-tiny'\n[knobs]\nzero_stage = { values = [1, 2] }\n");
+      "foreign_trial.toml",
+      "[workload]\nmodel = 'gpt-tiny'\n[knobs]\nzero_stage = { values = [1, 2] }\n");
   Outcome knob = run("trial --space " + foreign + " --config '{\"zero_stage\": 2}'");
   EXPECT_EQ(knob.exit_code, 2);
-  EXPECT_NE(knob.err.find("knob 'zero_stage' is not understood by schedule template 'gpt'"), std::string::npos) << knob.err;
+  EXPECT_NE(knob.err.find("knob 'zero_stage' is not understood by schedule template 'gpt'"),
+            std::string::npos)
+      << knob.err;
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ using slapo::testing::Outcome;
 using slapo::testing::run;
 
 std::string temp_db(const char* name) {
-  const std::string path = ::testing::TempDir() + "/tune_" + std::to_string(getpid()) + "_" + name + ".db";
+  const std::string path =
+      ::testing::TempDir() + "/tune_" + std::to_string(getpid()) + "_" + name + ".db";
   std::remove(path.c_str());
   return path;
 }
@@ -27,13 +28,15 @@ const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt
 
 TEST(TuneCliTest, TunesRecordsAndResumes) {
   const std::string db = temp_db("resume");
-  Outcome first = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 4 --json");
+  Outcome first = run("single-device --space " + kSpace + " --db " + db +
+                      " --runner inprocess --strategy random --trials 4 --json");
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const auto summary = nlohmann::json::parse(last_line(first.out));
   EXPECT_EQ(summary["measured"].get<int>() + summary["resumed"].get<int>(), 4);
   EXPECT_TRUE(summary["best_config"].is_object());
   EXPECT_GT(summary["best_objective"].get<double>(), 0);
-  Outcome again = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 4 --json");
+  Outcome again = run("single-device --space " + kSpace + " --db " + db +
+                      " --runner inprocess --strategy random --trials 4 --json");
   const auto resumed = nlohmann::json::parse(last_line(again.out));
   EXPECT_EQ(resumed["measured"], 0);
   EXPECT_EQ(resumed["resumed"], 4);
@@ -44,7 +47,8 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
 
 TEST(TuneCliTest, HumanOutputEndsWithTheBestAndHowToReplayIt) {
   const std::string db = temp_db("human");
-  Outcome r = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 2 --strategy random --seed 3");
+  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+                  " --runner inprocess --trials 2 --strategy random --seed 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("tuning "), std::string::npos);
   EXPECT_NE(r.out.find("[  0] "), std::string::npos);
@@ -54,8 +58,9 @@ TEST(TuneCliTest, HumanOutputEndsWithTheBestAndHowToReplayIt) {
 
 TEST(TuneCliTest, TunesACommand) {
   const std::string db = temp_db("command");
-  Outcome r = run("single-device --space " + kSpace + " --db " + db +
-                  " --strategy exhaustive --trials 0 --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
+  Outcome r =
+      run("single-device --space " + kSpace + " --db " + db +
+          " --strategy exhaustive --trials 0 --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto summary = nlohmann::json::parse(last_line(r.out));
   EXPECT_EQ(summary["best_objective"], 64);
@@ -89,13 +94,15 @@ TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
   EXPECT_NE(table.out.find("median"), std::string::npos) << table.out;
   Outcome best = run("db best --db " + db + " --format csv");
   ASSERT_EQ(best.exit_code, 0) << best.err;
-  const std::string index = best.out.substr(best.out.find('\n') + 1, best.out.find(',', best.out.find('\n')) - best.out.find('\n') - 1);
+  const std::string index = best.out.substr(
+      best.out.find('\n') + 1, best.out.find(',', best.out.find('\n')) - best.out.find('\n') - 1);
   Outcome show = run("db show --db " + db + " --trial " + index);
   const auto trial = nlohmann::json::parse(show.out);
   EXPECT_EQ(trial["remeasured"], 2);
   EXPECT_EQ(trial["remeasurements"].size(), 2u);
   // The report ranks by the median and says so.
-  const std::string html = ::testing::TempDir() + "/tune_" + std::to_string(getpid()) + "_confirm.html";
+  const std::string html =
+      ::testing::TempDir() + "/tune_" + std::to_string(getpid()) + "_confirm.html";
   ASSERT_EQ(run("report --db " + db + " --out " + html).exit_code, 0);
   std::ifstream in(html);
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -105,9 +112,13 @@ TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
 
 TEST(TuneCliTest, BadInput) {
   const std::string db = temp_db("bad");
-  Outcome strategy = run("single-device --space " + kSpace + " --db " + db + " --strategy hyperband");
+  Outcome strategy =
+      run("single-device --space " + kSpace + " --db " + db + " --strategy hyperband");
   EXPECT_EQ(strategy.exit_code, 2);
-  EXPECT_NE(strategy.err.find("--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, bayes,"), std::string::npos) << strategy.err;
+  EXPECT_NE(strategy.err.find(
+                "--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, model, bayes,"),
+            std::string::npos)
+      << strategy.err;
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
   // Counts are whole numbers >= 0: boost alone would read -1 as 2^64 - 1.
@@ -115,7 +126,8 @@ TEST(TuneCliTest, BadInput) {
     for (const char* bad : {"-1", "2x", "many"}) {
       Outcome r = run("single-device --space " + kSpace + " --db " + db + " " + flag + " " + bad);
       EXPECT_EQ(r.exit_code, 2) << flag << " " << bad;
-      EXPECT_NE(r.err.find(std::string("the argument ('") + bad + "') for option '" + flag + "' is invalid"),
+      EXPECT_NE(r.err.find(std::string("the argument ('") + bad + "') for option '" + flag +
+                           "' is invalid"),
                 std::string::npos)
           << r.err;
     }
@@ -123,14 +135,17 @@ TEST(TuneCliTest, BadInput) {
   for (const std::string& command : {"db best --db " + db, "report --db " + db + " --out x.html"}) {
     Outcome r = run(command + " --top -2");
     EXPECT_EQ(r.exit_code, 2) << command;
-    EXPECT_NE(r.err.find("the argument ('-2') for option '--top' is invalid"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the argument ('-2') for option '--top' is invalid"), std::string::npos)
+        << r.err;
   }
 }
 
 TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
   const std::string db = temp_db("single_node");
-  const std::string space = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-single-node.toml";
-  Outcome tuned = run("single-node --nproc 2 --space " + space + " --db " + db + " --trials 3 --json");
+  const std::string space =
+      std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-single-node.toml";
+  Outcome tuned =
+      run("single-node --nproc 2 --space " + space + " --db " + db + " --trials 3 --json");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
   const auto summary = nlohmann::json::parse(last_line(tuned.out));
   EXPECT_EQ(summary["measured"], 3);
@@ -145,7 +160,8 @@ TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
 
   Outcome missing = run("single-node --space " + space + " --db " + db);
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.err.find("single-node: --nproc N (2 or more ranks per trial) is required"), std::string::npos);
+  EXPECT_NE(missing.err.find("single-node: --nproc N (2 or more ranks per trial) is required"),
+            std::string::npos);
   Outcome wrong = run("single-device --nproc 2 --space " + space + " --db " + db);
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_NE(wrong.err.find("use slapo-tune single-node"), std::string::npos) << wrong.err;
@@ -153,9 +169,11 @@ TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
 
 TEST(ReportCliTest, OneSelfContainedHtmlFile) {
   const std::string db = temp_db("report");
-  Outcome tuned = run("single-device --space " + kSpace + " --db " + db + " --runner inprocess --trials 6 --json");
+  Outcome tuned = run("single-device --space " + kSpace + " --db " + db +
+                      " --runner inprocess --strategy random --seed 1 --trials 6 --json");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
-  const std::string html_path = ::testing::TempDir() + "/report_" + std::to_string(getpid()) + ".html";
+  const std::string html_path =
+      ::testing::TempDir() + "/report_" + std::to_string(getpid()) + ".html";
   Outcome r = run("report --db " + db + " --out " + html_path + " --x batch_size --y ckpt_ratio");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::ifstream in(html_path);
@@ -165,10 +183,13 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
   EXPECT_NE(html.find("<h2>Convergence</h2>"), std::string::npos);
   EXPECT_NE(html.find("<h2>Top configurations</h2>"), std::string::npos);
   size_t svgs = 0;
-  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++svgs;
+  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1))
+    ++svgs;
   EXPECT_EQ(svgs, 2u);
   size_t rows = 0;
-  for (size_t at = html.find("<tr><td>"); at != std::string::npos; at = html.find("<tr><td>", at + 1)) ++rows;
+  for (size_t at = html.find("<tr><td>"); at != std::string::npos;
+       at = html.find("<tr><td>", at + 1))
+    ++rows;
   EXPECT_EQ(rows, 6u);  // six ok trials in the top table
   // Self-contained: nothing fetched, nothing run.
   EXPECT_EQ(html.find("<script"), std::string::npos);
@@ -178,7 +199,9 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
 
   Outcome knob = run("report --db " + db + " --out " + html_path + " --x nosuch");
   EXPECT_EQ(knob.exit_code, 2);
-  EXPECT_NE(knob.err.find("report: task 1 has no knob 'nosuch' (knobs: batch_size, ckpt_ratio, attn)"), std::string::npos)
+  EXPECT_NE(
+      knob.err.find("report: task 1 has no knob 'nosuch' (knobs: batch_size, ckpt_ratio, attn)"),
+      std::string::npos)
       << knob.err;
   Outcome no_out = run("report --db " + db);
   EXPECT_EQ(no_out.exit_code, 2);

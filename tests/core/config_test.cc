@@ -52,7 +52,8 @@ TEST(ConfigTest, StableHashIsFnv1a) {
 }
 
 TEST(ConfigTest, FromJsonRoundTripsAndRejectsBadInput) {
-  const Config c = Config::from_json(R"({"bs": 16, "ratio": 0.25, "attn": "fused", "on": false, "cuts": [3, 6]})");
+  const Config c = Config::from_json(
+      R"({"bs": 16, "ratio": 0.25, "attn": "fused", "on": false, "cuts": [3, 6]})");
   EXPECT_EQ(Config::from_json(c.to_json()), c);
   EXPECT_TRUE(std::holds_alternative<int64_t>(c.at("bs")));
   EXPECT_TRUE(std::holds_alternative<double>(c.at("ratio")));
@@ -67,13 +68,17 @@ TEST(ConfigTest, FromJsonRoundTripsAndRejectsBadInput) {
   };
   EXPECT_EQ(error("[1, 2]"), "best.json: expected a JSON object of knob values");
   EXPECT_NE(error("{").find("best.json: not valid JSON"), std::string::npos);
-  EXPECT_EQ(error(R"({"cuts": [1.5]})"), "best.json: knob 'cuts': arrays may hold integers only (cut points), found 1.5");
-  EXPECT_EQ(error(R"({"x": {"a": 1}})"), R"(best.json: knob 'x': expected a number, string, boolean or integer array, found {"a":1})");
+  EXPECT_EQ(error(R"({"cuts": [1.5]})"),
+            "best.json: knob 'cuts': arrays may hold integers only (cut points), found 1.5");
+  EXPECT_EQ(
+      error(R"({"x": {"a": 1}})"),
+      R"(best.json: knob 'x': expected a number, string, boolean or integer array, found {"a":1})");
 }
 
 TEST(TrialStatusTest, NamesRoundTrip) {
-  for (TrialStatus s : {TrialStatus::kOk, TrialStatus::kOom, TrialStatus::kInvalid, TrialStatus::kScheduleError,
-                        TrialStatus::kRuntimeError, TrialStatus::kTimeout, TrialStatus::kCrashed, TrialStatus::kPruned}) {
+  for (TrialStatus s : {TrialStatus::kOk, TrialStatus::kOom, TrialStatus::kInvalid,
+                        TrialStatus::kScheduleError, TrialStatus::kRuntimeError,
+                        TrialStatus::kTimeout, TrialStatus::kCrashed, TrialStatus::kPruned}) {
     EXPECT_EQ(trial_status_from_string(to_string(s)), s);
   }
   EXPECT_EQ(std::string(to_string(TrialStatus::kScheduleError)), "schedule_error");
@@ -135,7 +140,8 @@ TEST(ParseBytesTest, UnitsAndErrors) {
     parse_bytes("2 gigs", "--memory-budget");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "--memory-budget: unknown unit in '2 gigs' (use B, KiB, MiB, GiB, KB, MB, GB)");
+    EXPECT_EQ(std::string(e.what()),
+              "--memory-budget: unknown unit in '2 gigs' (use B, KiB, MiB, GiB, KB, MB, GB)");
   }
   EXPECT_THROW(parse_bytes("lots", "x"), Error);
   EXPECT_THROW(parse_bytes("-1", "x"), Error);
@@ -146,7 +152,8 @@ TEST(ParseBytesTest, UnitsAndErrors) {
 namespace slapo {
 namespace {
 TEST(MetricTest, Direction) {
-  for (const char* m : {"step_ms_median", "step_ms_p90", "peak_bytes", "max_rss_bytes", "wall_s", "loss_last"}) {
+  for (const char* m :
+       {"step_ms_median", "step_ms_p90", "peak_bytes", "max_rss_bytes", "wall_s", "loss_last"}) {
     EXPECT_TRUE(lower_is_better(m)) << m;
   }
   for (const char* m : {"samples_per_s", "tokens_per_s", "tflops", "throughput", "speed"}) {

@@ -31,7 +31,8 @@ TEST(ProcessTest, TimeoutKillsTheWholeGroup) {
 }
 
 TEST(ProcessTest, ArgumentsAreNotInterpretedByAShell) {
-  const ProcessResult r = run_process({"printf", "%s|", "; rm -rf /tmp/nothing", "$(echo hi)", "'\"quoted\"'"});
+  const ProcessResult r =
+      run_process({"printf", "%s|", "; rm -rf /tmp/nothing", "$(echo hi)", "'\"quoted\"'"});
   EXPECT_EQ(r.out, "; rm -rf /tmp/nothing|$(echo hi)|'\"quoted\"'|");
 }
 
@@ -47,7 +48,8 @@ TEST(ProcessTest, MissingExecutable) {
 }
 
 TEST(ProcessTest, AForkedBodyThatThrowsSaysWhyOnItsStandardError) {
-  const ProcessResult r = fork_and_run([]() -> int { throw std::runtime_error("the model did not build"); });
+  const ProcessResult r =
+      fork_and_run([]() -> int { throw std::runtime_error("the model did not build"); });
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("uncaught exception: the model did not build"), std::string::npos) << r.err;
 }

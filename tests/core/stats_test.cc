@@ -11,7 +11,8 @@ TEST(StatsTest, PercentilesInterpolateBetweenRanks) {
   EXPECT_DOUBLE_EQ(median({7.0}), 7.0);
   EXPECT_DOUBLE_EQ(percentile({10.0, 0.0, 20.0}, 0.0), 0.0);
   EXPECT_DOUBLE_EQ(percentile({10.0, 0.0, 20.0}, 1.0), 20.0);
-  EXPECT_DOUBLE_EQ(percentile({0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0}, 0.9), 90.0);
+  EXPECT_DOUBLE_EQ(
+      percentile({0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0}, 0.9), 90.0);
   EXPECT_DOUBLE_EQ(percentile({0.0, 10.0}, 0.25), 2.5);
 }
 

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,7 +19,8 @@ namespace {
 
 std::string temp_path(const std::string& name) {
   static int n = 0;
-  const std::string p = ::testing::TempDir() + "/db_" + std::to_string(getpid()) + "_" + std::to_string(n++) + "_" + name;
+  const std::string p = ::testing::TempDir() + "/db_" + std::to_string(getpid()) + "_" +
+                        std::to_string(n++) + "_" + name;
   std::remove(p.c_str());
   return p;
 }
@@ -39,7 +40,8 @@ TaskKey key(const std::string& fingerprint = "{\"cpu\":\"x\"}") {
   return k;
 }
 
-TrialRecord trial(int64_t task, int64_t bs, TrialStatus status, std::optional<double> objective, double step_ms = 1) {
+TrialRecord trial(int64_t task, int64_t bs, TrialStatus status, std::optional<double> objective,
+                  double step_ms = 1) {
   TrialRecord t;
   t.task_id = task;
   t.config.set("batch_size", bs);
@@ -108,6 +110,17 @@ TEST(DatabaseTest, TrialsAreIndexedInOrderAndNeverDuplicated) {
   EXPECT_THROW(db->trial(task + 7, 0), Error);
 }
 
+TEST(DatabaseTest, ProfilesAreStoredByKeyAndReplaced) {
+  auto db = Database::in_memory();
+  EXPECT_FALSE(db->profile("{\"model\":\"gpt-tiny\"}").has_value());
+  db->put_profile("{\"model\":\"gpt-tiny\"}", "{\"points\":[1]}");
+  db->put_profile("{\"model\":\"gpt-mini\"}", "{\"points\":[2]}");
+  EXPECT_EQ(db->profile("{\"model\":\"gpt-tiny\"}"), "{\"points\":[1]}");
+  db->put_profile("{\"model\":\"gpt-tiny\"}", "{\"points\":[3]}");
+  EXPECT_EQ(db->profile("{\"model\":\"gpt-tiny\"}"), "{\"points\":[3]}");
+  EXPECT_EQ(db->profile("{\"model\":\"gpt-mini\"}"), "{\"points\":[2]}");
+}
+
 TEST(DatabaseTest, BestByObjectiveAndByAnotherMetric) {
   auto db = Database::in_memory();
   const int64_t up = db->find_or_create_task(key(), {"samples_per_s", false}).id;
@@ -129,7 +142,8 @@ TEST(DatabaseTest, BestByObjectiveAndByAnotherMetric) {
   EXPECT_EQ(db->trials(up).size(), 3u);
 }
 
-Remeasurement again(int64_t task, int64_t trial_index, TrialStatus status, std::optional<double> objective) {
+Remeasurement again(int64_t task, int64_t trial_index, TrialStatus status,
+                    std::optional<double> objective) {
   Remeasurement m;
   m.task_id = task;
   m.trial_index = trial_index;
@@ -158,7 +172,7 @@ TEST(DatabaseTest, ReMeasuredTrialsRankByTheirMedian) {
   EXPECT_EQ(top[0].confirmed_objective, 180);  // median of 180, 178, 184
   EXPECT_EQ(top[0].objective, 180);            // the first measurement stays what it was
   EXPECT_EQ(top[0].remeasured, 2);
-  EXPECT_EQ(top[1].index, 2);                  // 170, measured once
+  EXPECT_EQ(top[1].index, 2);  // 170, measured once
   EXPECT_EQ(top[2].index, lucky);
   EXPECT_EQ(top[2].confirmed_objective, 150);  // median of 200, 150, 140
   EXPECT_EQ(std::get<int64_t>(best_config(*db, task)->at("batch_size")), 16);
@@ -178,7 +192,8 @@ TEST(DatabaseTest, ReMeasuredTrialsRankByTheirMedian) {
     db->add_remeasurement(again(task, 3, TrialStatus::kOk, 1));
     ADD_FAILURE() << "re-measured an out-of-memory trial";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("trial 3 of task 1 is oom"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("trial 3 of task 1 is oom"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(db->add_remeasurement(again(task, 99, TrialStatus::kOk, 1)), Error);
 
@@ -198,17 +213,25 @@ TEST(DatabaseTest, AVersionOneFileIsMigratedWithItsTrials) {
     sqlite3* raw = nullptr;
     sqlite3_open(path.c_str(), &raw);
     const char* v1 =
-        "CREATE TABLE tasks (id INTEGER PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, workload TEXT NOT NULL, "
-        "space_hash TEXT NOT NULL, runner TEXT NOT NULL, world_size INTEGER NOT NULL, fingerprint TEXT NOT NULL, "
+        "CREATE TABLE tasks (id INTEGER PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, workload TEXT "
+        "NOT NULL, "
+        "space_hash TEXT NOT NULL, runner TEXT NOT NULL, world_size INTEGER NOT NULL, fingerprint "
+        "TEXT NOT NULL, "
         "objective TEXT NOT NULL, minimize INTEGER NOT NULL, created_at TEXT NOT NULL);"
-        "CREATE TABLE trials (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES tasks(id), "
-        "idx INTEGER NOT NULL, config TEXT NOT NULL, config_hash TEXT NOT NULL, status TEXT NOT NULL, "
-        "objective REAL, metrics TEXT NOT NULL, error TEXT NOT NULL, log_tail TEXT NOT NULL, strategy TEXT NOT NULL, "
-        "seed INTEGER NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL, pruned_by INTEGER, "
+        "CREATE TABLE trials (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES "
+        "tasks(id), "
+        "idx INTEGER NOT NULL, config TEXT NOT NULL, config_hash TEXT NOT NULL, status TEXT NOT "
+        "NULL, "
+        "objective REAL, metrics TEXT NOT NULL, error TEXT NOT NULL, log_tail TEXT NOT NULL, "
+        "strategy TEXT NOT NULL, "
+        "seed INTEGER NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL, pruned_by "
+        "INTEGER, "
         "UNIQUE (task_id, idx), UNIQUE (task_id, config_hash));"
         "CREATE INDEX trials_by_objective ON trials (task_id, status, objective);"
-        "INSERT INTO tasks VALUES (1, 'h', '{}', 's', 'inprocess', 1, '{}', 'samples_per_s', 0, 'then');"
-        "INSERT INTO trials VALUES (1, 1, 0, '{\"batch_size\":8}', 'x', 'ok', 42.0, '{}', '', '', 'random', 0, "
+        "INSERT INTO tasks VALUES (1, 'h', '{}', 's', 'inprocess', 1, '{}', 'samples_per_s', 0, "
+        "'then');"
+        "INSERT INTO trials VALUES (1, 1, 0, '{\"batch_size\":8}', 'x', 'ok', 42.0, '{}', '', '', "
+        "'random', 0, "
         "'then', 1.0, NULL);"
         "PRAGMA application_id = 1397506384; PRAGMA user_version = 1;";
     ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK);
@@ -225,16 +248,22 @@ TEST(DatabaseTest, AVersionOneFileIsMigratedWithItsTrials) {
 
 TEST(DatabaseTest, LooksUpTheBestConfigurationForAProgram) {
   auto db = Database::in_memory();
-  const int64_t here = db->find_or_create_task(key("{\"cpu\":\"here\"}"), {"samples_per_s", false}).id;
-  const int64_t there = db->find_or_create_task(key("{\"cpu\":\"there\"}"), {"samples_per_s", false}).id;
+  const int64_t here =
+      db->find_or_create_task(key("{\"cpu\":\"here\"}"), {"samples_per_s", false}).id;
+  const int64_t there =
+      db->find_or_create_task(key("{\"cpu\":\"there\"}"), {"samples_per_s", false}).id;
   db->add_trial(trial(here, 8, TrialStatus::kOk, 100));
   db->add_trial(trial(here, 16, TrialStatus::kOk, 300));
   db->add_trial(trial(there, 32, TrialStatus::kOk, 900));
   EXPECT_EQ(std::get<int64_t>(best_config(*db, here)->at("batch_size")), 16);
   const std::string workload = key().workload_json;
-  EXPECT_EQ(std::get<int64_t>(best_config_for(*db, workload, "{\"cpu\":\"here\"}")->at("batch_size")), 16);
+  EXPECT_EQ(
+      std::get<int64_t>(best_config_for(*db, workload, "{\"cpu\":\"here\"}")->at("batch_size")),
+      16);
   EXPECT_FALSE(best_config_for(*db, workload, "{\"cpu\":\"new\"}").has_value());
-  EXPECT_EQ(std::get<int64_t>(best_config_for(*db, workload, "{\"cpu\":\"new\"}", true)->at("batch_size")), 32);
+  EXPECT_EQ(std::get<int64_t>(
+                best_config_for(*db, workload, "{\"cpu\":\"new\"}", true)->at("batch_size")),
+            32);
   EXPECT_FALSE(best_config_for(*db, "{\"model\":\"other\"}", "{\"cpu\":\"here\"}").has_value());
 }
 
@@ -283,8 +312,10 @@ TEST(DatabaseTest, ForeignNewerAndCorruptFilesAreRefusedAndUntouched) {
   {
     sqlite3* raw = nullptr;
     sqlite3_open(newer.c_str(), &raw);
-    sqlite3_exec(raw, "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE; PRAGMA user_version = 99;",
-                 nullptr, nullptr, nullptr);
+    sqlite3_exec(
+        raw,
+        "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=DELETE; PRAGMA user_version = 99;",
+        nullptr, nullptr, nullptr);
     sqlite3_close(raw);
   }
   const std::string newer_before = slurp(newer);
@@ -328,7 +359,8 @@ bool integrity_ok(const std::string& path) {
   sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
   sqlite3_stmt* s = nullptr;
   sqlite3_prepare_v2(raw, "PRAGMA integrity_check", -1, &s, nullptr);
-  const bool ok = sqlite3_step(s) == SQLITE_ROW && std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "ok";
+  const bool ok = sqlite3_step(s) == SQLITE_ROW &&
+                  std::string(reinterpret_cast<const char*>(sqlite3_column_text(s, 0))) == "ok";
   sqlite3_finalize(s);
   sqlite3_close(raw);
   return ok;
@@ -355,7 +387,8 @@ TEST(DatabaseReliabilityTest, SigkillInTheMiddleOfWritingLosesNothingCommitted) 
     }
     for (const std::string& line : committed) {
       const int64_t index = std::stoll(line.substr(line.rfind(' ') + 1));
-      EXPECT_TRUE(stored.count(index)) << "round " << round << ": committed trial " << index << " was lost";
+      EXPECT_TRUE(stored.count(index))
+          << "round " << round << ": committed trial " << index << " was lost";
     }
   }
 }
@@ -376,7 +409,8 @@ TEST(DatabaseReliabilityTest, FourWritersAtOnce) {
   for (pid_t pid : pids) {
     int status = 0;
     waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (database is locked?)";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "a writer failed (database is locked?)";
   }
   auto db = Database::open(path);
   ASSERT_EQ(db->tasks().size(), 1u);

@@ -16,7 +16,8 @@ namespace {
 using slapo::dist::LaunchOptions;
 using slapo::dist::LaunchResult;
 
-LaunchResult launch(const std::string& mode, int nproc, int collective_timeout_s = 30, double timeout_s = 120) {
+LaunchResult launch(const std::string& mode, int nproc, int collective_timeout_s = 30,
+                    double timeout_s = 120) {
   LaunchOptions o;
   o.nproc = nproc;
   o.argv = {RANK_PROGRAM, mode};
@@ -28,7 +29,8 @@ LaunchResult launch(const std::string& mode, int nproc, int collective_timeout_s
 
 std::string outputs(const LaunchResult& r) {
   std::string all;
-  for (size_t i = 0; i < r.ranks.size(); ++i) all += "[rank " + std::to_string(i) + "] " + r.ranks[i].out + r.ranks[i].err;
+  for (size_t i = 0; i < r.ranks.size(); ++i)
+    all += "[rank " + std::to_string(i) + "] " + r.ranks[i].out + r.ranks[i].err;
   return all;
 }
 
@@ -41,7 +43,8 @@ TEST(DistTest, CollectivesAndTheirConjugates) {
 TEST(DistTest, GPipeAndOneFOneBGiveIdenticalGradients) {
   const LaunchResult r = launch("schedules", 4);
   EXPECT_TRUE(r.ok()) << r.failure() << "\n" << outputs(r);
-  for (const auto& rank : r.ranks) EXPECT_NE(rank.out.find("gradients identical"), std::string::npos) << rank.out;
+  for (const auto& rank : r.ranks)
+    EXPECT_NE(rank.out.find("gradients identical"), std::string::npos) << rank.out;
 }
 
 TEST(DistTest, ARankThatDiesFailsThePeersQuickly) {
@@ -65,7 +68,8 @@ TEST(DistTest, ARankThatHangsFailsThePeersAtTheTimeout) {
   EXPECT_NE(r.ranks[0].out.find("failed after"), std::string::npos) << r.ranks[0].out;
   EXPECT_TRUE(r.ranks[1].timed_out);  // the launcher's limit ended the hung one
   EXPECT_LT(s, 30.0);
-  EXPECT_NE(r.failure().find("rank 1 was killed at the time limit"), std::string::npos) << r.failure();
+  EXPECT_NE(r.failure().find("rank 1 was killed at the time limit"), std::string::npos)
+      << r.failure();
 }
 
 TEST(DistTest, TwoJobsAtOnceDoNotCollide) {
@@ -82,16 +86,23 @@ TEST(DistTest, BadRankEnvironmentAndMissingNprocAreOneLineErrors) {
   o.timeout_s = 60;
   // A rank launched with a malformed variable: exit 2, naming it.
   o.env = {{"WORLD_SIZE", "two"}, {"RANK", "0"}};
-  const std::string space = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/mlp-tiny-parallel.toml";
-  const std::string config = R"({"tp": 2, "dp": 1, "mlp_shard": "col_row", "embed_shard": "vocab", "decompose": false})";
-  const slapo::ProcessResult bad = slapo::run_process({SLAPO_TUNE, "verify", "--space", space, "--config", config}, o);
+  const std::string space =
+      std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/mlp-tiny-parallel.toml";
+  const std::string config =
+      R"({"tp": 2, "dp": 1, "mlp_shard": "col_row", "embed_shard": "vocab", "decompose": false})";
+  const slapo::ProcessResult bad =
+      slapo::run_process({SLAPO_TUNE, "verify", "--space", space, "--config", config}, o);
   EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
-  EXPECT_NE(bad.err.find("environment variable WORLD_SIZE='two' is not an integer"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("environment variable WORLD_SIZE='two' is not an integer"),
+            std::string::npos)
+      << bad.err;
   // Two ranks' worth of layout without --nproc (and not under a launcher): says what to pass.
   o.env = {};
-  const slapo::ProcessResult missing = slapo::run_process({SLAPO_TUNE, "verify", "--space", space, "--config", config}, o);
+  const slapo::ProcessResult missing =
+      slapo::run_process({SLAPO_TUNE, "verify", "--space", space, "--config", config}, o);
   EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
-  EXPECT_NE(missing.err.find("needs tp·pp·dp = 2 ranks: pass --nproc 2"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("needs tp·pp·dp = 2 ranks: pass --nproc 2"), std::string::npos)
+      << missing.err;
 }
 
 // ---- verify --nproc: every layout matches the single-process model --------------------------
@@ -106,7 +117,9 @@ struct Layout {
 // Test names carry the layout's name; gtest would print the struct's bytes otherwise.
 void PrintTo(const Layout& l, std::ostream* os) { *os << l.name; }
 
-std::string space_path(const char* name) { return std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/" + name; }
+std::string space_path(const char* name) {
+  return std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/" + name;
+}
 
 class VerifyLayoutTest : public ::testing::TestWithParam<Layout> {};
 
@@ -114,21 +127,26 @@ TEST_P(VerifyLayoutTest, MatchesTheSingleProcessModel) {
   const Layout& l = GetParam();
   slapo::ProcessOptions o;
   o.timeout_s = 300;
-  const slapo::ProcessResult r = slapo::run_process(
-      {SLAPO_TUNE, "verify", "--space", space_path(l.space), "--config", l.config, "--nproc", std::to_string(l.nproc),
-       "--steps", "10", "--tolerance", "1e-5", "--curve-tolerance", "1e-4"},
-      o);
+  const slapo::ProcessResult r =
+      slapo::run_process({SLAPO_TUNE, "verify", "--space", space_path(l.space), "--config",
+                          l.config, "--nproc", std::to_string(l.nproc), "--steps", "10",
+                          "--tolerance", "1e-5", "--curve-tolerance", "1e-4"},
+                         o);
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   size_t verified = 0;
-  for (size_t at = r.out.find("verified rank"); at != std::string::npos; at = r.out.find("verified rank", at + 1)) ++verified;
+  for (size_t at = r.out.find("verified rank"); at != std::string::npos;
+       at = r.out.find("verified rank", at + 1))
+    ++verified;
   EXPECT_EQ(verified, static_cast<size_t>(l.nproc)) << r.out;
 }
 
 // The knobs every configuration of gpt-tiny-parallel.toml names, with the layout in front.
-#define GPT(layout, rest)                                                                                           \
-  "{" layout ", \"attn\": \"naive\", \"ckpt_ratio\": 0.5, \"pipeline_schedule\": \"1f1b\", \"micro_batches\": 2" \
-  rest "}"
-#define SHARDS(attn, mlp, embed) ", \"attn_shard\": \"" attn "\", \"mlp_shard\": \"" mlp "\", \"embed_shard\": \"" embed "\""
+#define GPT(layout, rest)                                                         \
+  "{" layout                                                                      \
+  ", \"attn\": \"naive\", \"ckpt_ratio\": 0.5, \"pipeline_schedule\": \"1f1b\", " \
+  "\"micro_batches\": 2" rest "}"
+#define SHARDS(attn, mlp, embed) \
+  ", \"attn_shard\": \"" attn "\", \"mlp_shard\": \"" mlp "\", \"embed_shard\": \"" embed "\""
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, VerifyLayoutTest,
@@ -138,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{"tp2_row_col_hidden", "gpt-tiny-parallel.toml",
                GPT("\"tp\": 2, \"pp\": 1, \"dp\": 1", SHARDS("row_col", "row_col", "hidden")), 2},
         Layout{"tp2_replicated_embedding", "gpt-tiny-parallel.toml",
-               GPT("\"tp\": 2, \"pp\": 1, \"dp\": 1", SHARDS("col_row", "row_col", "replicated")), 2},
+               GPT("\"tp\": 2, \"pp\": 1, \"dp\": 1", SHARDS("col_row", "row_col", "replicated")),
+               2},
         Layout{"pp2", "gpt-tiny-parallel.toml",
                GPT("\"tp\": 1, \"pp\": 2, \"dp\": 1", SHARDS("col_row", "col_row", "vocab")), 2},
         Layout{"dp2", "gpt-tiny-parallel.toml",
@@ -150,22 +169,33 @@ INSTANTIATE_TEST_SUITE_P(
         Layout{"tp2_pp2_dp2_row_col", "gpt-tiny-parallel.toml",
                GPT("\"tp\": 2, \"pp\": 2, \"dp\": 2", SHARDS("row_col", "row_col", "hidden")), 8},
         Layout{"tp2_fused_qkv", "gpt-tiny-parallel.toml",
-               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"fused_qkv\", \"ckpt_ratio\": 0.0, \"pipeline_schedule\": "
+               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"fused_qkv\", \"ckpt_ratio\": 0.0, "
+               "\"pipeline_schedule\": "
                "\"gpipe\", \"micro_batches\": 1" SHARDS("col_row", "col_row", "vocab") "}",
                2},
         Layout{"tp2_baddbmm_row_col", "gpt-tiny-parallel.toml",
-               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"baddbmm\", \"ckpt_ratio\": 1.0, \"pipeline_schedule\": "
+               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"baddbmm\", \"ckpt_ratio\": 1.0, "
+               "\"pipeline_schedule\": "
                "\"gpipe\", \"micro_batches\": 4" SHARDS("row_col", "col_row", "vocab") "}",
                2},
         Layout{"bert_tp2_pp2", "bert-tiny-parallel.toml",
-               "{\"tp\": 2, \"pp\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}", 4},
+               "{\"tp\": 2, \"pp\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": "
+               "\"row_col\", \"embed_shard\": \"vocab\"}",
+               4},
         Layout{"mlp_tp2_dp2", "mlp-tiny-parallel.toml",
-               "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\", \"decompose\": false}", 4},
-        // Decomposed Linears (matmul + bias add) sharded both ways: the row-split one adds its bias after the reduce.
+               "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\", "
+               "\"decompose\": false}",
+               4},
+        // Decomposed Linears (matmul + bias add) sharded both ways: the row-split one adds its bias
+        // after the reduce.
         Layout{"mlp_tp2_decomposed", "mlp-tiny-parallel.toml",
-               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\", \"decompose\": true}", 2},
+               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\", "
+               "\"decompose\": true}",
+               2},
         Layout{"mlp_tp2_decomposed_row_col", "mlp-tiny-parallel.toml",
-               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\", \"decompose\": true}", 2}),
+               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\", "
+               "\"decompose\": true}",
+               2}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 }  // namespace

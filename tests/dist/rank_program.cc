@@ -32,7 +32,9 @@ int fail(const std::string& why) {
   return 1;
 }
 
-bool near(const torch::Tensor& a, const torch::Tensor& b) { return a.sizes() == b.sizes() && torch::allclose(a, b, 1e-6, 1e-6); }
+bool near(const torch::Tensor& a, const torch::Tensor& b) {
+  return a.sizes() == b.sizes() && torch::allclose(a, b, 1e-6, 1e-6);
+}
 
 int collectives() {
   Layout layout;
@@ -57,11 +59,13 @@ int collectives() {
   torch::Tensor got = torch::empty({4});
   tp.recv(got, 1 - r, 7);
   handle->wait();
-  if (!near(got, torch::arange(4, torch::kFloat) + static_cast<float>(1 - r))) return fail("send/recv");
+  if (!near(got, torch::arange(4, torch::kFloat) + static_cast<float>(1 - r)))
+    return fail("send/recv");
 
   // Autograd conjugates: forward value and backward gradient of each.
   const torch::Tensor full = torch::arange(8, torch::kFloat).view({2, 4});
-  auto grad_of = [](const torch::Tensor& leaf, const torch::Tensor& out, const torch::Tensor& weight) {
+  auto grad_of = [](const torch::Tensor& leaf, const torch::Tensor& out,
+                    const torch::Tensor& weight) {
     (out * weight).sum().backward();
     return leaf.grad().clone();
   };
@@ -88,22 +92,27 @@ int collectives() {
     torch::Tensor out = schedule::split_to_group(in, tp, 1);  // slice; backward all-gather
     torch::Tensor grad = grad_of(in, out, torch::full({2, 2}, static_cast<float>(r + 1)));
     torch::Tensor expected = torch::cat({torch::ones({2, 2}), torch::full({2, 2}, 2.0f)}, 1);
-    if (!near(out, full.narrow(1, 2 * r, 2)) || !near(grad, expected)) return fail("split_to_group");
+    if (!near(out, full.narrow(1, 2 * r, 2)) || !near(grad, expected))
+      return fail("split_to_group");
   }
   {
     torch::Tensor in = (full * static_cast<float>(r + 1)).detach().requires_grad_(true);
     torch::Tensor out = schedule::reduce_scatter_group(in, tp, 0);  // emulated on Gloo
     torch::Tensor grad = grad_of(in, out, torch::full({1, 4}, static_cast<float>(r + 1)));
     torch::Tensor expected = torch::cat({torch::ones({1, 4}), torch::full({1, 4}, 2.0f)}, 0);
-    if (!near(out, (full * 3).narrow(0, r, 1)) || !near(grad, expected)) return fail("reduce_scatter_group");
+    if (!near(out, (full * 3).narrow(0, r, 1)) || !near(grad, expected))
+      return fail("reduce_scatter_group");
   }
   {
     torch::Tensor in = full.narrow(0, r, 1).clone().requires_grad_(true);
-    torch::Tensor out = schedule::gather_reduce_scatter(in, tp, 0);  // all-gather; backward reduce-scatter
+    torch::Tensor out =
+        schedule::gather_reduce_scatter(in, tp, 0);  // all-gather; backward reduce-scatter
     torch::Tensor grad = grad_of(in, out, torch::full({2, 4}, static_cast<float>(r + 1)));
-    if (!near(out, full) || !near(grad, torch::full({1, 4}, 3.0f))) return fail("gather_reduce_scatter");
+    if (!near(out, full) || !near(grad, torch::full({1, 4}, 3.0f)))
+      return fail("gather_reduce_scatter");
   }
-  if (tp.stats().calls < 10 || tp.stats().seconds <= 0) return fail("communication statistics were not kept");
+  if (tp.stats().calls < 10 || tp.stats().seconds <= 0)
+    return fail("communication statistics were not kept");
   std::cout << "ok collectives rank " << g.rank << std::endl;
   return 0;
 }
@@ -117,8 +126,9 @@ int schedules() {
     runners::TrainerSetup setup;
     setup.spec = models::model_preset("gpt-tiny");
     setup.template_name = "gpt";
-    setup.config = Config::from_json(R"({"tp": 2, "pp": 2, "micro_batches": 4, "ckpt_ratio": 0.5, "pipeline_schedule": ")" +
-                                     schedule + "\"}");
+    setup.config = Config::from_json(
+        R"({"tp": 2, "pp": 2, "micro_batches": 4, "ckpt_ratio": 0.5, "pipeline_schedule": ")" +
+        schedule + "\"}");
     runners::ParallelTrainer trainer(setup, g);
     torch::manual_seed(3);
     torch::Tensor tokens = torch::randint(setup.spec.vocab, {8, 17}, torch::kLong);
@@ -130,9 +140,11 @@ int schedules() {
   const auto gpipe = grads("gpipe"), one_f_one_b = grads("1f1b");
   if (gpipe.size() != one_f_one_b.size() || gpipe.empty()) return fail("different parameter sets");
   for (size_t i = 0; i < gpipe.size(); ++i) {
-    if (!torch::equal(gpipe[i], one_f_one_b[i])) return fail("gradient " + std::to_string(i) + " differs");
+    if (!torch::equal(gpipe[i], one_f_one_b[i]))
+      return fail("gradient " + std::to_string(i) + " differs");
   }
-  std::cout << "ok schedules rank " << g.rank << ": " << gpipe.size() << " gradients identical" << std::endl;
+  std::cout << "ok schedules rank " << g.rank << ": " << gpipe.size() << " gradients identical"
+            << std::endl;
   return 0;
 }
 
@@ -152,7 +164,8 @@ int fault(bool hang) {
     torch::Tensor x = torch::ones({4});
     g.dp->all_reduce(x);
   } catch (const Error& e) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::cout << "failed after " << s << " s: " << e.what() << std::endl;
     return 0;
   }

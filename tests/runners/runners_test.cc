@@ -24,16 +24,17 @@ Config config(const std::string& json) { return Config::from_json(json); }
 // A fake worker: behaves as the config's "mode" says, ignoring the workload.
 SubprocessOptions fake_worker(double timeout_s = 5) {
   SubprocessOptions o;
-  o.worker = {"sh", "-c",
-              "case \"$4\" in"
-              "  *segv*) echo dying >&2; kill -SEGV $$ ;;"
-              "  *abort*) kill -ABRT $$ ;;"
-              "  *hang*) sleep 60 ;;"
-              "  *exit3*) echo bad config >&2; exit 3 ;;"
-              "  *garbage*) echo 'not json at all' ;;"
-              "  *) echo '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": 42}}' ;;"
-              "esac",
-              "worker"};
+  o.worker = {
+      "sh", "-c",
+      "case \"$4\" in"
+      "  *segv*) echo dying >&2; kill -SEGV $$ ;;"
+      "  *abort*) kill -ABRT $$ ;;"
+      "  *hang*) sleep 60 ;;"
+      "  *exit3*) echo bad config >&2; exit 3 ;;"
+      "  *garbage*) echo 'not json at all' ;;"
+      "  *) echo '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": 42}}' ;;"
+      "esac",
+      "worker"};
   o.workload_json = "{}";
   o.timeout_s = timeout_s;
   return o;
@@ -66,11 +67,13 @@ TEST(SubprocessRunnerTest, RealWorkerReportsOomAndNonFiniteLoss) {
   SubprocessOptions o;
   o.worker = {SLAPO_TUNE, "worker"};
   o.timeout_s = 120;
-  o.workload_json = R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 2, "threads": 1, "memory_budget": 20000})";
+  o.workload_json =
+      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 2, "threads": 1, "memory_budget": 20000})";
   const TrialResult oom = SubprocessRunner(o).run({config(R"({"batch_size": 8})")})[0];
   EXPECT_EQ(oom.status, TrialStatus::kOom) << oom.error << oom.log_tail;
   EXPECT_NE(oom.error.find("slapo memory budget of"), std::string::npos) << oom.error;
-  o.workload_json = R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 4, "threads": 1, "optimizer": "sgd", "lr": 1e30})";
+  o.workload_json =
+      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 4, "threads": 1, "optimizer": "sgd", "lr": 1e30})";
   const TrialResult nan = SubprocessRunner(o).run({config(R"({"batch_size": 8})")})[0];
   EXPECT_EQ(nan.status, TrialStatus::kRuntimeError) << nan.error;
   EXPECT_NE(nan.error.find("non-finite loss"), std::string::npos) << nan.error;
@@ -100,22 +103,28 @@ TEST(InProcessRunnerTest, PeakMemoryIsMonotoneInBatchAndInCheckpointing) {
 }
 
 TEST(InProcessRunnerTest, MetricsAndFailures) {
-  const Workload w = Workload::from_json(R"({"model": "gpt-tiny", "warmup": 1, "steps": 3, "threads": 1})", "test");
+  const Workload w = Workload::from_json(
+      R"({"model": "gpt-tiny", "warmup": 1, "steps": 3, "threads": 1})", "test");
   const TrialResult ok = measure_trial(w, config(R"({"batch_size": 4, "attn": "baddbmm"})"));
   ASSERT_EQ(ok.status, TrialStatus::kOk) << ok.error;
-  for (const char* m : {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_bytes",
-                        "tflops", "loss_first", "loss_last", "build_ms", "max_rss_bytes"}) {
+  for (const char* m :
+       {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90",
+        "peak_bytes", "tflops", "loss_first", "loss_last", "build_ms", "max_rss_bytes"}) {
     EXPECT_TRUE(ok.metrics.count(m)) << m;
   }
   EXPECT_LE(ok.metrics.at("step_ms_p10"), ok.metrics.at("step_ms_median"));
   EXPECT_LE(ok.metrics.at("step_ms_median"), ok.metrics.at("step_ms_p90"));
-  EXPECT_NEAR(ok.metrics.at("tokens_per_s"), ok.metrics.at("samples_per_s") * 16, 1e-6 * ok.metrics.at("tokens_per_s"));
+  EXPECT_NEAR(ok.metrics.at("tokens_per_s"), ok.metrics.at("samples_per_s") * 16,
+              1e-6 * ok.metrics.at("tokens_per_s"));
   // The fusions train the same model: the same losses as the plain run, dropout included.
   const TrialResult plain = measure_trial(w, config(R"({"batch_size": 4})"));
   const TrialResult fused = measure_trial(
-      w, config(R"({"batch_size": 4, "fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})"));
+      w,
+      config(
+          R"({"batch_size": 4, "fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})"));
   ASSERT_EQ(fused.status, TrialStatus::kOk) << fused.error;
-  EXPECT_NEAR(fused.metrics.at("loss_last"), plain.metrics.at("loss_last"), 1e-5 * plain.metrics.at("loss_last"));
+  EXPECT_NEAR(fused.metrics.at("loss_last"), plain.metrics.at("loss_last"),
+              1e-5 * plain.metrics.at("loss_last"));
   EXPECT_NE(fused.metrics.at("loss_last"), fused.metrics.at("loss_first"));
   const TrialResult unknown = measure_trial(w, config(R"({"zero_stage": 2})"));
   EXPECT_EQ(unknown.status, TrialStatus::kInvalid);
@@ -127,7 +136,8 @@ TEST(InProcessRunnerTest, MetricsAndFailures) {
 }
 
 TEST(WorkloadTest, ParsesAndRejectsWithTheKey) {
-  const Workload w = Workload::from_json(R"({"model": "gpt-mini", "memory_budget": "64MiB", "optimizer": "sgd"})", "s.toml");
+  const Workload w = Workload::from_json(
+      R"({"model": "gpt-mini", "memory_budget": "64MiB", "optimizer": "sgd"})", "s.toml");
   EXPECT_EQ(w.memory_budget, 64u << 20);
   EXPECT_EQ(Workload::from_json(w.to_json(), "x").to_json(), w.to_json());
   auto error = [](const std::string& json) {
@@ -138,25 +148,31 @@ TEST(WorkloadTest, ParsesAndRejectsWithTheKey) {
     }
     return std::string();
   };
-  EXPECT_EQ(error(R"({"model": "gpt-mini", "stpes": 3})").substr(0, 40), "s.toml: [workload] unknown key 'stpes' (");
-  EXPECT_EQ(error(R"({"model": "gpt-mini", "steps": 0})"), "s.toml: [workload] steps: expected a positive integer, found 0");
+  EXPECT_EQ(error(R"({"model": "gpt-mini", "stpes": 3})").substr(0, 40),
+            "s.toml: [workload] unknown key 'stpes' (");
+  EXPECT_EQ(error(R"({"model": "gpt-mini", "steps": 0})"),
+            "s.toml: [workload] steps: expected a positive integer, found 0");
   EXPECT_EQ(error(R"({"steps": 3})"), "s.toml: [workload] needs model = \"<preset>\"");
-  EXPECT_NE(error(R"({"model": "gpt-mini", "memory_budget": "lots"})").find("memory_budget"), std::string::npos);
+  EXPECT_NE(error(R"({"model": "gpt-mini", "memory_budget": "lots"})").find("memory_budget"),
+            std::string::npos);
 }
 
 TEST(WorkloadTest, TheCanonicalJsonIsTheRecordedTaskKey) {
   // Tasks recorded earlier are found by this text: its keys, their order and which are left out
   // when at their default must not change.
-  EXPECT_EQ(Workload::from_json(R"({"model": "gpt-tiny"})", "s").to_json(),
-            R"({"model":"gpt-tiny","batch_size":8,"dtype":"float32","optimizer":"adamw","lr":0.0001,"warmup":2,)"
-            R"("steps":5,"threads":2,"seed":0})");
-  EXPECT_EQ(Workload::from_json(R"({"data_dtype": "int32", "data": "t.bin", "memory_budget": 1024, "seed": 3,
+  EXPECT_EQ(
+      Workload::from_json(R"({"model": "gpt-tiny"})", "s").to_json(),
+      R"({"model":"gpt-tiny","batch_size":8,"dtype":"float32","optimizer":"adamw","lr":0.0001,"warmup":2,)"
+      R"("steps":5,"threads":2,"seed":0})");
+  EXPECT_EQ(
+      Workload::from_json(
+          R"({"data_dtype": "int32", "data": "t.bin", "memory_budget": 1024, "seed": 3,
                                     "vocab": 64, "seq_len": 8, "template": "gpt", "model": "gpt-tiny"})",
-                                "s")
-                .to_json(),
-            R"({"model":"gpt-tiny","template":"gpt","batch_size":8,"seq_len":8,"vocab":64,"dtype":"float32",)"
-            R"("optimizer":"adamw","lr":0.0001,"warmup":2,"steps":5,"threads":2,"seed":3,"memory_budget":1024,)"
-            R"("data":"t.bin","data_dtype":"int32"})");
+          "s")
+          .to_json(),
+      R"({"model":"gpt-tiny","template":"gpt","batch_size":8,"seq_len":8,"vocab":64,"dtype":"float32",)"
+      R"("optimizer":"adamw","lr":0.0001,"warmup":2,"steps":5,"threads":2,"seed":3,"memory_budget":1024,)"
+      R"("data":"t.bin","data_dtype":"int32"})");
 }
 
 TEST(RunnerSpecTest, RoundTripsThroughJsonAndFromTheTaskRecord) {
@@ -172,7 +188,8 @@ TEST(RunnerSpecTest, RoundTripsThroughJsonAndFromTheTaskRecord) {
   // Several ranks make it single-node; the task record gives the same spec back.
   const RunnerSpec ranks = RunnerSpec::for_workload(w, "subprocess", 2, 600, true);
   EXPECT_EQ(ranks.kind, "single-node");
-  const RunnerSpec again = RunnerSpec::from_task(ranks.workload_key(), "single-node", 2, "samples_per_s");
+  const RunnerSpec again =
+      RunnerSpec::from_task(ranks.workload_key(), "single-node", 2, "samples_per_s");
   EXPECT_EQ(again.to_json(), ranks.to_json());
   EXPECT_EQ(make_runner(again)->world_size(), 2);
 
@@ -183,9 +200,10 @@ TEST(RunnerSpecTest, RoundTripsThroughJsonAndFromTheTaskRecord) {
   c.oom_exit_code = 3;
   c.nproc = 2;
   const RunnerSpec command = RunnerSpec::for_command(c);
-  EXPECT_EQ(command.workload_key(),
-            R"x({"command":["sh","-c","echo speed=1"],"metric_regex":"speed=([0-9]+)","oom_pattern":"out of memory",)x"
-            R"x("oom_exit_code":3,"timeout_s":0.0,"nproc":2})x");
+  EXPECT_EQ(
+      command.workload_key(),
+      R"x({"command":["sh","-c","echo speed=1"],"metric_regex":"speed=([0-9]+)","oom_pattern":"out of memory",)x"
+      R"x("oom_exit_code":3,"timeout_s":0.0,"nproc":2})x");
   const RunnerSpec replayed = RunnerSpec::from_task(command.workload_key(), "command", 2, "speed");
   EXPECT_EQ(replayed.to_json(), command.to_json());
   EXPECT_EQ(RunnerSpec::from_json(command.to_json(), "spec").natural_objective(), "speed");
@@ -210,10 +228,13 @@ TEST(RunnerSpecTest, RoundTripsThroughJsonAndFromTheTaskRecord) {
 TEST(WorkerProtocolTest, EveryMessageRoundTrips) {
   Config c;
   c.set("batch_size", int64_t{8});
-  EXPECT_EQ(worker_argv({"/bin/w", "worker"}, "{}", c),
-            (std::vector<std::string>{"/bin/w", "worker", "--workload", "{}", "--config", c.to_json()}));
-  EXPECT_EQ(fork_server_argv({"/bin/w", "worker"}), (std::vector<std::string>{"/bin/w", "worker", "--serve"}));
-  const std::optional<TrialRequest> request = decode_request(encode_request({"{\"model\":1}", c.to_json(), 12.5}));
+  EXPECT_EQ(
+      worker_argv({"/bin/w", "worker"}, "{}", c),
+      (std::vector<std::string>{"/bin/w", "worker", "--workload", "{}", "--config", c.to_json()}));
+  EXPECT_EQ(fork_server_argv({"/bin/w", "worker"}),
+            (std::vector<std::string>{"/bin/w", "worker", "--serve"}));
+  const std::optional<TrialRequest> request =
+      decode_request(encode_request({"{\"model\":1}", c.to_json(), 12.5}));
   ASSERT_TRUE(request.has_value());
   EXPECT_EQ(request->workload_json, "{\"model\":1}");
   EXPECT_EQ(request->config_json, c.to_json());
@@ -249,9 +270,12 @@ TEST(WorkloadTest, TrainsOnATokenFile) {
       out.write(reinterpret_cast<const char*>(&t), 2);
     }
   }
-  const Workload w = Workload::from_json(R"({"model": "gpt-tiny", "warmup": 0, "steps": 2, "threads": 1, "data": ")" + path + "\"}", "t");
+  const Workload w = Workload::from_json(
+      R"({"model": "gpt-tiny", "warmup": 0, "steps": 2, "threads": 1, "data": ")" + path + "\"}",
+      "t");
   EXPECT_EQ(measure_trial(w, config(R"({"batch_size": 4})")).status, TrialStatus::kOk);
-  const Workload small_vocab = Workload::from_json(R"({"model": "gpt-tiny", "vocab": 64, "steps": 1, "data": ")" + path + "\"}", "t");
+  const Workload small_vocab = Workload::from_json(
+      R"({"model": "gpt-tiny", "vocab": 64, "steps": 1, "data": ")" + path + "\"}", "t");
   const TrialResult r = measure_trial(small_vocab, config(R"({"batch_size": 4})"));
   EXPECT_EQ(r.status, TrialStatus::kInvalid);
   EXPECT_NE(r.error.find("token ids outside [0, 64)"), std::string::npos) << r.error;
@@ -262,8 +286,8 @@ TEST(CommandRunnerTest, KnobValuesReachTheCommandVerbatim) {
   CommandOptions o;
   o.argv = {"printf", "%s\\nthroughput: 7\\n", "{name}"};
   CommandRunner runner(o);
-  for (const std::string& value : {"; touch " + marker, "$(touch " + marker + ")", "`touch " + marker + "`",
-                                  "'\" && touch " + marker}) {
+  for (const std::string& value : {"; touch " + marker, "$(touch " + marker + ")",
+                                   "`touch " + marker + "`", "'\" && touch " + marker}) {
     Config c;
     c.set("name", value);
     EXPECT_EQ(runner.argv_for(c)[2], value);
@@ -294,7 +318,8 @@ TEST(CommandRunnerTest, EnvironmentRegexAndStatuses) {
     o.timeout_s = 0.5;
     return CommandRunner(o).run({Config()})[0];
   };
-  EXPECT_EQ(status_of("echo 'RuntimeError: CUDA out of memory' >&2; exit 1").status, TrialStatus::kOom);
+  EXPECT_EQ(status_of("echo 'RuntimeError: CUDA out of memory' >&2; exit 1").status,
+            TrialStatus::kOom);
   EXPECT_EQ(status_of("exit 42", 42).status, TrialStatus::kOom);
   EXPECT_EQ(status_of("exit 1").status, TrialStatus::kRuntimeError);
   EXPECT_EQ(status_of("echo done").error, "no output line matched /throughput:\\s*([-+0-9.eE]+)/");
@@ -331,7 +356,8 @@ TEST(CommandRunnerTest, DrivesAPythonPyTorchScript) {
 TEST(ForkServerTest, TrialsAreForkedFromOneServer) {
   SubprocessOptions o;
   o.worker = {SLAPO_TUNE, "worker"};
-  o.workload_json = R"({"model": "gpt-tiny", "batch_size": 4, "seq_len": 16, "warmup": 1, "steps": 1, "threads": 1})";
+  o.workload_json =
+      R"({"model": "gpt-tiny", "batch_size": 4, "seq_len": 16, "warmup": 1, "steps": 1, "threads": 1})";
   o.fork_server = true;
   o.timeout_s = 60;
   SubprocessRunner runner(o);
@@ -340,14 +366,16 @@ TEST(ForkServerTest, TrialsAreForkedFromOneServer) {
   EXPECT_EQ(results[0].status, TrialStatus::kOk) << results[0].error << results[0].log_tail;
   EXPECT_GT(results[0].metrics.at("samples_per_s"), 0);
   EXPECT_EQ(results[1].status, TrialStatus::kInvalid);  // refused in the child, the server goes on
-  EXPECT_NE(results[1].error.find("knob 'zero_stage' is not understood"), std::string::npos) << results[1].error;
+  EXPECT_NE(results[1].error.find("knob 'zero_stage' is not understood"), std::string::npos)
+      << results[1].error;
   EXPECT_EQ(results[2].status, TrialStatus::kOk) << results[2].error << results[2].log_tail;
   // A fork costs far less than a new process that loads LibTorch (~0.4 s here).
   EXPECT_LT(results[2].metrics.at("wall_s"), results[2].metrics.at("build_ms") / 1000 + 0.3);
 
   // The time limit kills the forked child; the server answers the next request.
   o.timeout_s = 0.3;
-  o.workload_json = R"({"model": "gpt-mini", "batch_size": 64, "seq_len": 256, "warmup": 5, "steps": 50, "threads": 1})";
+  o.workload_json =
+      R"({"model": "gpt-mini", "batch_size": 64, "seq_len": 256, "warmup": 5, "steps": 50, "threads": 1})";
   SubprocessRunner slow(o);
   const auto late = slow.run({config("{}")});
   EXPECT_EQ(late[0].status, TrialStatus::kTimeout) << late[0].error;
@@ -357,7 +385,8 @@ TEST(ForkServerTest, AServerThatDiesIsStartedAgain) {
   SubprocessOptions o;
   // Answers one request, then exits: the second trial finds it gone, the third a new one.
   o.worker = {"sh", "-c",
-              "read request; printf '%s\\n' '{\"started\": true, \"timed_out\": false, \"exit_code\": 0, \"signal\": 0, "
+              "read request; printf '%s\\n' '{\"started\": true, \"timed_out\": false, "
+              "\"exit_code\": 0, \"signal\": 0, "
               "\"out\": \"{\\\"status\\\": \\\"ok\\\", \\\"error\\\": \\\"\\\", \\\"metrics\\\": "
               "{\\\"samples_per_s\\\": 7}}\\n\", \"err\": \"\", \"duration_s\": 0.01}'",
               "worker"};
@@ -365,11 +394,13 @@ TEST(ForkServerTest, AServerThatDiesIsStartedAgain) {
   o.fork_server = true;
   o.timeout_s = 5;
   SubprocessRunner runner(o);
-  const auto results = runner.run({config(R"({"a": 1})"), config(R"({"a": 2})"), config(R"({"a": 3})")});
+  const auto results =
+      runner.run({config(R"({"a": 1})"), config(R"({"a": 2})"), config(R"({"a": 3})")});
   EXPECT_EQ(results[0].status, TrialStatus::kOk) << results[0].error << results[0].log_tail;
   EXPECT_EQ(results[0].metrics.at("samples_per_s"), 7);
   EXPECT_EQ(results[1].status, TrialStatus::kRuntimeError);
-  EXPECT_NE(results[1].log_tail.find("the fork server stopped answering"), std::string::npos) << results[1].log_tail;
+  EXPECT_NE(results[1].log_tail.find("the fork server stopped answering"), std::string::npos)
+      << results[1].log_tail;
   EXPECT_EQ(results[2].status, TrialStatus::kOk) << results[2].error;
 }
 
@@ -378,17 +409,19 @@ TEST(ForkServerTest, AServerThatDiesIsStartedAgain) {
 // A fake worker rank: rank 1 misbehaves as the config's "mode" says; every other rank reports.
 SingleNodeOptions fake_ranks(double timeout_s = 5) {
   SingleNodeOptions o;
-  o.worker = {"sh", "-c",
-              "if [ \"$RANK\" = 1 ]; then case \"$4\" in"
-              "  *segv*) kill -SEGV $$ ;;"
-              "  *oom*) echo '{\"status\": \"oom\", \"error\": \"budget\", \"metrics\": {}}'; exit 0 ;;"
-              "  *hang*) sleep 60 ;;"
-              "esac; fi;"
-              "case \"$4\" in"
-              "  *ok*) printf '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": %s}}\\n' 1$RANK$WORLD_SIZE ;;"
-              "  *) echo '{\"status\": \"runtime_error\", \"error\": \"peer closed\", \"metrics\": {}}' ;;"
-              "esac",
-              "worker"};
+  o.worker = {
+      "sh", "-c",
+      "if [ \"$RANK\" = 1 ]; then case \"$4\" in"
+      "  *segv*) kill -SEGV $$ ;;"
+      "  *oom*) echo '{\"status\": \"oom\", \"error\": \"budget\", \"metrics\": {}}'; exit 0 ;;"
+      "  *hang*) sleep 60 ;;"
+      "esac; fi;"
+      "case \"$4\" in"
+      "  *ok*) printf '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": "
+      "%s}}\\n' 1$RANK$WORLD_SIZE ;;"
+      "  *) echo '{\"status\": \"runtime_error\", \"error\": \"peer closed\", \"metrics\": {}}' ;;"
+      "esac",
+      "worker"};
   o.workload_json = "{}";
   o.nproc = 2;
   o.timeout_s = timeout_s;
@@ -414,29 +447,37 @@ TEST(SingleNodeRunnerTest, ARankThatFailsFailsTheTrialNotTheTuner) {
 TEST(SingleNodeRunnerTest, RealRanksTrainTheTemplateLayout) {
   SingleNodeOptions o;
   o.worker = {SLAPO_TUNE, "worker"};
-  o.workload_json = R"({"model": "gpt-tiny", "batch_size": 8, "seq_len": 16, "warmup": 1, "steps": 2})";
+  o.workload_json =
+      R"({"model": "gpt-tiny", "batch_size": 8, "seq_len": 16, "warmup": 1, "steps": 2})";
   o.nproc = 2;
   o.timeout_s = 120;
   SingleNodeRunner runner(o);
-  const auto results = runner.run({config(R"({"tp": 2, "micro_batches": 2})"), config(R"({"pp": 2, "micro_batches": 2})"),
-                                   config(R"({"micro_batches": 2})"), config(R"({"tp": 2, "pp": 2})")});
+  const auto results = runner.run(
+      {config(R"({"tp": 2, "micro_batches": 2})"), config(R"({"pp": 2, "micro_batches": 2})"),
+       config(R"({"micro_batches": 2})"), config(R"({"tp": 2, "pp": 2})")});
   for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(results[i].status, TrialStatus::kOk) << i << ": " << results[i].error << results[i].log_tail;
+    EXPECT_EQ(results[i].status, TrialStatus::kOk)
+        << i << ": " << results[i].error << results[i].log_tail;
     EXPECT_GT(results[i].metrics.at("samples_per_s"), 0);
-    EXPECT_GT(results[i].metrics.at("comm_share"), 0);  // data parallelism fills the ranks of the third
+    EXPECT_GT(results[i].metrics.at("comm_share"),
+              0);  // data parallelism fills the ranks of the third
     EXPECT_TRUE(std::isfinite(results[i].metrics.at("loss_last")));
   }
   EXPECT_GT(results[1].metrics.at("bubble_share"), 0);
   // Four ranks' worth of layout on two: refused before anything runs, with the reason.
   EXPECT_EQ(results[3].status, TrialStatus::kInvalid);
-  EXPECT_NE(results[3].error.find("needs 4 ranks; this run has 2"), std::string::npos) << results[3].error;
+  EXPECT_NE(results[3].error.find("needs 4 ranks; this run has 2"), std::string::npos)
+      << results[3].error;
 }
 
 TEST(CommandRunnerTest, SeveralRanksStartTheWayTorchrunDoes) {
   CommandOptions o;
-  o.argv = {"sh", "-c", "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT\";"
-                        "echo \"throughput: 1$RANK\"; [ \"$RANK\" = 1 ] && [ \"$SLAPO_MODE\" = oom ] && echo 'CUDA out of memory';"
-                        "exit 0"};
+  o.argv = {"sh", "-c",
+            "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE at "
+            "$MASTER_ADDR:$MASTER_PORT\";"
+            "echo \"throughput: 1$RANK\"; [ \"$RANK\" = 1 ] && [ \"$SLAPO_MODE\" = oom ] && echo "
+            "'CUDA out of memory';"
+            "exit 0"};
   o.nproc = 3;
   CommandRunner runner(o);
   EXPECT_EQ(runner.world_size(), 3);
@@ -453,11 +494,12 @@ TEST(CommandRunnerTest, APythonTorchDistributedScriptJoinsThroughOurVariables) {
     GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh installs it)";
   }
   CommandOptions o;
-  o.argv = {"/usr/bin/python3", "-c",
-            "import torch, torch.distributed as dist\n"
-            "dist.init_process_group('gloo')\n"  // env:// from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
-            "x = torch.ones(4) * (dist.get_rank() + 1); dist.all_reduce(x)\n"
-            "print(f'throughput: {x[0].item()}')\n"};
+  o.argv = {
+      "/usr/bin/python3", "-c",
+      "import torch, torch.distributed as dist\n"
+      "dist.init_process_group('gloo')\n"  // env:// from RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+      "x = torch.ones(4) * (dist.get_rank() + 1); dist.all_reduce(x)\n"
+      "print(f'throughput: {x[0].item()}')\n"};
   o.nproc = 2;
   o.timeout_s = 120;
   const TrialResult r = CommandRunner(o).run({Config()})[0];

@@ -28,7 +28,8 @@ TEST(TrackingAllocatorTest, SeesTensorsSavedForBackward) {
   torch::Tensor w = torch::randn({256, 256}, torch::requires_grad());
   torch::Tensor x = torch::randn({64, 256});
   const size_t before = tracker.live_bytes();
-  torch::Tensor y = torch::relu(torch::matmul(x, w));  // keeps the matmul output for relu's backward
+  torch::Tensor y =
+      torch::relu(torch::matmul(x, w));  // keeps the matmul output for relu's backward
   EXPECT_GE(tracker.live_bytes() - before, 64u * 256 * 4);
 }
 

@@ -52,7 +52,8 @@ TEST_P(CheckpointTest, BitIdenticalLossAndEveryGradient) {
   Config c;
   c.set("ckpt_ratio", ratio);
   models::apply_template(*f.sch, f.spec, models::default_template(f.spec), c);
-  EXPECT_EQ(static_cast<int64_t>(f.sch->record().checkpointed.size()), models::checkpointed_blocks(f.spec, c));
+  EXPECT_EQ(static_cast<int64_t>(f.sch->record().checkpointed.size()),
+            models::checkpointed_blocks(f.spec, c));
   const VerifyReport r = verify(*f.original, *f.scheduled, lm(f), 11);
   EXPECT_TRUE(r.within(0.0)) << r.to_string();
   EXPECT_TRUE(r.unmatched.empty());
@@ -108,11 +109,15 @@ TEST(NumericsTest, CheckpointWithSeveralTensorInputs) {
       add_slot("fc", torch::nn::Linear(8, 8));
       add_slot("drop", torch::nn::Dropout(0.3));
     }
-    torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) { return call("drop", call("fc", a) * b + a); }
+    torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) {
+      return call("drop", call("fc", a) * b + a);
+    }
   };
   struct OuterImpl : SlotModule {
     OuterImpl() { add_slot("pair", std::make_shared<PairImpl>()); }
-    torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) { return call("pair", a, b); }
+    torch::Tensor forward(const torch::Tensor& a, const torch::Tensor& b) {
+      return call("pair", a, b);
+    }
   };
   auto run = [](bool checkpointed) {
     torch::manual_seed(1);
@@ -124,7 +129,8 @@ TEST(NumericsTest, CheckpointWithSeveralTensorInputs) {
     torch::Tensor b = torch::randn({4, 8}, torch::requires_grad());
     torch::manual_seed(3);
     model->forward(a, b).pow(2).sum().backward();
-    return std::vector<torch::Tensor>{a.grad(), b.grad(), model->parameters()[0].grad(), model->parameters()[1].grad()};
+    return std::vector<torch::Tensor>{a.grad(), b.grad(), model->parameters()[0].grad(),
+                                      model->parameters()[1].grad()};
   };
   const auto plain = run(false), ckpt = run(true);
   for (size_t i = 0; i < plain.size(); ++i) EXPECT_TRUE(torch::equal(plain[i], ckpt[i])) << i;
@@ -136,7 +142,8 @@ TEST(NumericsTest, CheckpointIsSkippedInEvalMode) {
   f.original->eval();
   f.scheduled->eval();
   torch::NoGradGuard no_grad;
-  EXPECT_TRUE(torch::equal(models::model_forward(*f.original, f.tokens), models::model_forward(*f.scheduled, f.tokens)));
+  EXPECT_TRUE(torch::equal(models::model_forward(*f.original, f.tokens),
+                           models::model_forward(*f.scheduled, f.tokens)));
 }
 
 class ReplaceTest : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
@@ -144,7 +151,8 @@ class ReplaceTest : public ::testing::TestWithParam<std::tuple<std::string, std:
 TEST_P(ReplaceTest, OutputsAndGradientsWithin1e6) {
   const auto& [preset, attn] = GetParam();
   Fixture f = make(preset);
-  models::apply_template(*f.sch, f.spec, models::default_template(f.spec), config("{\"attn\": \"" + attn + "\"}"));
+  models::apply_template(*f.sch, f.spec, models::default_template(f.spec),
+                         config("{\"attn\": \"" + attn + "\"}"));
   const VerifyReport r = verify(*f.original, *f.scheduled, lm(f), 4);
   EXPECT_TRUE(r.within(1e-6)) << r.to_string();
   if (attn == "fused_qkv") {
@@ -153,8 +161,9 @@ TEST_P(ReplaceTest, OutputsAndGradientsWithin1e6) {
     for (int64_t i = 0; i < f.spec.layers; ++i) {
       const std::string blk = models::blocks_path(f.spec) + "." + std::to_string(i) + ".attn.";
       auto params = f.original->named_parameters();
-      torch::Tensor expected = torch::cat({params[blk + "q_proj.weight"].grad(), params[blk + "k_proj.weight"].grad(),
-                                           params[blk + "v_proj.weight"].grad()});
+      torch::Tensor expected =
+          torch::cat({params[blk + "q_proj.weight"].grad(), params[blk + "k_proj.weight"].grad(),
+                      params[blk + "v_proj.weight"].grad()});
       torch::Tensor got = f.scheduled->named_parameters()[blk + "qkv.weight"].grad();
       EXPECT_LE((expected - got).abs().max().item<double>(), 1e-6);
     }
@@ -169,7 +178,8 @@ INSTANTIATE_TEST_SUITE_P(EveryAttention, ReplaceTest,
 
 TEST(NumericsTest, TwentyAdamWStepsFollowTheSameLossCurve) {
   Fixture f = make("gpt-tiny");
-  models::apply_template(*f.sch, f.spec, "gpt", config(R"({"ckpt_ratio": 0.5, "attn": "baddbmm"})"));
+  models::apply_template(*f.sch, f.spec, "gpt",
+                         config(R"({"ckpt_ratio": 0.5, "attn": "baddbmm"})"));
   auto train = [&](SlotModule& model) {
     torch::optim::AdamW optimizer(unique_parameters(model), torch::optim::AdamWOptions(1e-3));
     std::vector<double> losses;
@@ -178,7 +188,8 @@ TEST(NumericsTest, TwentyAdamWStepsFollowTheSameLossCurve) {
       torch::manual_seed(1000 + step);
       DropoutScope scope(static_cast<uint64_t>(step), 0);  // the same masks for both models
       optimizer.zero_grad();
-      torch::Tensor loss = models::language_model_loss(models::model_forward(model, f.tokens), f.targets);
+      torch::Tensor loss =
+          models::language_model_loss(models::model_forward(model, f.tokens), f.targets);
       loss.backward();
       optimizer.step();
       losses.push_back(loss.item<double>());
@@ -196,10 +207,14 @@ TEST(NumericsTest, TemplateRejectsUnknownKnobsBeforeBuilding) {
     models::apply_template(*f.sch, f.spec, "mlp", config(R"({"attn": "fused_qkv"})"));
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("knob 'attn' is not understood by schedule template 'mlp'"), std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("knob 'attn' is not understood by schedule template 'mlp'"),
+        std::string::npos)
+        << e.what();
   }
   EXPECT_TRUE(f.sch->record().applied.empty());
-  EXPECT_THROW(models::apply_template(*f.sch, f.spec, "mlp", config(R"({"ckpt_ratio": 1.5})")), Error);
+  EXPECT_THROW(models::apply_template(*f.sch, f.spec, "mlp", config(R"({"ckpt_ratio": 1.5})")),
+               Error);
   EXPECT_THROW(models::apply_template(*f.sch, f.spec, "gpt", config("{}")), Error);
 }
 

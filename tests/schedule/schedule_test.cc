@@ -7,9 +7,9 @@
 #include "core/error.h"
 #include "error_of.h"
 #include "models/attention.h"
+#include "models/templates.h"
 #include "models/zoo.h"
 #include "schedule/build.h"
-#include "models/templates.h"
 #include "schedule/primitives.h"
 #include "schedule/replay.h"
 #include "schedule/schedule.h"
@@ -26,13 +26,16 @@ ScheduleOptions plan_options(int64_t tp, uint64_t seed) {
   return o;
 }
 
-std::shared_ptr<SlotModule> tiny_gpt() { return models::build_model(models::model_preset("gpt-tiny"), 1); }
+std::shared_ptr<SlotModule> tiny_gpt() {
+  return models::build_model(models::model_preset("gpt-tiny"), 1);
+}
 
 TEST(ScheduleTest, PathsMirrorTheModuleTree) {
   auto sch = create_schedule(tiny_gpt());
   EXPECT_EQ(sch["h.1.mlp.fc_in"].path(), "h.1.mlp.fc_in");
   EXPECT_EQ(sch["h"]["1"]["mlp"].path(), "h.1.mlp");
-  EXPECT_NE(std::dynamic_pointer_cast<torch::nn::LinearImpl>(sch["h.1.mlp.fc_in"].module()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<torch::nn::LinearImpl>(sch["h.1.mlp.fc_in"].module()),
+            nullptr);
   std::vector<std::string> paths;
   for (const auto& [p, s] : sch->named_schedules()) paths.push_back(p);
   EXPECT_EQ(paths[0], "");
@@ -65,7 +68,8 @@ TEST(ScheduleTest, PrimitivesAreRecordedAndPrinted) {
   EXPECT_EQ(built.plan.cuts, std::vector<std::string>{"h.0"});
   ASSERT_EQ(built.plan.shards.size(), 1u);
   EXPECT_EQ(built.plan.shards[0].parts, 2);
-  EXPECT_NE(built.plan_text().find("h.0.mlp.fc_in.weight@0/2"), std::string::npos) << built.plan_text();
+  EXPECT_NE(built.plan_text().find("h.0.mlp.fc_in.weight@0/2"), std::string::npos)
+      << built.plan_text();
   // Every parameter is in exactly one group.
   size_t grouped = 0;
   for (const auto& g : built.param_groups) grouped += g.params.size();
@@ -76,19 +80,30 @@ TEST(ScheduleTest, MisuseGivesClearErrors) {
   auto sch = create_schedule(tiny_gpt(), plan_options(3, 0));
   // hidden 32 does not split into 3.
   EXPECT_EQ(error_of([&] { sch["h.0.mlp.fc_in"].shard("bias", 0); }),
-            "shard on 'h.0.mlp.fc_in': 'bias' has size 64 along axis 0, which does not divide into 3 parts");
-  EXPECT_NE(error_of([&] { sch["h.0.mlp.fc_in"].shard("weight", 2); }).find("axis 2 is out of range"), std::string::npos);
-  EXPECT_NE(error_of([&] { sch["h.0.mlp.fc_in"].shard("wieght", 0); }).find("has no parameter or buffer 'wieght' (it has: weight, bias)"),
+            "shard on 'h.0.mlp.fc_in': 'bias' has size 64 along axis 0, which does not divide into "
+            "3 parts");
+  EXPECT_NE(
+      error_of([&] { sch["h.0.mlp.fc_in"].shard("weight", 2); }).find("axis 2 is out of range"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              sch["h.0.mlp.fc_in"].shard("wieght", 0);
+            }).find("has no parameter or buffer 'wieght' (it has: weight, bias)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { sch[""].cut_pipeline_stage(); }).find("cannot cut at the root"), std::string::npos);
-  EXPECT_NE(error_of([&] { sch["h.0.attn"].cut_pipeline_stage(); }).find("is not a Sequence"), std::string::npos);
-  EXPECT_NE(error_of([&] { sch["h.1"].cut_pipeline_stage(); }).find("the last child of 'h'"), std::string::npos);
-  EXPECT_NE(error_of([&] { sch[""].checkpoint(); }).find("cannot be applied to the root"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch[""].cut_pipeline_stage(); }).find("cannot cut at the root"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { sch["h.0.attn"].cut_pipeline_stage(); }).find("is not a Sequence"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { sch["h.1"].cut_pipeline_stage(); }).find("the last child of 'h'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { sch[""].checkpoint(); }).find("cannot be applied to the root"),
+            std::string::npos);
   sch["h.0"].checkpoint();
-  EXPECT_NE(error_of([&] { sch["h.0"].checkpoint(); }).find("already checkpointed"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch["h.0"].checkpoint(); }).find("already checkpointed"),
+            std::string::npos);
   // A module with another forward signature cannot take a slot's place.
   EXPECT_EQ(error_of([&] { sch["h.0.mlp"].replace(torch::nn::Bilinear(32, 32, 32)); }),
-            "replace on 'h.0.mlp': the new module's forward is Tensor(const Tensor&, const Tensor&) but the slot "
+            "replace on 'h.0.mlp': the new module's forward is Tensor(const Tensor&, const "
+            "Tensor&) but the slot "
             "expects Tensor(const Tensor&)");
 }
 
@@ -145,16 +160,19 @@ TEST(ScheduleTest, PrintedScheduleReplaysOnAFreshModel) {
   replay(*fresh, parse_schedule_text("# a comment\n\n" + text), models::replace_with_zoo_module);
   EXPECT_EQ(fresh->to_string(), text);
   EXPECT_EQ((*fresh)["h.0.mlp.fc_in"].annotations("weight").at("note"), "say \"hi\", ok");
-  EXPECT_NE(std::dynamic_pointer_cast<models::FusedQkvAttentionImpl>((*fresh)["h.1.attn"].module()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<models::FusedQkvAttentionImpl>((*fresh)["h.1.attn"].module()),
+            nullptr);
   EXPECT_EQ(build(*fresh).plan.checkpointed, build(*sch).plan.checkpointed);
 
-  EXPECT_NE(error_of([&] { replay(*create_schedule(tiny_gpt()), parse_schedule_text(text)); })
-                .find("replacing needs a module factory"),
+  EXPECT_NE(error_of([&] {
+              replay(*create_schedule(tiny_gpt()), parse_schedule_text(text));
+            }).find("replacing needs a module factory"),
             std::string::npos);
   EXPECT_EQ(error_of([] { parse_schedule_text("sch[\"h.0\"].checkpoint()\nh.0.checkpoint()\n"); }),
             "schedule line 2: expected sch[\"path\"].primitive(args), found: h.0.checkpoint()");
-  EXPECT_NE(error_of([&] { replay(*create_schedule(tiny_gpt()), parse_schedule_text("sch[\"h.0\"].vectorize()")); })
-                .find("unknown primitive 'vectorize'"),
+  EXPECT_NE(error_of([&] {
+              replay(*create_schedule(tiny_gpt()), parse_schedule_text("sch[\"h.0\"].vectorize()"));
+            }).find("unknown primitive 'vectorize'"),
             std::string::npos);
 }
 
@@ -165,10 +183,12 @@ TEST(ScheduleTest, PrimitivesAreListedWithHelp) {
     EXPECT_FALSE(p.summary.empty());
     EXPECT_NE(p.help.find("sch[path]." + p.name), std::string::npos) << p.name;
   }
-  for (const char* n : {"replace", "checkpoint", "fork_rng", "annotate", "shard", "cut_pipeline_stage"}) {
+  for (const char* n :
+       {"replace", "checkpoint", "fork_rng", "annotate", "shard", "cut_pipeline_stage"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   }
-  EXPECT_NE(error_of([] { find_primitive("fuse_all"); }).find("unknown primitive 'fuse_all'"), std::string::npos);
+  EXPECT_NE(error_of([] { find_primitive("fuse_all"); }).find("unknown primitive 'fuse_all'"),
+            std::string::npos);
 }
 
 }  // namespace

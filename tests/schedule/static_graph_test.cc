@@ -66,10 +66,13 @@ graph(%x, %b, %alpha, %approximate):
 
 TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
   const ModelPair m("gpt-tiny", 3);
-  models::apply_template(*m.sch, m.spec, "gpt", Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
+  models::apply_template(*m.sch, m.spec, "gpt",
+                         Config::from_json(R"({"decompose": true, "ckpt_ratio": 0.5})"));
   m.sch["h.0.attn.q_proj"].decompose();
-  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>(m.sch["h.1.mlp.fc_out"].module()), nullptr);
-  EXPECT_NE(m.sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos) << m.sch->to_string();
+  EXPECT_NE(std::dynamic_pointer_cast<DecomposedLinearImpl>(m.sch["h.1.mlp.fc_out"].module()),
+            nullptr);
+  EXPECT_NE(m.sch->to_string().find("sch[\"h.1.mlp.fc_in\"].decompose()"), std::string::npos)
+      << m.sch->to_string();
   const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(0)), 5);
   EXPECT_TRUE(r.within(1e-5)) << r.to_string();
   EXPECT_TRUE(r.unmatched.empty());  // same parameter names
@@ -83,15 +86,21 @@ TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
   auto planned = create_schedule(models::build_model(m.spec, 1), o);
   (*planned)["h.0.mlp.fc_in"].shard("weight", 0);
   EXPECT_NE(error_of([&] { (*planned)["h.0.mlp.fc_in"].decompose(); })
-                .find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is already sharded"),
+                .find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is "
+                      "already sharded"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (*planned)["h.0.ln_1"].decompose(); }).find("only an nn::Linear can be decomposed"),
+  EXPECT_NE(error_of([&] {
+              (*planned)["h.0.ln_1"].decompose();
+            }).find("only an nn::Linear can be decomposed"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { apply_gpt_template(R"({"decompose": 1})"); }).find("knob 'decompose': expected true or false"),
+  EXPECT_NE(error_of([&] {
+              apply_gpt_template(R"({"decompose": 1})");
+            }).find("knob 'decompose': expected true or false"),
             std::string::npos);
 }
 
-// ---- trace and find ------------------------------------------------------------------------------
+// ---- trace and find
+// ------------------------------------------------------------------------------
 
 // A forward that reads a tensor value in C++: a trace would freeze the branch it took.
 class BranchyImpl : public SlotModule {
@@ -141,15 +150,20 @@ TEST(TraceTest, ACheckpointedModuleRunsItsGraphUnderCheckpointing) {
 TEST(TraceTest, FindByPathAndByPattern) {
   auto sch = create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1));
   EXPECT_EQ(sch->find(R"(h\.\d+\.mlp\.fc_(in|out))"),
-            (std::vector<std::string>{"h.0.mlp.fc_in", "h.0.mlp.fc_out", "h.1.mlp.fc_in", "h.1.mlp.fc_out"}));
+            (std::vector<std::string>{"h.0.mlp.fc_in", "h.0.mlp.fc_out", "h.1.mlp.fc_in",
+                                      "h.1.mlp.fc_out"}));
   EXPECT_TRUE(sch["h.0"].find("nothing.*").empty());
-  EXPECT_NE(error_of([&] { sch->find("(("); }).find("is not a regular expression"), std::string::npos);
+  EXPECT_NE(error_of([&] { sch->find("(("); }).find("is not a regular expression"),
+            std::string::npos);
   Schedule& mlp = sch["h.0.mlp"];
-  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("trace() the module first"),
+  EXPECT_NE(error_of([&] {
+              mlp.find_pattern("graph(%x):\n  return (%x)");
+            }).find("trace() the module first"),
             std::string::npos);
   mlp.trace();
-  EXPECT_NE(error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("needs a traced graph"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { mlp.find_pattern("graph(%x):\n  return (%x)"); }).find("needs a traced graph"),
+      std::string::npos);
   auto other = create_schedule(models::build_model(models::model_preset("gpt-tiny"), 1));
   Schedule& traced = (*other)["h.0.mlp"];
   traced.trace({torch::randn({2, 16, 32})});
@@ -161,18 +175,27 @@ graph(%x, %approximate):
   EXPECT_EQ(gelu[0].kinds, std::vector<std::string>{"aten::gelu"});
   EXPECT_EQ(gelu[0].path, "h.0.mlp");
   EXPECT_EQ(gelu[0].to_string(), "match 0 of 'h.0.mlp' (aten::gelu)");
-  EXPECT_TRUE(traced.find_pattern("graph(%x, %dim, %dtype):\n  %y = aten::softmax(%x, %dim, %dtype)\n  return (%y)").empty());
+  EXPECT_TRUE(
+      traced
+          .find_pattern(
+              "graph(%x, %dim, %dtype):\n  %y = aten::softmax(%x, %dim, %dtype)\n  return (%y)")
+          .empty());
   // A pattern written as C++: traced on examples of any shape.
-  const auto from_cpp = traced.find_pattern([](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0]); },
-                                            {torch::randn({3, 5})});
+  const auto from_cpp =
+      traced.find_pattern([](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0]); },
+                          {torch::randn({3, 5})});
   ASSERT_EQ(from_cpp.size(), 1u);
   EXPECT_EQ(from_cpp[0].kinds, std::vector<std::string>{"aten::gelu"});
   // Constants are part of it: tanh-approximated GELU is another pattern.
-  EXPECT_TRUE(traced
-                  .find_pattern([](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0], "tanh"); },
-                                {torch::randn({3, 5})})
-                  .empty());
-  EXPECT_NE(error_of([&] { traced.find_pattern("graph(%x):\n  %y = aten::gelu(%x\n"); }).find("malformed pattern"),
+  EXPECT_TRUE(
+      traced
+          .find_pattern(
+              [](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0], "tanh"); },
+              {torch::randn({3, 5})})
+          .empty());
+  EXPECT_NE(error_of([&] {
+              traced.find_pattern("graph(%x):\n  %y = aten::gelu(%x\n");
+            }).find("malformed pattern"),
             std::string::npos);
 }
 
@@ -182,7 +205,8 @@ TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
     torch::manual_seed(seed);
     auto sch = create_schedule(std::make_shared<HolderImpl>());
     const std::string error = error_of([&] { sch["inner"].trace({torch::randn({2, 4})}); });
-    EXPECT_NE(error.find("cannot trace 'inner'"), std::string::npos) << "seed " << seed << ": " << error;
+    EXPECT_NE(error.find("cannot trace 'inner'"), std::string::npos)
+        << "seed " << seed << ": " << error;
   }
 }
 
@@ -191,7 +215,8 @@ TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
 class FusedKernelTest : public ::testing::TestWithParam<simd::Level> {
  protected:
   void SetUp() override {
-    if (static_cast<int>(GetParam()) > static_cast<int>(simd::level())) GTEST_SKIP() << "not on this CPU";
+    if (static_cast<int>(GetParam()) > static_cast<int>(simd::level()))
+      GTEST_SKIP() << "not on this CPU";
     previous_ = simd::set_cap(GetParam());
   }
   void TearDown() override { simd::set_cap(previous_); }
@@ -201,17 +226,20 @@ class FusedKernelTest : public ::testing::TestWithParam<simd::Level> {
 };
 
 // Gradients of `a` and `b` (clones with their own leaves) after backward of y·dy.
-void expect_same(const torch::Tensor& got, const torch::Tensor& want, double rtol, double atol, const char* what) {
+void expect_same(const torch::Tensor& got, const torch::Tensor& want, double rtol, double atol,
+                 const char* what) {
   EXPECT_TRUE(got.sizes() == want.sizes() && torch::allclose(got, want, rtol, atol))
       << what << ": max difference " << (got - want).abs().max().item<float>();
 }
 
 TEST_P(FusedKernelTest, BiasGeluMatchesATen) {
   torch::manual_seed(3);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{7, 33}}) {
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{7, 33}}) {
     torch::Tensor x = (torch::randn(shape) * 3).requires_grad_(true);
     torch::Tensor b = torch::randn({shape.back()}).requires_grad_(true);
-    torch::Tensor x2 = x.detach().clone().requires_grad_(true), b2 = b.detach().clone().requires_grad_(true);
+    torch::Tensor x2 = x.detach().clone().requires_grad_(true),
+                  b2 = b.detach().clone().requires_grad_(true);
     const torch::Tensor dy = torch::randn(shape);
     torch::Tensor fused = bias_gelu(x, b);
     torch::Tensor reference = torch::gelu(x2 + b2);
@@ -224,17 +252,21 @@ TEST_P(FusedKernelTest, BiasGeluMatchesATen) {
   // Far tails: no NaN or inf from the exponent tricks.
   const torch::Tensor tails = torch::tensor({-200.0f, -30.0f, 0.0f, 30.0f, 200.0f}).unsqueeze(0);
   expect_same(bias_gelu(tails, torch::zeros({5})), torch::gelu(tails), 1e-5, 1e-6, "tails");
-  EXPECT_NE(error_of([&] { bias_gelu(torch::ones({2, 3}), torch::ones({4})); }).find("does not match the last axis"),
+  EXPECT_NE(error_of([&] {
+              bias_gelu(torch::ones({2, 3}), torch::ones({4}));
+            }).find("does not match the last axis"),
             std::string::npos);
 }
 
 TEST_P(FusedKernelTest, BiasDropoutAddDrawsKeyedDropoutsMask) {
   torch::manual_seed(4);
-  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{3, 5, 33}}) {
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{4, 16, 64}, std::vector<int64_t>{3, 5, 33}}) {
     torch::Tensor x = torch::randn(shape).requires_grad_(true);
     torch::Tensor b = torch::randn({shape.back()}).requires_grad_(true);
     torch::Tensor r = torch::randn(shape).requires_grad_(true);
-    torch::Tensor x2 = x.detach().clone().requires_grad_(true), b2 = b.detach().clone().requires_grad_(true),
+    torch::Tensor x2 = x.detach().clone().requires_grad_(true),
+                  b2 = b.detach().clone().requires_grad_(true),
                   r2 = r.detach().clone().requires_grad_(true);
     const torch::Tensor dy = torch::randn(shape);
     KeyedDropout dropout(0.25, 99);
@@ -255,8 +287,9 @@ TEST_P(FusedKernelTest, BiasDropoutAddDrawsKeyedDropoutsMask) {
     expect_same(b.grad(), b2.grad(), 1e-5, 1e-5, "db");
     expect_same(r.grad(), r2.grad(), 0, 0, "dresidual");
   }
-  EXPECT_NE(error_of([&] { bias_dropout_add(torch::ones({2, 3}), torch::ones({3}), torch::ones({2, 4}), 0.1, 1); })
-                .find("does not have the shape"),
+  EXPECT_NE(error_of([&] {
+              bias_dropout_add(torch::ones({2, 3}), torch::ones({3}), torch::ones({2, 4}), 0.1, 1);
+            }).find("does not have the shape"),
             std::string::npos);
 }
 
@@ -268,7 +301,8 @@ TEST_P(FusedKernelTest, LayerNormMatchesATen) {
     torch::Tensor x = (torch::randn(shape) * 2 + 1).requires_grad_(true);
     torch::Tensor w = torch::randn({h}).requires_grad_(true);
     torch::Tensor b = torch::randn({h}).requires_grad_(true);
-    torch::Tensor x2 = x.detach().clone().requires_grad_(true), w2 = w.detach().clone().requires_grad_(true),
+    torch::Tensor x2 = x.detach().clone().requires_grad_(true),
+                  w2 = w.detach().clone().requires_grad_(true),
                   b2 = b.detach().clone().requires_grad_(true);
     const torch::Tensor dy = torch::randn(shape);
     torch::Tensor fused = layer_norm(x, w, b, 1e-5);
@@ -280,8 +314,9 @@ TEST_P(FusedKernelTest, LayerNormMatchesATen) {
     expect_same(w.grad(), w2.grad(), 1e-4, 1e-4, "dw");
     expect_same(b.grad(), b2.grad(), 1e-4, 1e-4, "db");
   }
-  EXPECT_NE(error_of([&] { layer_norm(torch::ones({2, 3}), torch::ones({4}), torch::ones({4}), 1e-5); })
-                .find("do not match the last axis"),
+  EXPECT_NE(error_of([&] {
+              layer_norm(torch::ones({2, 3}), torch::ones({4}), torch::ones({4}), 1e-5);
+            }).find("do not match the last axis"),
             std::string::npos);
 }
 
@@ -308,22 +343,28 @@ TEST_P(FusedKernelTest, KeyedMasksAreTheSameAtEveryLevelAndKeepOneMinusP) {
   // that starts at 110.
   MaskSpec later = spec;
   later.key.sample_offset = 110;
-  EXPECT_TRUE(torch::equal(keyed_mask(later, torch::empty({54, 128, 129})), mask.narrow(0, 10, 54)));
+  EXPECT_TRUE(
+      torch::equal(keyed_mask(later, torch::empty({54, 128, 129})), mask.narrow(0, 10, 54)));
 }
 
 TEST(SimdDispatchTest, TheCapIsOneOfTheNamedLevels) {
   EXPECT_EQ(simd::parse_level("baseline"), simd::Level::kBaseline);
   EXPECT_EQ(simd::parse_level("avx2"), simd::Level::kAvx2);
   EXPECT_EQ(simd::parse_level("avx512"), simd::Level::kAvx512);
-  EXPECT_EQ(error_of([] { simd::parse_level("sse9"); }),
-            "environment variable SLAPO_SIMD='sse9' is not an instruction set (baseline, avx2, avx512)");
+  EXPECT_EQ(
+      error_of([] { simd::parse_level("sse9"); }),
+      "environment variable SLAPO_SIMD='sse9' is not an instruction set (baseline, avx2, avx512)");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryLevel, FusedKernelTest,
-                         ::testing::Values(simd::Level::kBaseline, simd::Level::kAvx2, simd::Level::kAvx512),
-                         [](const auto& info) { return std::string(simd::level_name(info.param)); });
+                         ::testing::Values(simd::Level::kBaseline, simd::Level::kAvx2,
+                                           simd::Level::kAvx512),
+                         [](const auto& info) {
+                           return std::string(simd::level_name(info.param));
+                         });
 
-// ---- fusion in the zoo's templates ----------------------------------------------------------------
+// ---- fusion in the zoo's templates
+// ----------------------------------------------------------------
 
 struct FusionCase {
   const char* model;
@@ -346,34 +387,49 @@ TEST_P(FusionTemplateTest, OutputsAndGradientsAsTheOriginal) {
   }
   const std::string block = models::blocks_path(m.spec) + ".0";
   const std::string ir = m.sch[block].print_graph();
-  for (const char* op : c.fused_ops) EXPECT_NE(ir.find(op), std::string::npos) << op << " not in\n" << ir;
-  for (const char* op : c.removed_ops) EXPECT_EQ(ir.find(op), std::string::npos) << op << " still in\n" << ir;
+  for (const char* op : c.fused_ops)
+    EXPECT_NE(ir.find(op), std::string::npos) << op << " not in\n" << ir;
+  for (const char* op : c.removed_ops)
+    EXPECT_EQ(ir.find(op), std::string::npos) << op << " still in\n" << ir;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Knobs, FusionTemplateTest,
     ::testing::Values(
         FusionCase{"gpt-tiny", R"({"fuse_bias_gelu": true})", {"slapo::bias_gelu"}, {"aten::gelu"}},
-        FusionCase{"gpt-tiny", R"({"fuse_bias_dropout_add": true, "attn": "fused_qkv"})",
-                   {"slapo::bias_dropout_add"}, {}},
-        FusionCase{"gpt-tiny", R"({"fuse_layer_norm": true})", {"slapo::layer_norm"}, {"aten::layer_norm"}},
         FusionCase{"gpt-tiny",
-                   R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true,
+                   R"({"fuse_bias_dropout_add": true, "attn": "fused_qkv"})",
+                   {"slapo::bias_dropout_add"},
+                   {}},
+        FusionCase{"gpt-tiny",
+                   R"({"fuse_layer_norm": true})",
+                   {"slapo::layer_norm"},
+                   {"aten::layer_norm"}},
+        FusionCase{
+            "gpt-tiny",
+            R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true,
                        "ckpt_ratio": 0.5})",
-                   {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
-                   {"aten::gelu", "aten::layer_norm"}},
-        FusionCase{"bert-tiny", R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
-                   {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
-                   {"aten::gelu", "aten::layer_norm"}},
-        FusionCase{"mlp-tiny", R"({"fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
-                   {"slapo::bias_dropout_add", "slapo::layer_norm"}, {"aten::layer_norm"}}),
-    [](const auto& info) { return std::to_string(info.index) + "_" + std::string(info.param.model).substr(0, 3); });
+            {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
+            {"aten::gelu", "aten::layer_norm"}},
+        FusionCase{
+            "bert-tiny",
+            R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
+            {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
+            {"aten::gelu", "aten::layer_norm"}},
+        FusionCase{"mlp-tiny",
+                   R"({"fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
+                   {"slapo::bias_dropout_add", "slapo::layer_norm"},
+                   {"aten::layer_norm"}}),
+    [](const auto& info) {
+      return std::to_string(info.index) + "_" + std::string(info.param.model).substr(0, 3);
+    });
 
 TEST(FuseTest, ChainsByNameAndErrors) {
   const models::ModelSpec spec = models::model_preset("gpt-tiny");
   auto sch = create_schedule(models::build_model(spec, 4));
   Schedule& mlp = sch["h.0.mlp"];
-  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu"); }).find("trace() the module first"), std::string::npos);
+  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu"); }).find("trace() the module first"),
+            std::string::npos);
   mlp["fc_in"].decompose();
   mlp.trace({torch::randn({2, 16, 32})});
   size_t matches = 0;
@@ -385,16 +441,22 @@ TEST(FuseTest, ChainsByNameAndErrors) {
   block.trace({torch::randn({2, 16, 32})});
   block.fuse("bias_dropout_add", "native", &matches);
   EXPECT_EQ(matches, 0u);
-  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu", "nnc"); }).find("no working CPU backend: LibTorch's TensorExpr fuser has no CPU code generator here (llvm_codegen"), std::string::npos);
-  EXPECT_NE(error_of([&] { mlp.fuse("layer_norm_gelu"); }).find("unknown chain 'layer_norm_gelu'"), std::string::npos);
+  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu", "nnc"); })
+                .find("no working CPU backend: LibTorch's TensorExpr fuser has no CPU code "
+                      "generator here (llvm_codegen"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { mlp.fuse("layer_norm_gelu"); }).find("unknown chain 'layer_norm_gelu'"),
+            std::string::npos);
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
-    EXPECT_NE(error_of([&] { apply_gpt_template(std::string("{\"") + knob + "\": true, \"tp\": 2}"); })
-                  .find(std::string("knob '") + knob + "': not with tp > 1 yet"),
+    EXPECT_NE(error_of([&] {
+                apply_gpt_template(std::string("{\"") + knob + "\": true, \"tp\": 2}");
+              }).find(std::string("knob '") + knob + "': not with tp > 1 yet"),
               std::string::npos);
   }
 }
 
-// ---- primitives on matches ------------------------------------------------------------------------
+// ---- primitives on matches
+// ------------------------------------------------------------------------
 
 TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
   const ModelPair m("gpt-tiny", 5);
@@ -406,25 +468,33 @@ TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
   const std::vector<GraphMatch> found = h0.find_pattern(kAddGelu);
   ASSERT_EQ(found.size(), 1u);
   // The same occurrence, with the pattern written as C++.
-  const auto add_gelu = [](const std::vector<torch::Tensor>& in) { return torch::gelu(in[0] + in[1]); };
-  const std::vector<GraphMatch> from_cpp = h0.find_pattern(add_gelu, {torch::randn({2, 8}), torch::randn({8})});
+  const auto add_gelu = [](const std::vector<torch::Tensor>& in) {
+    return torch::gelu(in[0] + in[1]);
+  };
+  const std::vector<GraphMatch> from_cpp =
+      h0.find_pattern(add_gelu, {torch::randn({2, 8}), torch::randn({8})});
   ASSERT_EQ(from_cpp.size(), 1u);
   EXPECT_EQ(from_cpp[0].kinds, found[0].kinds);
   EXPECT_EQ(found[0].kinds, (std::vector<std::string>{"aten::add", "aten::gelu"}));
   const std::vector<GraphMatch> gelu_only =
       h0.find_pattern("graph(%x, %a):\n  %y = aten::gelu(%x, %a)\n  return (%y)");
-  EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("is not a chain the native compiler has a kernel for"),
+  EXPECT_NE(error_of([&] {
+              h0.fuse(gelu_only[0]);
+            }).find("is not a chain the native compiler has a kernel for"),
             std::string::npos);
   const GraphMatch foreign = m.sch["h.1"].find_pattern(kAddGelu).at(0);
-  EXPECT_NE(error_of([&] { h0.fuse(foreign); }).find("was found in another module"), std::string::npos);
+  EXPECT_NE(error_of([&] { h0.fuse(foreign); }).find("was found in another module"),
+            std::string::npos);
   h0.fuse(found[0]);
   EXPECT_NE(h0.print_graph().find("slapo::bias_gelu"), std::string::npos);
-  EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("stale match 0 of 'h.0' (aten::gelu)"), std::string::npos);
+  EXPECT_NE(error_of([&] { h0.fuse(gelu_only[0]); }).find("stale match 0 of 'h.0' (aten::gelu)"),
+            std::string::npos);
   EXPECT_TRUE(h0.find_pattern(kAddGelu).empty());
   // The same math, in this shape and in a shape traced later.
   EXPECT_TRUE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(4)), 12).within(1e-5));
   EXPECT_TRUE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(5, 3, 8)), 13).within(1e-5));
-  EXPECT_NE(m.sch->to_string().find("sch[\"h.0\"].fuse_match(\"\\ngraph(%x, %b, %alpha, %approximate):\\n"),
+  EXPECT_NE(m.sch->to_string().find(
+                "sch[\"h.0\"].fuse_match(\"\\ngraph(%x, %b, %alpha, %approximate):\\n"),
             std::string::npos)
       << m.sch->to_string();
 }
@@ -433,7 +503,9 @@ TEST(MatchTest, FuseAMatchAndRefuseStaleOrForeignOnes) {
 class ScaledBiasGeluImpl : public torch::nn::Module {
  public:
   ScaledBiasGeluImpl() { scale = register_parameter("scale", torch::ones({1})); }
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& b) { return torch::gelu(x + b) * scale; }
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& b) {
+    return torch::gelu(x + b) * scale;
+  }
   torch::Tensor scale;
 };
 TORCH_MODULE(ScaledBiasGelu);
@@ -444,7 +516,9 @@ TEST(MatchTest, ReplaceASubgraphByAModule) {
   Schedule& mlp = m.sch["h.0.mlp"];
   mlp.trace({torch::randn({2, 16, 32})});
   const GraphMatch match = mlp.find_pattern(kAddGelu).at(0);
-  EXPECT_NE(error_of([&] { mlp.replace(match, torch::nn::Linear(4, 4)); }).find("takes 1 tensors but match 0"),
+  EXPECT_NE(error_of([&] {
+              mlp.replace(match, torch::nn::Linear(4, 4));
+            }).find("takes 1 tensors but match 0"),
             std::string::npos);
   // Refused before anything changed: no new slot, the match still current.
   EXPECT_FALSE(std::dynamic_pointer_cast<SlotModule>(mlp.module())->has_slot("subgraph_0"));
@@ -459,8 +533,10 @@ TEST(MatchTest, ReplaceASubgraphByAModule) {
   torch::Tensor scale = m.scheduled->named_parameters()["h.0.mlp.subgraph_0.scale"];
   ASSERT_TRUE(scale.grad().defined());
   EXPECT_GT(scale.grad().abs().item<float>(), 0);
-  EXPECT_NE(error_of([&] { replay(*create_schedule(models::build_model(m.spec, 6)), parse_schedule_text(m.sch->to_string())); })
-                .find("cannot be replayed from text"),
+  EXPECT_NE(error_of([&] {
+              replay(*create_schedule(models::build_model(m.spec, 6)),
+                     parse_schedule_text(m.sch->to_string()));
+            }).find("cannot be replayed from text"),
             std::string::npos);
 }
 

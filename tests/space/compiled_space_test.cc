@@ -19,20 +19,22 @@ CompiledSpace compile_text(const std::string& text) {
 // pairwise affine constraints.
 std::string scalar_cuts(int layers, int stages, int lo, int hi) {
   std::string s = "[knobs]\n";
-  for (int i = 1; i < stages; ++i) s += "c" + std::to_string(i) + " = { range = [1, " + std::to_string(layers - 1) + "] }\n";
+  for (int i = 1; i < stages; ++i)
+    s += "c" + std::to_string(i) + " = { range = [1, " + std::to_string(layers - 1) + "] }\n";
   s += "[constraints]\n";
   s += "first = \"" + std::to_string(lo) + " <= c1 <= " + std::to_string(hi) + "\"\n";
   for (int i = 2; i < stages; ++i) {
-    s += "gap" + std::to_string(i) + " = \"" + std::to_string(lo) + " <= c" + std::to_string(i) + " - c" +
-         std::to_string(i - 1) + " <= " + std::to_string(hi) + "\"\n";
+    s += "gap" + std::to_string(i) + " = \"" + std::to_string(lo) + " <= c" + std::to_string(i) +
+         " - c" + std::to_string(i - 1) + " <= " + std::to_string(hi) + "\"\n";
   }
-  s += "last = \"" + std::to_string(lo) + " <= " + std::to_string(layers) + " - c" + std::to_string(stages - 1) +
-       " <= " + std::to_string(hi) + "\"\n";
+  s += "last = \"" + std::to_string(lo) + " <= " + std::to_string(layers) + " - c" +
+       std::to_string(stages - 1) + " <= " + std::to_string(hi) + "\"\n";
   return s;
 }
 
 TEST(CompiledSpaceTest, IssueExampleMatchesBruteForce) {
-  const CompiledSpace space = CompiledSpace::compile(load_space_file(SLAPO_SOURCE_DIR "/examples/spaces/gpt-training.toml"));
+  const CompiledSpace space = CompiledSpace::compile(
+      load_space_file(SLAPO_SOURCE_DIR "/examples/spaces/gpt-training.toml"));
   const std::vector<Config> expected = testing::brute_force(space);
   EXPECT_EQ(space.size(), expected.size());
   EXPECT_EQ(space.size(), 15120u);
@@ -53,14 +55,15 @@ TEST(CompiledSpaceTest, ScalarCutPointsCountFastAndExactly) {
 
 TEST(CompiledSpaceTest, ScalarAndArrayCutPointsAgree) {
   const CompiledSpace scalar = compile_text(scalar_cuts(48, 8, 4, 8));
-  const CompiledSpace array = compile_text(
-      "[knobs]\ncuts = { layers = 48, stages = 8, min = 4, max = 8 }\n");
+  const CompiledSpace array =
+      compile_text("[knobs]\ncuts = { layers = 48, stages = 8, min = 4, max = 8 }\n");
   ASSERT_EQ(scalar.size(), 38165u);
   ASSERT_EQ(array.size(), 38165u);
   for (uint64_t i : {uint64_t{0}, uint64_t{17}, uint64_t{38164}}) {
     const IntList cuts = std::get<IntList>(array.at(i).at("cuts"));
     const Config c = scalar.at(i);
-    for (size_t j = 0; j < cuts.size(); ++j) EXPECT_EQ(std::get<int64_t>(c.at("c" + std::to_string(j + 1))), cuts[j]);
+    for (size_t j = 0; j < cuts.size(); ++j)
+      EXPECT_EQ(std::get<int64_t>(c.at("c" + std::to_string(j + 1))), cuts[j]);
   }
 }
 
@@ -84,7 +87,7 @@ pp = { values = [1, 2, 3, 4] }
   std::set<std::string> seen;
   for (const Config& n : space.neighbours(c)) seen.insert(n.to_string());
   EXPECT_TRUE(seen.count("pp=3 cuts=4,8")) << *seen.begin();
-  EXPECT_TRUE(seen.count("pp=1 cuts=")) ;
+  EXPECT_TRUE(seen.count("pp=1 cuts="));
   EXPECT_TRUE(seen.count("pp=2 cuts=5"));
   EXPECT_TRUE(seen.count("pp=2 cuts=7"));
   EXPECT_EQ(space.encoded_size(), 1u + 3u);  // pp, and up to 3 cuts
@@ -98,13 +101,17 @@ attn = { choice = ["naive", "fused"] }
 [constraints]
 fits = "tp <= 4"
 )");
-  auto reason = [&](const std::string& json) { return space.contains(Config::from_json(json)).reason; };
+  auto reason = [&](const std::string& json) {
+    return space.contains(Config::from_json(json)).reason;
+  };
   EXPECT_EQ(reason(R"({"tp": 2, "attn": "fused"})"), "");
-  EXPECT_EQ(reason(R"({"tp": 8, "attn": "fused"})"), "violates constraint 'fits' (tp <= 4) at t.toml:6:9");
+  EXPECT_EQ(reason(R"({"tp": 8, "attn": "fused"})"),
+            "violates constraint 'fits' (tp <= 4) at t.toml:6:9");
   EXPECT_EQ(reason(R"({"tp": 3, "attn": "fused"})"), "knob 'tp': 3 is not in its domain");
   EXPECT_EQ(reason(R"({"tp": 2})"), "missing knob 'attn'");
   EXPECT_EQ(reason(R"({"tp": 2, "attn": "fused", "pp": 1})"), "unknown knob 'pp'");
-  EXPECT_EQ(reason(R"({"tp": 2, "attn": "flash"})"), "knob 'attn': 'flash' is not one of its choices");
+  EXPECT_EQ(reason(R"({"tp": 2, "attn": "flash"})"),
+            "knob 'attn': 'flash' is not one of its choices");
   EXPECT_EQ(reason(R"({"tp": "2", "attn": "fused"})"), "knob 'tp': expected a number, found 2");
   EXPECT_TRUE(space.contains(Config::from_json(R"({"tp": 2.0, "attn": "fused"})")).ok);
 }
@@ -119,7 +126,8 @@ no_four = "tp != 4"
 no_b = "mode != 'b'"
 )");
   std::set<std::string> seen;
-  for (const Config& n : space.neighbours(Config::from_json(R"({"tp": 2, "mode": "a"})"))) seen.insert(n.to_string());
+  for (const Config& n : space.neighbours(Config::from_json(R"({"tp": 2, "mode": "a"})")))
+    seen.insert(n.to_string());
   EXPECT_EQ(seen, (std::set<std::string>{"tp=1 mode=a", "tp=8 mode=a", "tp=2 mode=c"}));
 }
 
@@ -137,7 +145,8 @@ one = { values = [7] }
 }
 
 TEST(CompiledSpaceTest, LoopOrderOverrideKeepsTheSet) {
-  const std::string body = "x = { range = [0, 5] }\ny = { range = [0, 5] }\n[constraints]\nc = \"x + 2 * y <= 7\"\n";
+  const std::string body =
+      "x = { range = [0, 5] }\ny = { range = [0, 5] }\n[constraints]\nc = \"x + 2 * y <= 7\"\n";
   const CompiledSpace a = compile_text("[knobs]\n" + body);
   const CompiledSpace b = compile_text("[space]\norder = ['y', 'x']\n[knobs]\n" + body);
   EXPECT_EQ(b.knobs()[0].name, "y");
@@ -165,11 +174,13 @@ TEST(CompiledSpaceTest, EmptySpaces) {
   const CompiledSpace constant = compile_text(
       "[parameters]\nn = 2\n[knobs]\nx = { range = [1, 4] }\n[constraints]\nc = \"n > 3\"\n");
   EXPECT_EQ(constant.size(), 0u);
-  EXPECT_NE(constant.describe().find("empty: constraint 'c' (n > 3) is false for these parameters"), std::string::npos);
+  EXPECT_NE(constant.describe().find("empty: constraint 'c' (n > 3) is false for these parameters"),
+            std::string::npos);
   Rng rng(1);
   EXPECT_THROW(constant.sample(rng), Error);
   const CompiledSpace infeasible = compile_text(
-      "[knobs]\nx = { range = [1, 4] }\ny = { range = [1, 4] }\n[constraints]\nc = \"x + y >= 9\"\n");
+      "[knobs]\nx = { range = [1, 4] }\ny = { range = [1, 4] }\n[constraints]\nc = \"x + y >= "
+      "9\"\n");
   EXPECT_EQ(infeasible.size(), 0u);
   int visits = 0;
   infeasible.for_each([&](const PointView&) { ++visits; });
@@ -196,7 +207,8 @@ TEST(CompiledSpaceTest, AtOutOfRange) {
 }
 
 TEST(CompiledSpaceTest, ForEachStopsWhenAskedTo) {
-  const CompiledSpace space = compile_text("[knobs]\nx = { range = [1, 100] }\ny = { range = [1, 100] }\n");
+  const CompiledSpace space =
+      compile_text("[knobs]\nx = { range = [1, 100] }\ny = { range = [1, 100] }\n");
   int visits = 0;
   space.for_each([&](const PointView&) { return ++visits < 10; });
   EXPECT_EQ(visits, 10);

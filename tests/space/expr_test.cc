@@ -92,7 +92,8 @@ TEST(ExprTest, ChoicesCompareByName) {
   EXPECT_EQ(eval("attn == 'fused'", 0, 0, 1), 1);
   EXPECT_EQ(eval("attn != 'fused'", 0, 0, 1), 0);
   EXPECT_EQ(eval("attn in ['naive']", 0, 0, 0), 1);
-  EXPECT_NE(error_of("attn == 'fussed'").find("no choice 'fussed' (choices: naive, fused)"), std::string::npos);
+  EXPECT_NE(error_of("attn == 'fussed'").find("no choice 'fussed' (choices: naive, fused)"),
+            std::string::npos);
 }
 
 TEST(ExprTest, ConstantsFoldAndParametersDisappear) {
@@ -119,11 +120,13 @@ TEST(ExprTest, SyntaxErrorsSayWhatWasExpectedWhere) {
 
 TEST(ExprTest, NameAndTypeErrors) {
   int offset = -1;
-  EXPECT_NE(error_of("x <= world_sise", &offset).find("unknown name 'world_sise' (did you mean 'world_size'?)"),
+  EXPECT_NE(error_of("x <= world_sise", &offset)
+                .find("unknown name 'world_sise' (did you mean 'world_size'?)"),
             std::string::npos);
   EXPECT_EQ(offset, 5);
   EXPECT_NE(error_of("x + 1").find("expected a condition"), std::string::npos);
-  EXPECT_NE(error_of("x and y > 1").find("'and' needs a condition, found a number"), std::string::npos);
+  EXPECT_NE(error_of("x and y > 1").find("'and' needs a condition, found a number"),
+            std::string::npos);
   EXPECT_NE(error_of("attn + 1 > 0").find("needs a number, found a string"), std::string::npos);
   EXPECT_NE(error_of("attn < 'fused'").find("needs a number"), std::string::npos);
   EXPECT_NE(error_of("x == 'fused'").find("compares a number with a string"), std::string::npos);
@@ -136,7 +139,8 @@ TEST(ExprTest, TooDeepNestingIsAnError) {
   // Hostile input must not overflow the parser's own stack.
   EXPECT_NE(error_of(std::string(5000, '(') + "x").find("nests too deeply"), std::string::npos);
   EXPECT_NE(error_of(std::string(5000, '-') + "x > 0").find("nests too deeply"), std::string::npos);
-  EXPECT_NE(error_of(std::string(20000, ' ') + "x > 0").find("longer than 10000 characters"), std::string::npos);
+  EXPECT_NE(error_of(std::string(20000, ' ') + "x > 0").find("longer than 10000 characters"),
+            std::string::npos);
   std::string nots;
   for (int i = 0; i < 2000; ++i) nots += "not ";
   EXPECT_NE(error_of(nots + "x > 0").find("nests too deeply"), std::string::npos);

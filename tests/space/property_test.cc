@@ -34,8 +34,8 @@ class RandomSpace {
         knobs << "st = { values = [1, 2, 3] }\n";
         stages = "st";
       }
-      knobs << "cuts = { layers = " << layers << ", stages = \"" << stages << "\", min = "
-            << 1 + pick(2) << ", max = " << 2 + pick(4) << " }\n";
+      knobs << "cuts = { layers = " << layers << ", stages = \"" << stages
+            << "\", min = " << 1 + pick(2) << ", max = " << 2 + pick(4) << " }\n";
     }
     const int count = pick(5);
     for (int i = 0; i < count; ++i) constraints << "c" << i << " = \"" << constraint() << "\"\n";
@@ -57,7 +57,8 @@ class RandomSpace {
     s << name << " = ";
     switch (pick(6)) {
       case 0:
-        s << "{ range = [" << pick(7) - 3 << ", " << pick(7) + 3 << "], step = " << 1 + pick(3) << " }";
+        s << "{ range = [" << pick(7) - 3 << ", " << pick(7) + 3 << "], step = " << 1 + pick(3)
+          << " }";
         numeric_.push_back(name);
         break;
       case 1:
@@ -90,22 +91,35 @@ class RandomSpace {
       return bools_[0] + " or not " + bools_[0];
     }
     switch (pick(15)) {
-      case 12: return var() + " * " + var() + " == " + std::to_string(pick(9));
-      case 13: return var() + " / (" + var() + " + 5) >= 0.3";
-      case 14: return "(" + var() + " - 1) * " + var() + " + " + var() + " // 2 < " + num();
-      case 0: return coef() + " * " + var() + " + " + coef() + " * " + var() + " <= " + num();
-      case 1: return var() + " - " + var() + " >= " + num();
-      case 2: return var() + " + " + var() + " < " + num();
-      case 3: return var() + " == " + var() + " + " + num();
-      case 4: return var() + " <= min(" + var() + " + 1, " + num() + ")";
-      case 5: return var() + " % 2 == 0";
-      case 6: return var() + " * " + var() + " <= " + num();
-      case 7: return var() + " <= " + num() + " or " + var() + " >= 1";
+      case 12:
+        return var() + " * " + var() + " == " + std::to_string(pick(9));
+      case 13:
+        return var() + " / (" + var() + " + 5) >= 0.3";
+      case 14:
+        return "(" + var() + " - 1) * " + var() + " + " + var() + " // 2 < " + num();
+      case 0:
+        return coef() + " * " + var() + " + " + coef() + " * " + var() + " <= " + num();
+      case 1:
+        return var() + " - " + var() + " >= " + num();
+      case 2:
+        return var() + " + " + var() + " < " + num();
+      case 3:
+        return var() + " == " + var() + " + " + num();
+      case 4:
+        return var() + " <= min(" + var() + " + 1, " + num() + ")";
+      case 5:
+        return var() + " % 2 == 0";
+      case 6:
+        return var() + " * " + var() + " <= " + num();
+      case 7:
+        return var() + " <= " + num() + " or " + var() + " >= 1";
       case 8:
         if (!choices_.empty()) return "if " + choices_[0] + " == 'a' then " + var() + " >= 0";
         return var() + " != " + num();
-      case 9: return var() + " in [0, 1, 2, 4]";
-      case 10: return "0.1 * " + var() + " + 0.2 * " + var() + " <= 0.3";
+      case 9:
+        return var() + " in [0, 1, 2, 4]";
+      case 10:
+        return "0.1 * " + var() + " + 0.2 * " + var() + " <= 0.3";
       default:
         if (!bools_.empty()) return "if " + bools_[0] + " then " + var() + " > " + num();
         return num() + " <= " + var() + " <= " + std::to_string(pick(6));
@@ -152,7 +166,8 @@ TEST(PropertyTest, RandomSpacesMatchBruteForce) {
       for (double x : e) ASSERT_TRUE(x >= 0 && x <= 1);
     }
     nonempty += expected.empty() ? 0 : 1;
-    with_parametric += space.describe().find("once the knobs before are fixed") != std::string::npos;
+    with_parametric +=
+        space.describe().find("once the knobs before are fixed") != std::string::npos;
     with_guards += text.find('%') != std::string::npos || text.find(" or ") != std::string::npos;
   }
   // The generator must exercise what it claims to.
@@ -171,7 +186,8 @@ double chi_square_critical(double df) {
 TEST(PropertyTest, SampleIsUniform) {
   int tested = 0;
   for (uint64_t seed = 1; seed <= 60 && tested < 25; ++seed) {
-    const CompiledSpace space = CompiledSpace::compile(parse_space(RandomSpace(seed).generate(), "random.toml"));
+    const CompiledSpace space =
+        CompiledSpace::compile(parse_space(RandomSpace(seed).generate(), "random.toml"));
     const uint64_t size = space.size();
     if (size < 3 || size > 60) continue;
     ++tested;
@@ -182,7 +198,8 @@ TEST(PropertyTest, SampleIsUniform) {
     double chi = 0;
     const double expected = static_cast<double>(draws) / static_cast<double>(size);
     for (uint64_t c : counts) chi += (c - expected) * (c - expected) / expected;
-    EXPECT_LT(chi, chi_square_critical(static_cast<double>(size - 1))) << "seed " << seed << ", size " << size;
+    EXPECT_LT(chi, chi_square_critical(static_cast<double>(size - 1)))
+        << "seed " << seed << ", size " << size;
   }
   EXPECT_GE(tested, 10);
 }
@@ -190,7 +207,8 @@ TEST(PropertyTest, SampleIsUniform) {
 TEST(PropertyTest, SampleOfSkewedSpaceIsUniform) {
   // A triangle: (x, y) with y <= x. Sampling x uniformly first would over-weight small x.
   const CompiledSpace space = CompiledSpace::compile(parse_space(
-      "[knobs]\nx = { range = [0, 9] }\ny = { range = [0, 9] }\n[constraints]\nt = \"y <= x\"\n", "t.toml"));
+      "[knobs]\nx = { range = [0, 9] }\ny = { range = [0, 9] }\n[constraints]\nt = \"y <= x\"\n",
+      "t.toml"));
   ASSERT_EQ(space.size(), 55u);
   Rng rng(7);
   std::map<int64_t, int> by_x;

@@ -33,7 +33,8 @@ attn  = { choice = ["naive", "fused"] }
 values = [1, 2]
 [constraints]
 one = "zeta >= 2"
-)", "s.toml");
+)",
+                              "s.toml");
   ASSERT_EQ(s.knobs.size(), 6u);
   const std::vector<std::string> names = {"zeta", "alpha", "mid", "flag", "attn", "pp"};
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(s.knobs[i].name, names[i]);
@@ -56,7 +57,8 @@ TEST(SpaceFileTest, CutPointsWithoutMinAndMaxUseTheDefaults) {
 [knobs]
 pp   = { values = [1, 2, 3] }
 cuts = { layers = 4, stages = "pp" }
-)", "s.toml"));
+)",
+                                                             "s.toml"));
   // pp=1: one way; pp=2: 3 cut positions; pp=3: C(3, 2) = 3.
   EXPECT_EQ(c.size(), 1u + 3 + 3);
 }
@@ -67,17 +69,20 @@ TEST(SpaceFileTest, ConstraintGroupsNameEachMember) {
 x = { range = [1, 8] }
 [constraints]
 divides = ["8 % x == 0", "x != 8"]
-)", "s.toml"));
+)",
+                                                             "s.toml"));
   EXPECT_EQ(c.size(), 3u);  // 1, 2, 4
   Config bad;
   bad.set("x", int64_t{8});
   EXPECT_EQ(c.contains(bad).constraint, "divides[1]");
-  EXPECT_NE(c.contains(bad).reason.find("s.toml:5:27"), std::string::npos) << c.contains(bad).reason;
+  EXPECT_NE(c.contains(bad).reason.find("s.toml:5:27"), std::string::npos)
+      << c.contains(bad).reason;
 }
 
 TEST(SpaceFileTest, ErrorsNameFileLineColumnAndWhat) {
-  EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x <= (2\"\n"),
-            "s.toml:4:13: constraint 'c': expected ')' to close '(', found the end of the expression");
+  EXPECT_EQ(
+      load_error("[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x <= (2\"\n"),
+      "s.toml:4:13: constraint 'c': expected ')' to close '(', found the end of the expression");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x <= banana\"\n"),
             "s.toml:4:11: constraint 'c': unknown name 'banana' (not a knob or parameter)");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8], stpe = 2 }\n"),
@@ -85,22 +90,27 @@ TEST(SpaceFileTest, ErrorsNameFileLineColumnAndWhat) {
   EXPECT_EQ(load_error("[knob]\nx = { range = [1, 8] }\n"),
             "s.toml:1:1: unknown table [knob] (did you mean [knobs]?)");
   EXPECT_NE(load_error("[knobs]\nx = { range = [1, 8]\n").find("s.toml:2:"), std::string::npos);
-  EXPECT_EQ(load_error("[knobs]\nx = { range = [8, 1] }\n"), "s.toml:2:5: knob 'x': empty range [8, 1]");
+  EXPECT_EQ(load_error("[knobs]\nx = { range = [8, 1] }\n"),
+            "s.toml:2:5: knob 'x': empty range [8, 1]");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8], values = [1] }\n"),
-            "s.toml:2:5: knob 'x': give exactly one of range, pow2, values, choice, or stages (cut points)");
-  EXPECT_EQ(load_error("[knobs]\nx = { values = [1, 2, 1] }\n"), "s.toml:2:5: knob 'x': value 1 is listed twice");
+            "s.toml:2:5: knob 'x': give exactly one of range, pow2, values, choice, or stages (cut "
+            "points)");
+  EXPECT_EQ(load_error("[knobs]\nx = { values = [1, 2, 1] }\n"),
+            "s.toml:2:5: knob 'x': value 1 is listed twice");
   EXPECT_EQ(load_error("[knobs]\nx = { values = ['a'] }\n"),
             "s.toml:2:17: knob 'x': values must be numbers; use choice = [...] for strings");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8], mem = 'sideways' }\n"),
             "s.toml:2:29: knob 'x': mem must be \"up\" or \"down\"");
   EXPECT_EQ(load_error("[knobs]\nx = 3\n"),
-            "s.toml:2:5: knob 'x': expected a table such as { range = [1, 8] } or { values = [1, 2, 4] }");
+            "s.toml:2:5: knob 'x': expected a table such as { range = [1, 8] } or { values = [1, "
+            "2, 4] }");
   EXPECT_EQ(load_error("[parameters]\nn = 4\n[knobs]\nn = { range = [1, 8] }\n"),
             "s.toml:4:5: knob 'n': the name is already a parameter or another knob");
   EXPECT_EQ(load_error("[knobs]\nand = { range = [1, 8] }\n"),
             "s.toml:2:7: knob 'and': not a valid name (letters, digits and _, not a keyword)");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8] }\ny = { range = [1, 'x'] }\n"),
-            "s.toml:3:5: knob 'y': upper bound 'x': expected an expression of parameters only, not of knobs");
+            "s.toml:3:5: knob 'y': upper bound 'x': expected an expression of parameters only, not "
+            "of knobs");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x + 1\"\n"),
             "s.toml:4:6: constraint 'c': expected a condition (a comparison, 'and', 'or', 'not' or "
             "'if ... then ...'), found a number");
@@ -109,7 +119,9 @@ TEST(SpaceFileTest, ErrorsNameFileLineColumnAndWhat) {
 }
 
 TEST(SpaceFileTest, ParameterOverrides) {
-  Space s = parse_space("[parameters]\nnum_layers = 24\nname = 'gpt'\n[knobs]\nx = { range = [1, 'num_layers'] }\n", "s.toml");
+  Space s = parse_space(
+      "[parameters]\nnum_layers = 24\nname = 'gpt'\n[knobs]\nx = { range = [1, 'num_layers'] }\n",
+      "s.toml");
   s.set_parameter("num_layers=4");
   EXPECT_EQ(CompiledSpace::compile(s).size(), 4u);
   auto error = [&](const std::string& assignment) {
@@ -121,20 +133,24 @@ TEST(SpaceFileTest, ParameterOverrides) {
     }
     return std::string();
   };
-  EXPECT_EQ(error("num_layer=4"), "parameter num_layer: s.toml declares no such parameter (did you mean 'num_layers'?)");
+  EXPECT_EQ(error("num_layer=4"),
+            "parameter num_layer: s.toml declares no such parameter (did you mean 'num_layers'?)");
   EXPECT_EQ(error("num_layers"), "parameter assignment 'num_layers': expected NAME=VALUE");
-  EXPECT_EQ(error("num_layers=deep"), "parameter num_layers: 'deep' is not of the type of its value 4 in s.toml:2:14");
+  EXPECT_EQ(error("num_layers=deep"),
+            "parameter num_layers: 'deep' is not of the type of its value 4 in s.toml:2:14");
   EXPECT_EQ(error("name=bert"), "");
 }
 
 TEST(SpaceFileTest, FingerprintFollowsWhatDefinesTheConfigurations) {
-  const std::string text = "[workload]\nmodel = 'a'\n[parameters]\nn = 4\n[knobs]\nx = { range = [1, 'n'] }\n";
+  const std::string text =
+      "[workload]\nmodel = 'a'\n[parameters]\nn = 4\n[knobs]\nx = { range = [1, 'n'] }\n";
   Space a = parse_space(text, "a.toml");
   const Space b = parse_space(text, "b.toml");
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
   EXPECT_EQ(a.fingerprint().size(), 16u);
   // The workload is not part of the space.
-  const Space c = parse_space("[workload]\nmodel = 'b'\n" + text.substr(text.find("[parameters]")), "c.toml");
+  const Space c =
+      parse_space("[workload]\nmodel = 'b'\n" + text.substr(text.find("[parameters]")), "c.toml");
   EXPECT_EQ(a.fingerprint(), c.fingerprint());
   a.set_parameter("n=5");
   EXPECT_NE(a.fingerprint(), b.fingerprint());

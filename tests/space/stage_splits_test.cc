@@ -72,8 +72,8 @@ TEST(StageSplitsTest, ContainsRejectsWrongShapes) {
   EXPECT_TRUE(s.contains({4, 8}));
   EXPECT_FALSE(s.contains({4}));
   EXPECT_FALSE(s.contains({8, 4}));
-  EXPECT_FALSE(s.contains({1, 8}));   // first stage too short
-  EXPECT_FALSE(s.contains({2, 4}));   // last stage too long
+  EXPECT_FALSE(s.contains({1, 8}));  // first stage too short
+  EXPECT_FALSE(s.contains({2, 4}));  // last stage too long
 }
 
 }  // namespace

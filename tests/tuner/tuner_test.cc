@@ -44,7 +44,8 @@ class FakeRunner : public runners::Runner {
     for (const Config& c : candidates) {
       EXPECT_TRUE(space_->contains(c).ok) << "proposed an invalid configuration " << c.to_string();
       EXPECT_TRUE(ran.insert(c.canonical_json()).second) << "ran twice: " << c.to_string();
-      if (oom(c)) out.push_back(failed_trial(TrialStatus::kOom, "fake oom"));
+      if (oom(c))
+        out.push_back(failed_trial(TrialStatus::kOom, "fake oom"));
       else if (std::get<std::string>(c.at("attn")) == "bad" && as_number(c.at("batch_size")) == 8)
         out.push_back(failed_trial(TrialStatus::kCrashed, "fake crash"));
       else {
@@ -62,7 +63,8 @@ class FakeRunner : public runners::Runner {
 };
 
 struct Bench {
-  space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
+  space::CompiledSpace space =
+      space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
   std::unique_ptr<db::Database> database = db::Database::in_memory();
   FakeRunner runner;
   db::TaskKey key;
@@ -77,7 +79,8 @@ struct Bench {
     double best = 0;
     space.for_each([&](const space::PointView& p) {
       const Config c = p.to_config();
-      if (!oom(c) && !(std::get<std::string>(c.at("attn")) == "bad" && as_number(c.at("batch_size")) == 8)) {
+      if (!oom(c) &&
+          !(std::get<std::string>(c.at("attn")) == "bad" && as_number(c.at("batch_size")) == 8)) {
         best = std::max(best, throughput(c));
       }
     });
@@ -95,7 +98,8 @@ TEST(TunerTest, EveryStrategyFindsTheOptimumOfASmallSpace) {
     const TuneSummary summary = tune(s.space, s.runner, *s.database, s.key, o);
     ASSERT_TRUE(summary.best.has_value()) << strategy;
     EXPECT_DOUBLE_EQ(*summary.best->objective, s.optimum()) << strategy;
-    EXPECT_GT(summary.failed, 0u) << strategy;  // OOMs and the crash were recorded, the search went on
+    EXPECT_GT(summary.failed, 0u)
+        << strategy;  // OOMs and the crash were recorded, the search went on
   }
 }
 
@@ -137,7 +141,8 @@ TEST(TunerTest, ResumeRunsNothingRecorded) {
   const TuneSummary first = tune(s.space, s.runner, *s.database, s.key, o);
   EXPECT_EQ(first.measured, 6u);
   o.trials = 12;
-  const TuneSummary second = tune(s.space, s.runner, *s.database, s.key, o);  // the same FakeRunner checks repeats
+  const TuneSummary second =
+      tune(s.space, s.runner, *s.database, s.key, o);  // the same FakeRunner checks repeats
   EXPECT_EQ(second.resumed, first.measured + first.pruned);
   EXPECT_EQ(second.measured, 6u);
   EXPECT_EQ(second.task_id, first.task_id);
@@ -174,7 +179,8 @@ TEST(TunerTest, ProgressReportsEveryTrial) {
   ASSERT_GE(seen.size(), 10u);
   EXPECT_EQ(seen.back().measured, 10u);
   EXPECT_EQ(seen.back().trials_left, 0u);
-  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GE(seen[i].best.value_or(0), seen[i - 1].best.value_or(0));
+  for (size_t i = 1; i < seen.size(); ++i)
+    EXPECT_GE(seen[i].best.value_or(0), seen[i - 1].best.value_or(0));
 }
 
 TEST(MemoryDominanceTest, OnlyTrendedKnobsOrderAndOthersMustBeEqual) {
@@ -191,7 +197,8 @@ TEST(MemoryDominanceTest, OnlyTrendedKnobsOrderAndOthersMustBeEqual) {
   EXPECT_EQ(d.proof_of_oom(c(64, 0.5, "naive")), 4);
   EXPECT_EQ(d.proof_of_oom(c(32, 0.0, "naive")), 4);
   EXPECT_EQ(d.proof_of_oom(c(32, 0.5, "naive")), 4);
-  EXPECT_FALSE(d.proof_of_oom(c(64, 1.0, "naive")).has_value());  // more batch but more checkpointing
+  EXPECT_FALSE(
+      d.proof_of_oom(c(64, 1.0, "naive")).has_value());  // more batch but more checkpointing
   EXPECT_FALSE(d.proof_of_oom(c(64, 0.5, "fused")).has_value());  // another implementation
   EXPECT_FALSE(d.proof_of_oom(c(16, 0.5, "naive")).has_value());
 }
@@ -202,7 +209,8 @@ TEST(StrategyTest, UnknownNameListsTheStrategies) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "unknown strategy 'hyperband' (strategies: auto, bayes, exhaustive, random, coordinate, slapo)");
+              "unknown strategy 'hyperband' (strategies: auto, model, bayes, exhaustive, random, "
+              "coordinate, slapo)");
   }
 }
 
@@ -264,7 +272,8 @@ attn       = { choice = ["naive", "fused", "bad"] }
   for (size_t i = 0; i < batches.size(); ++i) {
     EXPECT_EQ(std::get<int64_t>(runner.order[i].at("batch_size")), batches[i]);
     EXPECT_EQ(std::get<double>(runner.order[i].at("ckpt_ratio")), 1.0);
-    EXPECT_EQ(std::get<std::string>(runner.order[i].at("attn")), "naive");  // other knobs: the first point
+    EXPECT_EQ(std::get<std::string>(runner.order[i].at("attn")),
+              "naive");  // other knobs: the first point
   }
   // Phase 2 at batch 128: ratio 0.5 runs out of memory (128 / 2 > 48), 1.0 is known to fit.
   EXPECT_EQ(std::get<double>(runner.order[4].at("ckpt_ratio")), 0.5);
@@ -298,9 +307,9 @@ TEST(GaussianProcessTest, InterpolatesAndIsUncertainAwayFromTheData) {
   q << 0.2, 0.25, 1.0;
   Eigen::VectorXd mean, var;
   gp.predict(q, &mean, &var);
-  EXPECT_NEAR(mean(0), y(2), 0.5);                              // at a data point
-  EXPECT_NEAR(mean(1), std::sin(6 * 0.25) * 10 + 50, 1.0);      // between two
-  EXPECT_LT(var(0), var(2));                                     // far from the data: unsure
+  EXPECT_NEAR(mean(0), y(2), 0.5);                          // at a data point
+  EXPECT_NEAR(mean(1), std::sin(6 * 0.25) * 10 + 50, 1.0);  // between two
+  EXPECT_LT(var(0), var(2));                                // far from the data: unsure
   EXPECT_GT(std::sqrt(var(2)), 1.0);
   EXPECT_NEAR(normal_cdf(0), 0.5, 1e-12);
   EXPECT_NEAR(normal_cdf(1.96), 0.975, 1e-3);
@@ -320,7 +329,8 @@ TEST(TunerTest, ModelBasedReachesTheOptimumSoonerThanRandom) {
       const double optimum = s.optimum();
       double found = INFINITY;
       tune(s.space, s.runner, *s.database, s.key, o, [&](const Progress& p) {
-        if (p.objective && *p.objective >= optimum && std::isinf(found)) found = static_cast<double>(p.measured);
+        if (p.objective && *p.objective >= optimum && std::isinf(found))
+          found = static_cast<double>(p.measured);
       });
       counts.push_back(found);
     }
@@ -330,7 +340,6 @@ TEST(TunerTest, ModelBasedReachesTheOptimumSoonerThanRandom) {
   const double bayes = median_trials("bayes"), random = median_trials("random");
   EXPECT_LT(bayes, random) << "bayes " << bayes << ", random " << random;
 }
-
 
 // The fake objective, measured with luck: the first measurement of each configuration in `lucky`
 // comes out 30% high; a configuration in `flaky` runs out of memory when measured again.
@@ -345,7 +354,8 @@ class NoisyRunner : public runners::Runner {
         continue;
       }
       TrialResult r;
-      r.metrics["samples_per_s"] = throughput(c) * (n == 0 && lucky.count(c.canonical_json()) ? 1.3 : 1.0);
+      r.metrics["samples_per_s"] =
+          throughput(c) * (n == 0 && lucky.count(c.canonical_json()) ? 1.3 : 1.0);
       out.push_back(r);
     }
     return out;
@@ -390,9 +400,10 @@ TEST(ConfirmationTest, WithoutItTheLuckyMeasurementWins) {
 TEST(ConfirmationTest, TheBestFewAreMeasuredAgainAndRankedByTheirMedian) {
   NoisyBench s;
   std::vector<Progress> again;
-  const TuneSummary summary = tune(s.space, s.noisy, *s.database, s.key, s.options(2), [&](const Progress& p) {
-    if (p.round > 0) again.push_back(p);
-  });
+  const TuneSummary summary =
+      tune(s.space, s.noisy, *s.database, s.key, s.options(2), [&](const Progress& p) {
+        if (p.round > 0) again.push_back(p);
+      });
   ASSERT_TRUE(summary.best.has_value());
   EXPECT_EQ(summary.best->config, s.optimum_config);
   EXPECT_EQ(summary.best->remeasured, 2);
@@ -407,7 +418,8 @@ TEST(ConfirmationTest, TheBestFewAreMeasuredAgainAndRankedByTheirMedian) {
   EXPECT_EQ(again[2].round, 2);
   EXPECT_NE(again[0].config, again[1].config);
   const auto lucky = s.database->find_trial(summary.task_id, s.runner_up);
-  EXPECT_NEAR(*lucky->confirmed_objective, throughput(s.runner_up), 1e-9);  // median of 78.1, 60, 60
+  EXPECT_NEAR(*lucky->confirmed_objective, throughput(s.runner_up),
+              1e-9);  // median of 78.1, 60, 60
 
   // Running it again re-measures nothing.
   const TuneSummary resumed = tune(s.space, s.noisy, *s.database, s.key, s.options(2));
@@ -452,7 +464,8 @@ TEST(ConfirmationTest, StopsAtTheTimeLimit) {
   o.time_limit_s = 1e-9;  // spent before the confirmation starts
   const TuneSummary summary = tune(s.space, s.noisy, *s.database, s.key, o);
   EXPECT_EQ(summary.remeasured, 0u);
-  EXPECT_NE(summary.stopped_because.find("the confirmation stopped at the time limit"), std::string::npos)
+  EXPECT_NE(summary.stopped_because.find("the confirmation stopped at the time limit"),
+            std::string::npos)
       << summary.stopped_because;
 }
 
@@ -460,13 +473,15 @@ TEST(ConfirmationTest, StopsAtTheTimeLimit) {
 // (batch 1, no checkpointing, naive), a binary search for the largest batch that fits: 8 fits,
 // 32 fits, 64 runs out of memory (64 > 48); a resumed run goes on from what is recorded.
 TEST(TunerTest, AutoStartsWithTheFrontierLadder) {
-  const std::vector<Config> rungs = {config_of(8, 0.0, "naive"), config_of(32, 0.0, "naive"), config_of(64, 0.0, "naive")};
+  const std::vector<Config> rungs = {config_of(8, 0.0, "naive"), config_of(32, 0.0, "naive"),
+                                     config_of(64, 0.0, "naive")};
   Bench s;
   TunerOptions o;
   o.strategy = "auto";
   o.trials = 3;
   std::vector<Config> first;
-  tune(s.space, s.runner, *s.database, s.key, o, [&](const Progress& p) { first.push_back(p.config); });
+  tune(s.space, s.runner, *s.database, s.key, o,
+       [&](const Progress& p) { first.push_back(p.config); });
   EXPECT_EQ(first, rungs);
 
   Bench resumed;
@@ -474,7 +489,8 @@ TEST(TunerTest, AutoStartsWithTheFrontierLadder) {
   tune(resumed.space, resumed.runner, *resumed.database, resumed.key, o);
   o.trials = 4;
   std::vector<Config> next;
-  tune(resumed.space, resumed.runner, *resumed.database, resumed.key, o, [&](const Progress& p) { next.push_back(p.config); });
+  tune(resumed.space, resumed.runner, *resumed.database, resumed.key, o,
+       [&](const Progress& p) { next.push_back(p.config); });
   ASSERT_GE(next.size(), 1u);
   EXPECT_EQ(next[0], rungs[2]);
 }

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""The cost model's accuracy on configurations drawn at random from a space: predicted against
+measured step time and peak tensor memory, one trial at a time (never two at once).
+
+    /usr/bin/python3 benchmark/cost_accuracy.py SPACE.toml [--n 12] [--seed 1] [--tune build/slapo-tune]
+
+Prints each configuration's prediction and measurement, then per space: the median absolute error
+of the peak memory, the largest under-prediction, the median absolute percentage error of the
+step time, Spearman's rank correlation of step time, and what profiling cost against the mean
+trial. Exits 0 whatever the figures: targets are read from its output (docs/benchmarks.md)."""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def tune(args, *words):
+    out = subprocess.run([args.tune, *words], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"slapo-tune {' '.join(words[:2])}: exit {out.returncode}: {out.stderr.strip()}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def ranks(values):
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra) ** 0.5
+    vb = sum((y - mb) ** 2 for y in rb) ** 0.5
+    return cov / (va * vb) if va and vb else float("nan")
+
+
+def median(v):
+    s = sorted(v)
+    n = len(s)
+    return (s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2) if n else float("nan")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("space")
+    p.add_argument("--n", type=int, default=12)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--tune", default="build/slapo-tune")
+    args = p.parse_args()
+    db = os.path.join(tempfile.mkdtemp(), "profiles.db")
+    # Profiling happens here, once for every key of the space; its cost is reported.
+    plan = json.loads(tune(args, "plan", "--space", args.space, "--db", db, "--top", "1", "--json"))
+    configs = json.loads(subprocess.run([args.tune, "space", "sample", args.space, "--n", str(args.n), "--seed",
+                                         str(args.seed), "--format", "json"], capture_output=True, text=True,
+                                        check=True).stdout)
+    rows = []
+    for c in configs:
+        c = {k: v for k, v in c.items() if k != "index"}
+        text = json.dumps(c)
+        pred = json.loads(tune(args, "predict", "--space", args.space, "--config", text, "--db", db, "--json"))
+        meas = json.loads(tune(args, "trial", "--space", args.space, "--config", text, "--json"))
+        m = meas.get("metrics", {})
+        # Measured with the workload's budget: an out-of-memory trial has its peak at the budget.
+        row = {"config": text, "status": meas["status"], "pred_ms": pred["step_ms"], "pred_peak": pred["peak_bytes"],
+               "fits": pred["fits"], "ms": m.get("step_ms_median"), "peak": m.get("peak_bytes"),
+               "wall_s": m.get("wall_s")}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    ok = [r for r in rows if r["status"] == "ok"]
+    peak_err = [abs(r["pred_peak"] / r["peak"] - 1) for r in ok]
+    under = [1 - r["pred_peak"] / r["peak"] for r in ok]
+    ms_err = [abs(r["pred_ms"] / r["ms"] - 1) for r in ok]
+    oom_right = sum(1 for r in rows if (r["status"] == "oom") == (not r["fits"]))
+    walls = [r["wall_s"] for r in rows if r["wall_s"]]
+    summary = {
+        "space": args.space, "configs": len(rows), "ok": len(ok),
+        "peak_median_abs_error": median(peak_err), "peak_worst_under_prediction": max(under) if under else None,
+        "step_median_abs_error": median(ms_err), "step_spearman": spearman([r["pred_ms"] for r in ok], [r["ms"] for r in ok]),
+        "oom_predicted_right": f"{oom_right}/{len(rows)}",
+        "profile_s": plan["profile_s"], "mean_trial_s": sum(walls) / len(walls) if walls else None,
+    }
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+#pragma once
+// What `predict`, `plan` and the tuning commands share to use the cost model: the model of a
+// space's built-in workload, its profiles kept in the tuning database, and the tuner's view of it.
+
+#include <iosfwd>
+#include <memory>
+
+#include "db/database.h"
+#include "runners/cost_model.h"
+#include "space/compiled_space.h"
+#include "tuner/cost_model.h"
+
+namespace slapo::cli {
+
+// The cost model of `space`'s [workload]; profiles are read from and stored in `database` (may be
+// null). One line per profile measured or reused goes to `notes`. Throws Error(kInvalidArgument)
+// when the space has no built-in workload (the model predicts only those).
+std::unique_ptr<runners::WorkloadCostModel> make_cost_model(const space::Space& space,
+                                                            const space::CompiledSpace& compiled,
+                                                            db::Database* database, bool reprofile,
+                                                            std::ostream& notes);
+
+// The tuner's view of a workload's cost model (tuner/cost_model.h).
+class TunerCostModel : public tuner::CostModel {
+ public:
+  explicit TunerCostModel(runners::WorkloadCostModel& model) : model_(model) {}
+  cost::Predicted predict(const Config& config) override { return model_.predict(config); }
+  void observe(const Config& config, const TrialResult& result) override { model_.calibrate(config, result); }
+  double memory_budget_bytes() const override { return static_cast<double>(model_.workload().memory_budget); }
+
+ private:
+  runners::WorkloadCostModel& model_;
+};
+
+// Human units: "512.0 MiB", "1.3 GiB".
+std::string format_bytes(double bytes);
+
+}  // namespace slapo::cli

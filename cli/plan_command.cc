@@ -1,0 +1,111 @@
+// slapo-tune plan: the whole space ranked by the cost model's prediction (cost/planner.h).
+
+#include <iomanip>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/cost_setup.h"
+#include "cli/count_option.h"
+#include "core/error.h"
+#include "core/metrics.h"
+#include "cost/planner.h"
+#include "space/compiled_space.h"
+
+namespace slapo::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: slapo-tune plan --space FILE [--top K] [--objective M [--minimize]] [--db FILE] [--json]\n"
+    "\n"
+    "Predicts every configuration of the space file's [workload] from its profile on this machine\n"
+    "and prints the best K by the objective (samples_per_s by default; step_ms_median and\n"
+    "peak_bytes with --minimize), with their breakdowns. Configurations predicted over the\n"
+    "workload's memory budget are left out and counted, and so are those the model cannot predict\n"
+    "(with the first reason). Nothing is measured but the profile.\n";
+
+void declare(PlanOptions* o, OptionSet& set) {
+  o->space.declare(set);
+  // clang-format off
+  set.visible.add_options()
+      ("top", count_value(&o->top)->default_value(Count{10}, "10"), "how many configurations to print")
+      ("objective", po::value<std::string>(&o->objective), "samples_per_s (default), step_ms_median or peak_bytes")
+      ("minimize", po::bool_switch(&o->minimize), "smaller is better (step_ms_median, peak_bytes)")
+      ("db", po::value<std::string>(&o->db), "keep profiles in this tuning database (default: measure, keep none)")
+      ("reprofile", po::bool_switch(&o->reprofile), "measure the profiles again even when stored")
+      ("json", po::bool_switch(&o->json), "print the plan as one JSON object");
+  // clang-format on
+}
+
+}  // namespace
+
+PlanOptions parse_plan(const Args& args) {
+  PlanOptions o = parse_options<PlanOptions>(args, declare);
+  if (o.help) return o;
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "plan: --space FILE is required");
+  if (!o.objective.empty()) {
+    for_flag("--objective", o.objective, [&] { cost::predicted_metric(cost::Prediction{}, o.objective); });
+  }
+  return o;
+}
+
+int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << help_text<PlanOptions>(kUsage, declare);
+    return kExitOk;
+  }
+  const space::Space declared = o.space.load();
+  const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
+  std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
+  auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
+  const double profile_s = model->profile_space(compiled);
+  cost::PlanOptions options;
+  options.top = o.top;
+  options.objective = {o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective, o.minimize};
+  options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
+  const cost::Plan plan = cost::plan(compiled, model->as_function(), options);
+  if (o.json) {
+    nlohmann::ordered_json j;
+    nlohmann::ordered_json top = nlohmann::ordered_json::array();
+    for (const cost::PlannedConfig& c : plan.top) {
+      nlohmann::ordered_json row = nlohmann::ordered_json::parse(c.prediction.to_json());
+      row["index"] = c.index;
+      row["config"] = nlohmann::ordered_json::parse(c.config.to_json());
+      top.push_back(row);
+    }
+    j["top"] = top;
+    j["considered"] = plan.considered;
+    j["predicted_oom"] = plan.predicted_oom;
+    j["unpredictable"] = plan.unpredictable;
+    j["unpredictable_reason"] = plan.unpredictable_reason;
+    j["method"] = plan.method;
+    j["plan_s"] = plan.seconds;
+    j["profile_s"] = profile_s;
+    out << j.dump() << "\n";
+    return plan.top.empty() ? kExitFailure : kExitOk;
+  }
+  out << "plan of " << o.space.file << ": " << compiled.size() << " configurations, " << plan.considered
+      << " predicted, " << plan.predicted_oom << " predicted out of memory";
+  if (options.memory_budget_bytes > 0) out << " (budget " << format_bytes(options.memory_budget_bytes) << ")";
+  out << ", " << plan.unpredictable << " not predictable";
+  if (plan.unpredictable > 0) out << " (" << plan.unpredictable_reason << ")";
+  out << "\n" << std::fixed << std::setprecision(2) << "method: " << plan.method << " (" << plan.seconds
+      << " s; profiling " << profile_s << " s)\n\n";
+  out << std::right << std::setw(4) << "rank" << std::setw(12) << "samples/s" << std::setw(11) << "step ms"
+      << std::setw(12) << "peak" << std::setw(12) << "recompute" << "  config\n";
+  int rank = 1;
+  for (const cost::PlannedConfig& c : plan.top) {
+    double recompute = 0;
+    for (const auto& [name, ms] : c.prediction.time_ms) {
+      if (name == "recompute") recompute = ms;
+    }
+    out << std::setw(4) << rank++ << std::setw(12) << std::setprecision(1) << c.prediction.samples_per_s
+        << std::setw(11) << c.prediction.step_ms << std::setw(12) << format_bytes(c.prediction.peak_bytes)
+        << std::setw(9) << recompute << " ms  " << c.config.to_string() << "\n";
+  }
+  return plan.top.empty() ? kExitFailure : kExitOk;
+}
+
+}  // namespace slapo::cli

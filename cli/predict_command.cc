@@ -1,0 +1,84 @@
+// slapo-tune predict: one configuration's predicted step time and peak tensor memory, with the
+// breakdown, from the cost model (cost/predictor.h) — nothing measured but the profile.
+
+#include <iomanip>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/config_arg.h"
+#include "cli/cost_setup.h"
+#include "core/error.h"
+#include "space/compiled_space.h"
+
+namespace slapo::cli {
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: slapo-tune predict --space FILE --config JSON|@FILE [--db FILE] [--reprofile] [--json]\n"
+    "\n"
+    "Predicts the step time and the peak tensor memory of one configuration of the space file's\n"
+    "[workload] from a profile of the workload on this machine (four short steps-only runs, kept in\n"
+    "--db and reused while the machine and slapo's revision are the same). docs/cost-model.md says\n"
+    "how the prediction is composed and what it does not cover (layouts of more than one rank).\n";
+
+void declare(PredictOptions* o, OptionSet& set) {
+  o->space.declare(set);
+  // clang-format off
+  set.visible.add_options()
+      ("config", po::value<std::string>(&o->config), "the configuration: JSON text or @FILE")
+      ("db", po::value<std::string>(&o->db), "keep profiles in this tuning database (default: measure, keep none)")
+      ("reprofile", po::bool_switch(&o->reprofile), "measure the profile again even when one is stored")
+      ("json", po::bool_switch(&o->json), "print the prediction as one JSON object");
+  // clang-format on
+}
+
+}  // namespace
+
+PredictOptions parse_predict(const Args& args) {
+  PredictOptions o = parse_options<PredictOptions>(args, declare);
+  if (o.help) return o;
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "predict: --space FILE is required");
+  SLAPO_CHECK(!o.config.empty(), ErrorCode::kInvalidArgument, "predict: --config JSON is required");
+  return o;
+}
+
+int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.help) {
+    out << help_text<PredictOptions>(kUsage, declare);
+    return kExitOk;
+  }
+  const space::Space declared = o.space.load();
+  const Config config = config_in_space(declared, o.config);
+  const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
+  std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
+  auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
+  const cost::Predicted p = model->predict(config);
+  SLAPO_CHECK(p.prediction.has_value(), ErrorCode::kInvalidArgument, "predict: ", config.to_string(),
+              " cannot be predicted: ", p.why_not);
+  const cost::Prediction& pr = *p.prediction;
+  const double budget = static_cast<double>(model->workload().memory_budget);
+  if (o.json) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(pr.to_json());
+    j["config"] = nlohmann::ordered_json::parse(config.to_json());
+    j["fits"] = budget <= 0 || pr.peak_bytes <= budget;
+    j["profile_s"] = model->profile_seconds();
+    out << j.dump() << "\n";
+    return kExitOk;
+  }
+  out << "config     " << config.to_string() << "\n"
+      << std::fixed << std::setprecision(1) << "step       " << pr.step_ms << " ms (" << pr.samples_per_s
+      << " samples/s)\n";
+  for (const auto& [name, ms] : pr.time_ms) out << "  " << std::left << std::setw(12) << name << ms << " ms\n";
+  out << "peak       " << format_bytes(pr.peak_bytes);
+  if (budget > 0) out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget) << ")";
+  out << "\n";
+  for (const auto& [name, bytes] : pr.memory_bytes) {
+    out << "  " << std::left << std::setw(12) << name << format_bytes(bytes) << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace slapo::cli

@@ -1,0 +1,59 @@
+#pragma once
+// The planner: ranks a whole space by prediction, without measuring anything.
+//
+// Every configuration of the compiled space is predicted (the caller maps a configuration to a
+// Prediction, or says why it cannot); those predicted over the memory budget are left out and
+// counted, as are those the model cannot predict; the rest are ranked by the objective.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/objective.h"
+#include "cost/predictor.h"
+#include "space/compiled_space.h"
+
+namespace slapo::cost {
+
+// A configuration's prediction, or why there is none (`why_not`).
+struct Predicted {
+  std::optional<Prediction> prediction;
+  std::string why_not;
+};
+using ConfigPredictor = std::function<Predicted(const Config& config)>;
+
+// The value of `metric` in a prediction: samples_per_s, step_ms_median (or step_ms), peak_bytes.
+// Throws Error(kInvalidArgument) naming the metric for one the model does not predict.
+double predicted_metric(const Prediction& p, const std::string& metric);
+
+struct PlanOptions {
+  size_t top = 10;
+  Objective objective{"samples_per_s", false};
+  double memory_budget_bytes = 0;  // 0: none
+};
+
+struct PlannedConfig {
+  uint64_t index = 0;  // in the compiled space
+  Config config;
+  Prediction prediction;
+  double objective = 0;
+};
+
+struct Plan {
+  std::vector<PlannedConfig> top;  // best first
+  uint64_t considered = 0;         // configurations predicted
+  uint64_t predicted_oom = 0;      // left out: over the memory budget
+  uint64_t unpredictable = 0;      // left out: the model cannot predict them
+  std::string unpredictable_reason;  // the first one's
+  std::string method;              // how the plan was found, and what it guarantees
+  double seconds = 0;
+};
+
+// Enumerates `space` through its loop nest. Throws Error(kInvalidArgument) for an objective the
+// model does not predict.
+Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor, const PlanOptions& options);
+
+}  // namespace slapo::cost

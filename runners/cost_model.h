@@ -1,0 +1,75 @@
+#pragma once
+// The cost model of a built-in workload: its profiles — read from the tuning database, or measured
+// now by a short profiling run and stored there — and the mapping from a configuration to a
+// prediction (cost/predictor.h).
+//
+// A profile is keyed by what the measurements depend on: the workload without its batch size and
+// limits, and the knobs that change the computation (attention, fusions, decompose, sequence
+// length). Batch size, checkpointing and micro-batches are what the model predicts across. A
+// stored profile from another machine or another revision of slapo is not reused: it is measured
+// again, and `on_note` says so.
+//
+// Profiling one key runs four short steps-only trials in this process: the smallest and the largest
+// batch of the space without checkpointing, and the largest with one block and with every block
+// checkpointed (runners/workload.h's measurement, 1 warm-up step and 2 timed steps).
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cost/planner.h"
+#include "cost/predictor.h"
+#include "db/database.h"
+#include "runners/workload.h"
+#include "space/compiled_space.h"
+
+namespace slapo::runners {
+
+class WorkloadCostModel {
+ public:
+  // `database` may be null (profiles are then measured and kept in memory only). `on_note` receives
+  // one line per profile measured or reused (may be empty).
+  WorkloadCostModel(Workload workload, db::Database* database, std::function<void(const std::string&)> on_note = {});
+  ~WorkloadCostModel();
+
+  // The batch sizes to profile at: the smallest and the largest of the space (the workload's when
+  // the space has no batch_size knob).
+  void use_batches_of(const space::CompiledSpace& space);
+  // Measures (or loads) the profile of every key the space's configurations need, up front; returns
+  // the seconds spent profiling now. Refits from scratch: calibrations are dropped.
+  double profile_space(const space::CompiledSpace& space);
+  // Re-measures every profile this model uses even when one is stored.
+  void set_reprofile(bool reprofile) { reprofile_ = reprofile; }
+
+  // The prediction of `config`, profiling its key first when needed; or why there is none (a
+  // layout of more than one rank, a template knob the model does not cover, a configuration the
+  // template refuses).
+  cost::Predicted predict(const Config& config);
+  cost::ConfigPredictor as_function() {
+    return [this](const Config& c) { return predict(c); };
+  }
+  // A measured trial of `config` (ok: its step time and peak; oom: over the workload's budget).
+  void calibrate(const Config& config, const TrialResult& result);
+
+  // The profile key of `config` (canonical JSON).
+  std::string profile_key(const Config& config) const;
+  double profile_seconds() const { return profile_seconds_; }
+  const Workload& workload() const { return workload_; }
+
+ private:
+  cost::Predictor& predictor_for(const Config& config);
+  cost::Profile measure_profile(const Config& config, const std::string& key);
+
+  Workload workload_;
+  db::Database* database_;
+  std::function<void(const std::string&)> on_note_;
+  std::map<std::string, std::unique_ptr<cost::Predictor>> predictors_;
+  int64_t batch_lo_ = 0, batch_hi_ = 0;
+  bool reprofile_ = false;
+  double profile_seconds_ = 0;
+  std::string fingerprint_;
+};
+
+}  // namespace slapo::runners

@@ -1,0 +1,115 @@
+// slapo-tune predict and plan end to end on a tiny model, and the cost model in the tuner.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_support.h"
+
+namespace {
+
+using slapo::testing::last_line;
+using slapo::testing::Outcome;
+using slapo::testing::run;
+
+std::string temp_db(const char* name) {
+  const std::string path =
+      ::testing::TempDir() + "/cost_" + std::to_string(getpid()) + "_" + name + ".db";
+  std::remove(path.c_str());
+  return path;
+}
+
+const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
+
+TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
+  const std::string db = temp_db("plan");
+  Outcome first = run("plan --space " + kSpace + " --db " + db + " --top 5 --json");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto plan = nlohmann::json::parse(last_line(first.out));
+  EXPECT_EQ(plan["considered"], 45);  // 5 batch sizes x 3 ratios x 3 attention variants
+  EXPECT_EQ(plan["unpredictable"], 0);
+  EXPECT_EQ(plan["predicted_oom"], 0);  // no budget
+  ASSERT_EQ(plan["top"].size(), 5u);
+  EXPECT_GT(plan["profile_s"].get<double>(), 0);
+  // Best first.
+  for (size_t i = 1; i < 5; ++i) {
+    EXPECT_GE(plan["top"][i - 1]["samples_per_s"].get<double>(), plan["top"][i]["samples_per_s"].get<double>());
+  }
+  EXPECT_NE(first.err.find("cost model: profiled"), std::string::npos) << first.err;
+  // Again: every profile comes from the database.
+  Outcome again = run("plan --space " + kSpace + " --db " + db + " --top 5 --json");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(nlohmann::json::parse(last_line(again.out))["profile_s"], 0.0);
+  EXPECT_NE(again.err.find("cost model: profile reused"), std::string::npos) << again.err;
+  EXPECT_EQ(again.err.find("cost model: profiled"), std::string::npos) << again.err;
+}
+
+TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
+  const std::string db = temp_db("predict");
+  const std::string config = " --config '{\"batch_size\": 16, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'";
+  Outcome predicted = run("predict --space " + kSpace + config + " --db " + db + " --json");
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  const auto p = nlohmann::json::parse(last_line(predicted.out));
+  EXPECT_GT(p["step_ms"].get<double>(), 0);
+  EXPECT_TRUE(p["time_ms"].contains("recompute"));
+  EXPECT_TRUE(p["memory_bytes"].contains("activations"));
+  Outcome measured = run("trial --space " + kSpace + config + " --runner inprocess --json");
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  const auto m = nlohmann::json::parse(last_line(measured.out));
+  // Tensor memory is nearly deterministic; the benchmark holds the model to its targets, this
+  // test only to the plumbing (a wrong batch or checkpoint count is far outside 15%).
+  const double peak = m["metrics"]["peak_bytes"].get<double>();
+  EXPECT_NEAR(p["peak_bytes"].get<double>() / peak, 1.0, 0.15) << p.dump() << "\n" << m.dump();
+  Outcome human = run("predict --space " + kSpace + config + " --db " + db);
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_NE(human.out.find("recompute"), std::string::npos) << human.out;
+}
+
+TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
+  const std::string parallel = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-parallel.toml";
+  Outcome ranks = run("predict --space " + parallel +
+                      " --config '{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"micro_batches\": 1, \"pipeline_schedule\": "
+                      "\"1f1b\", \"attn_shard\": \"col_row\", \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\", "
+                      "\"attn\": \"naive\", \"ckpt_ratio\": 0.0}'");
+  EXPECT_EQ(ranks.exit_code, 2);
+  EXPECT_NE(ranks.err.find("is not predicted yet: the cost model profiles one rank"), std::string::npos) << ranks.err;
+  const std::string bare = slapo::testing::write_temp("bare.toml", "[knobs]\nx = { values = [1, 2] }\n");
+  Outcome command = run("plan --space " + bare);
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_NE(command.err.find("no [workload]: the cost model predicts the built-in workloads only"), std::string::npos)
+      << command.err;
+  Outcome objective = run("plan --space " + kSpace + " --objective loss_last");
+  EXPECT_EQ(objective.exit_code, 2);
+  EXPECT_NE(objective.err.find("--objective loss_last: the cost model predicts samples_per_s"), std::string::npos)
+      << objective.err;
+}
+
+TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
+  const std::string db = temp_db("model");
+  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+                  " --runner inprocess --strategy model --trials 6 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::vector<nlohmann::json> trials;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("index")) trials.push_back(j);
+  }
+  ASSERT_FALSE(trials.empty());
+  // The first trial is the plan's best.
+  Outcome plan = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(trials[0]["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  EXPECT_LE(summary["measured"].get<int>(), 6);
+  // A command has no cost model: the model strategy says so.
+  Outcome command = run("single-device --space " + kSpace + " --db " + temp_db("cmd") +
+                        " --strategy model -- sh -c 'echo throughput: 1'");
+  EXPECT_EQ(command.exit_code, 2);
+  EXPECT_NE(command.err.find("the model strategy needs a cost model"), std::string::npos) << command.err;
+}
+
+}  // namespace

@@ -1,0 +1,71 @@
+#include "tuner/model_strategy.h"
+
+#include <optional>
+
+#include "core/error.h"
+
+namespace slapo::tuner {
+
+namespace {
+
+class ModelStrategy : public Strategy {
+ public:
+  ModelStrategy(CostModel* model, ModelStrategyOptions options) : model_(model), options_(options) {
+    SLAPO_CHECK(model_ != nullptr, ErrorCode::kInvalidArgument, "the model strategy needs a cost model");
+  }
+  std::string name() const override { return "model"; }
+
+  void begin(const space::CompiledSpace& space, uint64_t, const Objective& objective) override {
+    space_ = &space;
+    objective_ = objective;
+    best_.reset();
+  }
+
+  std::vector<Config> propose(size_t n, const KnownFn& known) override {
+    // Ranked afresh each time: every measurement recalibrates the model.
+    std::vector<std::pair<double, Config>> ranked;
+    const double budget = model_->memory_budget_bytes();
+    space_->for_each([&](const space::PointView& point) {
+      Config config = point.to_config();
+      if (known(config)) return true;
+      const cost::Predicted p = model_->predict(config);
+      if (!p.prediction) return true;
+      if (budget > 0 && p.prediction->peak_bytes > budget) return true;
+      ranked.emplace_back(cost::predicted_metric(*p.prediction, objective_.metric), std::move(config));
+      return true;
+    });
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [&](const auto& a, const auto& b) { return objective_.better(a.first, b.first); });
+    std::vector<Config> out;
+    for (auto& [value, config] : ranked) {
+      if (out.size() == n) break;
+      // Nothing left that the model expects to beat the best measured by more than the noise.
+      if (best_ && !objective_.better(value, *best_ * (objective_.minimize ? 1 - options_.noise : 1 + options_.noise))) {
+        break;
+      }
+      out.push_back(std::move(config));
+    }
+    return out;
+  }
+
+  void observe(const std::vector<Observation>& observations) override {
+    for (const Observation& o : observations) {
+      if (o.status == TrialStatus::kOk && o.objective && objective_.better(o.objective, best_)) best_ = o.objective;
+    }
+  }
+
+ private:
+  CostModel* model_;
+  ModelStrategyOptions options_;
+  const space::CompiledSpace* space_ = nullptr;
+  Objective objective_;
+  std::optional<double> best_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_model_strategy(CostModel* model, ModelStrategyOptions options) {
+  return std::make_unique<ModelStrategy>(model, options);
+}
+
+}  // namespace slapo::tuner

@@ -1,0 +1,23 @@
+#pragma once
+// The `model` strategy: measures configurations in the order a cost model predicts them best,
+// skipping what it predicts out of memory or cannot predict, recalibrated by every measurement,
+// and stops when no remaining prediction beats the measured best by more than the measurement
+// noise. `auto` uses it whenever the tuner has a cost model that predicts the space.
+
+#include <memory>
+
+#include "tuner/cost_model.h"
+#include "tuner/strategy.h"
+
+namespace slapo::tuner {
+
+struct ModelStrategyOptions {
+  // A remaining configuration is worth measuring only if its prediction beats the measured best by
+  // more than this share (the run-to-run noise of a measurement on this machine is 2-7%).
+  double noise = 0.05;
+};
+
+// REQUIRES: `model` outlives the strategy.
+std::unique_ptr<Strategy> make_model_strategy(CostModel* model, ModelStrategyOptions options = {});
+
+}  // namespace slapo::tuner
