@@ -25,8 +25,12 @@ class TunerCostModel : public tuner::CostModel {
  public:
   explicit TunerCostModel(runners::WorkloadCostModel& model) : model_(model) {}
   cost::Predicted predict(const Config& config) override { return model_.predict(config); }
-  void observe(const Config& config, const TrialResult& result) override { model_.calibrate(config, result); }
-  double memory_budget_bytes() const override { return static_cast<double>(model_.workload().memory_budget); }
+  void observe(const Config& config, const TrialResult& result) override {
+    model_.calibrate(config, result);
+  }
+  double memory_budget_bytes() const override {
+    return static_cast<double>(model_.workload().memory_budget);
+  }
 
  private:
   runners::WorkloadCostModel& model_;

@@ -18,7 +18,8 @@ namespace slapo::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: slapo-tune plan --space FILE [--top K] [--objective M [--minimize]] [--db FILE] [--json]\n"
+    "usage: slapo-tune plan --space FILE [--top K] [--objective M [--minimize]] [--db FILE] "
+    "[--json]\n"
     "\n"
     "Predicts every configuration of the space file's [workload] from its profile on this machine\n"
     "and prints the best K by the objective (samples_per_s by default; step_ms_median and\n"
@@ -46,7 +47,8 @@ PlanOptions parse_plan(const Args& args) {
   if (o.help) return o;
   SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "plan: --space FILE is required");
   if (!o.objective.empty()) {
-    for_flag("--objective", o.objective, [&] { cost::predicted_metric(cost::Prediction{}, o.objective); });
+    for_flag("--objective", o.objective,
+             [&] { cost::predicted_metric(cost::Prediction{}, o.objective); });
   }
   return o;
 }
@@ -63,7 +65,8 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   const double profile_s = model->profile_space(compiled);
   cost::PlanOptions options;
   options.top = o.top;
-  options.objective = {o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective, o.minimize};
+  options.objective = {o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective,
+                       o.minimize};
   options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
   const cost::Plan plan = cost::plan(compiled, model->as_function(), options);
   if (o.json) {
@@ -86,24 +89,28 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
     out << j.dump() << "\n";
     return plan.top.empty() ? kExitFailure : kExitOk;
   }
-  out << "plan of " << o.space.file << ": " << compiled.size() << " configurations, " << plan.considered
-      << " predicted, " << plan.predicted_oom << " predicted out of memory";
-  if (options.memory_budget_bytes > 0) out << " (budget " << format_bytes(options.memory_budget_bytes) << ")";
+  out << "plan of " << o.space.file << ": " << compiled.size() << " configurations, "
+      << plan.considered << " predicted, " << plan.predicted_oom << " predicted out of memory";
+  if (options.memory_budget_bytes > 0)
+    out << " (budget " << format_bytes(options.memory_budget_bytes) << ")";
   out << ", " << plan.unpredictable << " not predictable";
   if (plan.unpredictable > 0) out << " (" << plan.unpredictable_reason << ")";
-  out << "\n" << std::fixed << std::setprecision(2) << "method: " << plan.method << " (" << plan.seconds
+  out << "\n"
+      << std::fixed << std::setprecision(2) << "method: " << plan.method << " (" << plan.seconds
       << " s; profiling " << profile_s << " s)\n\n";
-  out << std::right << std::setw(4) << "rank" << std::setw(12) << "samples/s" << std::setw(11) << "step ms"
-      << std::setw(12) << "peak" << std::setw(12) << "recompute" << "  config\n";
+  out << std::right << std::setw(4) << "rank" << std::setw(12) << "samples/s" << std::setw(11)
+      << "step ms" << std::setw(12) << "peak" << std::setw(12) << "recompute"
+      << "  config\n";
   int rank = 1;
   for (const cost::PlannedConfig& c : plan.top) {
     double recompute = 0;
     for (const auto& [name, ms] : c.prediction.time_ms) {
       if (name == "recompute") recompute = ms;
     }
-    out << std::setw(4) << rank++ << std::setw(12) << std::setprecision(1) << c.prediction.samples_per_s
-        << std::setw(11) << c.prediction.step_ms << std::setw(12) << format_bytes(c.prediction.peak_bytes)
-        << std::setw(9) << recompute << " ms  " << c.config.to_string() << "\n";
+    out << std::setw(4) << rank++ << std::setw(12) << std::setprecision(1)
+        << c.prediction.samples_per_s << std::setw(11) << c.prediction.step_ms << std::setw(12)
+        << format_bytes(c.prediction.peak_bytes) << std::setw(9) << recompute << " ms  "
+        << c.config.to_string() << "\n";
   }
   return plan.top.empty() ? kExitFailure : kExitOk;
 }

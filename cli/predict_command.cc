@@ -17,11 +17,14 @@ namespace slapo::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: slapo-tune predict --space FILE --config JSON|@FILE [--db FILE] [--reprofile] [--json]\n"
+    "usage: slapo-tune predict --space FILE --config JSON|@FILE [--db FILE] [--reprofile] "
+    "[--json]\n"
     "\n"
     "Predicts the step time and the peak tensor memory of one configuration of the space file's\n"
-    "[workload] from a profile of the workload on this machine (four short steps-only runs, kept in\n"
-    "--db and reused while the machine and slapo's revision are the same). docs/cost-model.md says\n"
+    "[workload] from a profile of the workload on this machine (four short steps-only runs, kept "
+    "in\n"
+    "--db and reused while the machine and slapo's revision are the same). docs/cost-model.md "
+    "says\n"
     "how the prediction is composed and what it does not cover (layouts of more than one rank).\n";
 
 void declare(PredictOptions* o, OptionSet& set) {
@@ -40,7 +43,8 @@ void declare(PredictOptions* o, OptionSet& set) {
 PredictOptions parse_predict(const Args& args) {
   PredictOptions o = parse_options<PredictOptions>(args, declare);
   if (o.help) return o;
-  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "predict: --space FILE is required");
+  SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument,
+              "predict: --space FILE is required");
   SLAPO_CHECK(!o.config.empty(), ErrorCode::kInvalidArgument, "predict: --config JSON is required");
   return o;
 }
@@ -56,8 +60,8 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
   std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
   auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
   const cost::Predicted p = model->predict(config);
-  SLAPO_CHECK(p.prediction.has_value(), ErrorCode::kInvalidArgument, "predict: ", config.to_string(),
-              " cannot be predicted: ", p.why_not);
+  SLAPO_CHECK(p.prediction.has_value(), ErrorCode::kInvalidArgument,
+              "predict: ", config.to_string(), " cannot be predicted: ", p.why_not);
   const cost::Prediction& pr = *p.prediction;
   const double budget = static_cast<double>(model->workload().memory_budget);
   if (o.json) {
@@ -69,11 +73,13 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   out << "config     " << config.to_string() << "\n"
-      << std::fixed << std::setprecision(1) << "step       " << pr.step_ms << " ms (" << pr.samples_per_s
-      << " samples/s)\n";
-  for (const auto& [name, ms] : pr.time_ms) out << "  " << std::left << std::setw(12) << name << ms << " ms\n";
+      << std::fixed << std::setprecision(1) << "step       " << pr.step_ms << " ms ("
+      << pr.samples_per_s << " samples/s)\n";
+  for (const auto& [name, ms] : pr.time_ms)
+    out << "  " << std::left << std::setw(12) << name << ms << " ms\n";
   out << "peak       " << format_bytes(pr.peak_bytes);
-  if (budget > 0) out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget) << ")";
+  if (budget > 0)
+    out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget) << ")";
   out << "\n";
   for (const auto& [name, bytes] : pr.memory_bytes) {
     out << "  " << std::left << std::setw(12) << name << format_bytes(bytes) << "\n";

@@ -43,17 +43,18 @@ struct PlannedConfig {
 };
 
 struct Plan {
-  std::vector<PlannedConfig> top;  // best first
-  uint64_t considered = 0;         // configurations predicted
-  uint64_t predicted_oom = 0;      // left out: over the memory budget
-  uint64_t unpredictable = 0;      // left out: the model cannot predict them
+  std::vector<PlannedConfig> top;    // best first
+  uint64_t considered = 0;           // configurations predicted
+  uint64_t predicted_oom = 0;        // left out: over the memory budget
+  uint64_t unpredictable = 0;        // left out: the model cannot predict them
   std::string unpredictable_reason;  // the first one's
-  std::string method;              // how the plan was found, and what it guarantees
+  std::string method;                // how the plan was found, and what it guarantees
   double seconds = 0;
 };
 
 // Enumerates `space` through its loop nest. Throws Error(kInvalidArgument) for an objective the
 // model does not predict.
-Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor, const PlanOptions& options);
+Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
+          const PlanOptions& options);
 
 }  // namespace slapo::cost

@@ -1,20 +1,23 @@
 #pragma once
 // Predictor: the step time and peak tensor memory of a configuration, from a Profile, composed the
-// way the single-process runtime executes a step:
+// way the single-process runtime executes a step — m micro-batches of b / m samples one after the
+// other, n blocks checkpointed:
 //
-//   time(b, n)   = fixed + compute(b) + n · b · recompute      (n checkpointed blocks, b samples)
-//   memory(b, n) = state + max(kept(b, n), floor(b))
-//     kept(b, n) = (b / m) · (act − n · saved)    activations of one micro-batch of b / m samples
-//     floor(b)   = (b / m) · act_all_ckpt         every block checkpointed: their inputs, and the
-//                                                 recompute of one block in backward
+//   time(b, n, m)   = m · T(b / m) · (1 + n · ρ)
+//     T(x)          the step time of x samples without checkpointing: piecewise linear through the
+//                   profiled batches (a CPU's time per sample is not constant in the batch)
+//     ρ             the share of a step one checkpointed block adds (its forward runs twice)
+//   memory(b, n, m) = max(state + max(kept, floor), least)
+//     kept          = (b / m) · (act − n · saved)   activations of one micro-batch
+//     floor         = (b / m) · act_all             every block checkpointed: the blocks' inputs
+//                                                   and one block recomputed in backward
+//     least         the profiled peak with the least activations (1 sample, every block
+//                   checkpointed): what the optimizer step and the rest need at the least
 //
-// fixed + compute is the affine fit of the profile's steps without checkpointing; `recompute`
-// (time per sample per checkpointed block) and `saved` (bytes per sample per checkpointed block)
-// come from its checkpointed points; `state` is the parameters, gradients and optimizer state (the
-// intercept of the memory fit). Measurements correct the model (calibrate): a measured trial
-// rescales the prediction of its neighbours. Blind spots (docs/cost-model.md): one rank only (tp,
-// pp, dp > 1 are refused, not guessed); a time that is not affine in the batch between the
-// profiled batches; per-micro-batch overheads.
+// `state` (parameters, gradients, optimizer state) and `act` are the affine fit of the peak over
+// the profiled batches (tensor memory is linear in the batch); `saved` and `act_all` come from the
+// checkpointed points. Measurements correct the model (calibrate). Blind spots
+// (docs/cost-model.md): one rank only (tp, pp, dp > 1 are refused, not guessed).
 
 #include <cstdint>
 #include <string>
@@ -36,8 +39,8 @@ struct Prediction {
   double step_ms = 0;
   double peak_bytes = 0;
   double samples_per_s = 0;
-  // name → milliseconds: "fixed" (optimizer step, per-step overheads), "compute" (forward and
-  // backward), "recompute" (checkpointed blocks' forward again).
+  // name → milliseconds: "compute" (forward, backward and the optimizer step of every
+  // micro-batch), "recompute" (checkpointed blocks' forward again).
   std::vector<std::pair<std::string, double>> time_ms;
   // name → bytes: "state" (parameters, gradients, optimizer state), "activations".
   std::vector<std::pair<std::string, double>> memory_bytes;
@@ -49,7 +52,7 @@ struct Prediction {
 class Predictor {
  public:
   // Fits the model. Throws Error(kInvalidArgument) when the profile lacks what the model needs:
-  // two batch sizes without checkpointing, and checkpointed points.
+  // two batch sizes without checkpointing, and a point with every block checkpointed.
   explicit Predictor(Profile profile);
 
   Prediction predict(const PredictInput& in) const;
@@ -65,10 +68,13 @@ class Predictor {
 
   // The fitted coefficients (for tests and docs/cost-model.md).
   struct Fit {
-    double fixed_ms = 0, compute_ms_per_sample = 0, recompute_ms_per_sample_block = 0;
+    std::vector<std::pair<double, double>> step_ms_by_batch;  // T: (batch, ms), ascending
+    double recompute_share_per_block = 0;                     // ρ
     double state_bytes = 0, act_bytes_per_sample = 0, saved_bytes_per_sample_block = 0,
-           floor_bytes_per_sample = 0;
+           floor_bytes_per_sample = 0, least_bytes = 0;
   };
+  // T(x): the step time of x samples without checkpointing.
+  double step_ms_without_checkpointing(double samples) const;
   const Fit& fit() const { return fit_; }
 
  private:

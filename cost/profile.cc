@@ -15,8 +15,10 @@ std::string Profile::to_json() const {
   j["profile_s"] = profile_s;
   nlohmann::ordered_json points_json = nlohmann::ordered_json::array();
   for (const ProfilePoint& p : points) {
-    points_json.push_back(
-        {{"batch", p.batch}, {"ckpt_blocks", p.ckpt_blocks}, {"step_ms", p.step_ms}, {"peak_bytes", p.peak_bytes}});
+    points_json.push_back({{"batch", p.batch},
+                           {"ckpt_blocks", p.ckpt_blocks},
+                           {"step_ms", p.step_ms},
+                           {"peak_bytes", p.peak_bytes}});
   }
   j["points"] = points_json;
   return j.dump();
@@ -24,8 +26,8 @@ std::string Profile::to_json() const {
 
 Profile Profile::from_json(const std::string& json, const std::string& origin) {
   const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
-  SLAPO_CHECK(j.is_object() && j.contains("points") && j["points"].is_array(), ErrorCode::kParse, origin,
-              ": not a profile (a JSON object with points)");
+  SLAPO_CHECK(j.is_object() && j.contains("points") && j["points"].is_array(), ErrorCode::kParse,
+              origin, ": not a profile (a JSON object with points)");
   Profile p;
   try {
     p.key_json = j.at("key").dump();
@@ -38,7 +40,8 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
                           q.at("step_ms").get<double>(), q.at("peak_bytes").get<double>()});
     }
   } catch (const nlohmann::json::exception& e) {
-    SLAPO_FAIL(ErrorCode::kParse, origin, ": a profile with a missing or mistyped field: ", e.what());
+    SLAPO_FAIL(ErrorCode::kParse, origin,
+               ": a profile with a missing or mistyped field: ", e.what());
   }
   return p;
 }

@@ -18,7 +18,8 @@ struct ProfilePoint {
   double peak_bytes = 0;  // the tracking allocator's peak: parameters, gradients, optimizer state,
                           // activations
   bool operator==(const ProfilePoint& o) const {
-    return batch == o.batch && ckpt_blocks == o.ckpt_blocks && step_ms == o.step_ms && peak_bytes == o.peak_bytes;
+    return batch == o.batch && ckpt_blocks == o.ckpt_blocks && step_ms == o.step_ms &&
+           peak_bytes == o.peak_bytes;
   }
 };
 

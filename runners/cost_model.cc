@@ -1,6 +1,7 @@
 #include "runners/cost_model.h"
 
 #include <chrono>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -17,9 +18,9 @@ namespace {
 // Knobs the model predicts across (or refuses): everything else changes the computation and is
 // part of the profile key.
 bool predicted_across(const std::string& knob) {
-  static const char* const kKnobs[] = {"batch_size", "ckpt_ratio", "ckpt_layers",       "micro_batches",
-                                       "tp",         "pp",         "pipeline_schedule", "dp",
-                                       "cuts"};
+  static const char* const kKnobs[] = {"batch_size",        "ckpt_ratio", "ckpt_layers",
+                                       "micro_batches",     "tp",         "pp",
+                                       "pipeline_schedule", "dp",         "cuts"};
   for (const char* k : kKnobs) {
     if (knob == k) return true;
   }
@@ -107,18 +108,29 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   profile.fingerprint_json = fingerprint_;
   profile.code_revision = kGitRevision;
   profile.layers = spec.layers;
-  std::vector<std::pair<int64_t, int64_t>> points = {{batch_lo_, 0}, {batch_hi_, 0}, {batch_hi_, spec.layers}};
-  if (spec.layers > 1) points.insert(points.begin() + 2, {batch_hi_, 1});
+  // Without checkpointing at the smallest, a middle and the largest batch (the time per sample is
+  // not constant); at the largest with one and with every block checkpointed; one sample with
+  // every block checkpointed (the least a step needs).
+  const int64_t mid =
+      static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(batch_lo_ * batch_hi_))));
+  std::vector<std::pair<int64_t, int64_t>> points = {{batch_lo_, 0}};
+  if (mid > batch_lo_ && mid < batch_hi_) points.push_back({mid, 0});
+  points.push_back({batch_hi_, 0});
+  if (spec.layers > 1) points.push_back({batch_hi_, 1});
+  points.push_back({batch_hi_, spec.layers});
+  if (batch_hi_ > 1) points.push_back({1, spec.layers});
   for (const auto& [batch, ckpt] : points) {
     Config c = computation_knobs(config);
     c.set("batch_size", Value(batch));
     c.set("ckpt_layers", Value(ckpt));
     const TrialResult r = measure_trial(w, c);
-    SLAPO_CHECK(r.status == TrialStatus::kOk, ErrorCode::kRuntime, "profiling ", c.to_string(), " failed (",
-                to_string(r.status), "): ", r.error.substr(0, r.error.find('\n')));
-    profile.points.push_back({batch, ckpt, r.metrics.at(metric::kStepMsMedian), r.metrics.at(metric::kPeakBytes)});
+    SLAPO_CHECK(r.status == TrialStatus::kOk, ErrorCode::kRuntime, "profiling ", c.to_string(),
+                " failed (", to_string(r.status), "): ", r.error.substr(0, r.error.find('\n')));
+    profile.points.push_back(
+        {batch, ckpt, r.metrics.at(metric::kStepMsMedian), r.metrics.at(metric::kPeakBytes)});
   }
-  profile.profile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  profile.profile_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return profile;
 }
 
@@ -133,7 +145,9 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Config& config) {
       if (p.fingerprint_json != fingerprint_) {
         if (on_note_) on_note_("a stored profile is of another machine: profiling again");
       } else if (p.code_revision != kGitRevision) {
-        if (on_note_) on_note_("a stored profile is of slapo " + p.code_revision + ", not " + kGitRevision + ": profiling again");
+        if (on_note_)
+          on_note_("a stored profile is of slapo " + p.code_revision + ", not " + kGitRevision +
+                   ": profiling again");
       } else {
         profile = std::move(p);
         if (on_note_) on_note_("profile reused for " + computation_knobs(config).to_string());
@@ -145,8 +159,10 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Config& config) {
     profile_seconds_ += profile->profile_s;
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {
-      on_note_("profiled " + (computation_knobs(config).entries().empty() ? std::string("the workload")
-                                                                           : computation_knobs(config).to_string()) +
+      on_note_("profiled " +
+               (computation_knobs(config).entries().empty()
+                    ? std::string("the workload")
+                    : computation_knobs(config).to_string()) +
                " in " + std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s");
     }
   }
@@ -164,14 +180,15 @@ cost::Predicted WorkloadCostModel::predict(const Config& config) {
     return out;
   }
   if (tc.parallel.world() > 1) {
-    out.why_not = "a layout of " + std::to_string(tc.parallel.world()) + " ranks (" + tc.parallel.layout.to_string() +
+    out.why_not = "a layout of " + std::to_string(tc.parallel.world()) + " ranks (" +
+                  tc.parallel.layout.to_string() +
                   ") is not predicted yet: the cost model profiles one rank";
     return out;
   }
   try {
     cost::Predictor& predictor = predictor_for(config);
-    out.prediction = predictor.predict({workload_.batch_size_for(config), tc.checkpointed_blocks,
-                                        tc.parallel.micro_batches});
+    out.prediction = predictor.predict(
+        {workload_.batch_size_for(config), tc.checkpointed_blocks, tc.parallel.micro_batches});
   } catch (const Error& e) {
     out.why_not = e.what();
   }
@@ -186,11 +203,13 @@ void WorkloadCostModel::calibrate(const Config& config, const TrialResult& resul
     return;
   }
   if (tc.parallel.world() > 1) return;
-  const cost::PredictInput in{workload_.batch_size_for(config), tc.checkpointed_blocks, tc.parallel.micro_batches};
+  const cost::PredictInput in{workload_.batch_size_for(config), tc.checkpointed_blocks,
+                              tc.parallel.micro_batches};
   cost::Predictor& predictor = predictor_for(config);
   if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
       result.metrics.count(metric::kPeakBytes)) {
-    predictor.calibrate(in, result.metrics.at(metric::kStepMsMedian), result.metrics.at(metric::kPeakBytes));
+    predictor.calibrate(in, result.metrics.at(metric::kStepMsMedian),
+                        result.metrics.at(metric::kPeakBytes));
   } else if (result.status == TrialStatus::kOom && workload_.memory_budget > 0) {
     predictor.calibrate_oom(in, static_cast<double>(workload_.memory_budget));
   }

@@ -9,9 +9,10 @@
 // stored profile from another machine or another revision of slapo is not reused: it is measured
 // again, and `on_note` says so.
 //
-// Profiling one key runs four short steps-only trials in this process: the smallest and the largest
-// batch of the space without checkpointing, and the largest with one block and with every block
-// checkpointed (runners/workload.h's measurement, 1 warm-up step and 2 timed steps).
+// Profiling one key runs up to six short trials in this process (runners/workload.h's measurement,
+// 1 warm-up step and 2 timed steps): the smallest, a middle and the largest batch of the space
+// without checkpointing, the largest with one block and with every block checkpointed, and one
+// sample with every block checkpointed.
 
 #include <functional>
 #include <map>
@@ -31,7 +32,8 @@ class WorkloadCostModel {
  public:
   // `database` may be null (profiles are then measured and kept in memory only). `on_note` receives
   // one line per profile measured or reused (may be empty).
-  WorkloadCostModel(Workload workload, db::Database* database, std::function<void(const std::string&)> on_note = {});
+  WorkloadCostModel(Workload workload, db::Database* database,
+                    std::function<void(const std::string&)> on_note = {});
   ~WorkloadCostModel();
 
   // The batch sizes to profile at: the smallest and the largest of the space (the workload's when

@@ -12,11 +12,7 @@
 
 namespace slapo::space {
 
-using detail::checked_add;
-using detail::checked_mul;
-using detail::kNeighbourSearch;
-using detail::Level;
-using detail::Part;
+using namespace detail;  // the nest's data (compiled_space_impl.h)
 using slapo::to_string;
 
 // --------------------------------------------------------------------------------------------

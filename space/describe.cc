@@ -7,11 +7,7 @@
 
 namespace slapo::space {
 
-using detail::Bound;
-using detail::ConstraintInfo;
-using detail::Level;
-using detail::ParametricBound;
-using detail::Part;
+using namespace detail;  // the nest's data (compiled_space_impl.h)
 using slapo::to_string;
 
 std::string CompiledSpace::describe() const {

@@ -25,17 +25,7 @@
 
 namespace slapo::space {
 
-using detail::Bound;
-using detail::ceil_div_i;
-using detail::checked_add;
-using detail::checked_mul;
-using detail::ConstraintInfo;
-using detail::Domain;
-using detail::floor_div_i;
-using detail::kMaxMaterialized;
-using detail::Level;
-using detail::ParametricBound;
-using detail::Part;
+using namespace detail;  // the nest's data (compiled_space_impl.h)
 using slapo::to_string;
 
 namespace {

@@ -11,7 +11,8 @@ namespace {
 class ModelStrategy : public Strategy {
  public:
   ModelStrategy(CostModel* model, ModelStrategyOptions options) : model_(model), options_(options) {
-    SLAPO_CHECK(model_ != nullptr, ErrorCode::kInvalidArgument, "the model strategy needs a cost model");
+    SLAPO_CHECK(model_ != nullptr, ErrorCode::kInvalidArgument,
+                "the model strategy needs a cost model");
   }
   std::string name() const override { return "model"; }
 
@@ -31,16 +32,19 @@ class ModelStrategy : public Strategy {
       const cost::Predicted p = model_->predict(config);
       if (!p.prediction) return true;
       if (budget > 0 && p.prediction->peak_bytes > budget) return true;
-      ranked.emplace_back(cost::predicted_metric(*p.prediction, objective_.metric), std::move(config));
+      ranked.emplace_back(cost::predicted_metric(*p.prediction, objective_.metric),
+                          std::move(config));
       return true;
     });
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [&](const auto& a, const auto& b) { return objective_.better(a.first, b.first); });
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
+      return objective_.better(a.first, b.first);
+    });
     std::vector<Config> out;
     for (auto& [value, config] : ranked) {
       if (out.size() == n) break;
       // Nothing left that the model expects to beat the best measured by more than the noise.
-      if (best_ && !objective_.better(value, *best_ * (objective_.minimize ? 1 - options_.noise : 1 + options_.noise))) {
+      if (best_ && !objective_.better(value, *best_ * (objective_.minimize ? 1 - options_.noise
+                                                                           : 1 + options_.noise))) {
         break;
       }
       out.push_back(std::move(config));
@@ -50,7 +54,8 @@ class ModelStrategy : public Strategy {
 
   void observe(const std::vector<Observation>& observations) override {
     for (const Observation& o : observations) {
-      if (o.status == TrialStatus::kOk && o.objective && objective_.better(o.objective, best_)) best_ = o.objective;
+      if (o.status == TrialStatus::kOk && o.objective && objective_.better(o.objective, best_))
+        best_ = o.objective;
     }
   }
 

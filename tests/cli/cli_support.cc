@@ -37,6 +37,13 @@ Outcome run(const std::string& args) {
   return r;
 }
 
+std::string temp_db(const std::string& name) {
+  const std::string path =
+      ::testing::TempDir() + "/db_" + std::to_string(getpid()) + "_" + name + ".db";
+  std::remove(path.c_str());
+  return path;
+}
+
 std::string last_line(const std::string& text) {
   std::string s = text;
   while (!s.empty() && s.back() == '\n') s.pop_back();

@@ -14,6 +14,8 @@ struct Outcome {
 // Runs slapo-tune with `args` (already shell-quoted where needed), standard input closed.
 Outcome run(const std::string& args);
 std::string last_line(const std::string& text);
+// A database path of this process in the test's temporary directory, removed first.
+std::string temp_db(const std::string& name);
 // Writes `text` to a file of the test's temporary directory; returns its path.
 std::string write_temp(const std::string& name, const std::string& text);
 

@@ -14,13 +14,7 @@ namespace {
 using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
-
-std::string temp_db(const char* name) {
-  const std::string path =
-      ::testing::TempDir() + "/cost_" + std::to_string(getpid()) + "_" + name + ".db";
-  std::remove(path.c_str());
-  return path;
-}
+using slapo::testing::temp_db;
 
 const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
 
@@ -36,7 +30,8 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   EXPECT_GT(plan["profile_s"].get<double>(), 0);
   // Best first.
   for (size_t i = 1; i < 5; ++i) {
-    EXPECT_GE(plan["top"][i - 1]["samples_per_s"].get<double>(), plan["top"][i]["samples_per_s"].get<double>());
+    EXPECT_GE(plan["top"][i - 1]["samples_per_s"].get<double>(),
+              plan["top"][i]["samples_per_s"].get<double>());
   }
   EXPECT_NE(first.err.find("cost model: profiled"), std::string::npos) << first.err;
   // Again: every profile comes from the database.
@@ -49,7 +44,8 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
 
 TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
   const std::string db = temp_db("predict");
-  const std::string config = " --config '{\"batch_size\": 16, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'";
+  const std::string config =
+      " --config '{\"batch_size\": 16, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'";
   Outcome predicted = run("predict --space " + kSpace + config + " --db " + db + " --json");
   ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
   const auto p = nlohmann::json::parse(last_line(predicted.out));
@@ -69,21 +65,29 @@ TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
 }
 
 TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
-  const std::string parallel = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-parallel.toml";
-  Outcome ranks = run("predict --space " + parallel +
-                      " --config '{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"micro_batches\": 1, \"pipeline_schedule\": "
-                      "\"1f1b\", \"attn_shard\": \"col_row\", \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\", "
-                      "\"attn\": \"naive\", \"ckpt_ratio\": 0.0}'");
+  const std::string parallel =
+      std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-parallel.toml";
+  Outcome ranks = run(
+      "predict --space " + parallel +
+      " --config '{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"micro_batches\": 1, \"pipeline_schedule\": "
+      "\"1f1b\", \"attn_shard\": \"col_row\", \"mlp_shard\": \"col_row\", \"embed_shard\": "
+      "\"vocab\", "
+      "\"attn\": \"naive\", \"ckpt_ratio\": 0.0}'");
   EXPECT_EQ(ranks.exit_code, 2);
-  EXPECT_NE(ranks.err.find("is not predicted yet: the cost model profiles one rank"), std::string::npos) << ranks.err;
-  const std::string bare = slapo::testing::write_temp("bare.toml", "[knobs]\nx = { values = [1, 2] }\n");
+  EXPECT_NE(ranks.err.find("is not predicted yet: the cost model profiles one rank"),
+            std::string::npos)
+      << ranks.err;
+  const std::string bare =
+      slapo::testing::write_temp("bare.toml", "[knobs]\nx = { values = [1, 2] }\n");
   Outcome command = run("plan --space " + bare);
   EXPECT_EQ(command.exit_code, 2);
-  EXPECT_NE(command.err.find("no [workload]: the cost model predicts the built-in workloads only"), std::string::npos)
+  EXPECT_NE(command.err.find("no [workload]: the cost model predicts the built-in workloads only"),
+            std::string::npos)
       << command.err;
   Outcome objective = run("plan --space " + kSpace + " --objective loss_last");
   EXPECT_EQ(objective.exit_code, 2);
-  EXPECT_NE(objective.err.find("--objective loss_last: the cost model predicts samples_per_s"), std::string::npos)
+  EXPECT_NE(objective.err.find("--objective loss_last: the cost model predicts samples_per_s"),
+            std::string::npos)
       << objective.err;
 }
 
@@ -109,7 +113,8 @@ TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
   Outcome command = run("single-device --space " + kSpace + " --db " + temp_db("cmd") +
                         " --strategy model -- sh -c 'echo throughput: 1'");
   EXPECT_EQ(command.exit_code, 2);
-  EXPECT_NE(command.err.find("the model strategy needs a cost model"), std::string::npos) << command.err;
+  EXPECT_NE(command.err.find("the model strategy needs a cost model"), std::string::npos)
+      << command.err;
 }
 
 }  // namespace

@@ -16,13 +16,7 @@ namespace {
 using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
-
-std::string temp_db(const char* name) {
-  const std::string path =
-      ::testing::TempDir() + "/tune_" + std::to_string(getpid()) + "_" + name + ".db";
-  std::remove(path.c_str());
-  return path;
-}
+using slapo::testing::temp_db;
 
 const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
 
@@ -115,9 +109,10 @@ TEST(TuneCliTest, BadInput) {
   Outcome strategy =
       run("single-device --space " + kSpace + " --db " + db + " --strategy hyperband");
   EXPECT_EQ(strategy.exit_code, 2);
-  EXPECT_NE(strategy.err.find(
-                "--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, model, bayes,"),
-            std::string::npos)
+  EXPECT_NE(
+      strategy.err.find(
+          "--strategy hyperband: unknown strategy 'hyperband' (strategies: auto, model, bayes,"),
+      std::string::npos)
       << strategy.err;
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
