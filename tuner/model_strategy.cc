@@ -40,16 +40,25 @@ class ModelStrategy : public Strategy {
       return objective_.better(a.first, b.first);
     });
     std::vector<Config> out;
+    converged_ = false;
     for (auto& [value, config] : ranked) {
       if (out.size() == n) break;
       // Nothing left that the model expects to beat the best measured by more than the noise.
       if (best_ && !objective_.better(value, *best_ * (objective_.minimize ? 1 - options_.noise
                                                                            : 1 + options_.noise))) {
+        converged_ = true;
         break;
       }
       out.push_back(std::move(config));
     }
     return out;
+  }
+
+  std::string why_done() const override {
+    return converged_
+               ? "no configuration left is predicted to beat the best measured by more than " +
+                     std::to_string(static_cast<int>(options_.noise * 100 + 0.5)) + "%"
+               : "every configuration that is predicted to fit was measured";
   }
 
   void observe(const std::vector<Observation>& observations) override {
@@ -65,6 +74,7 @@ class ModelStrategy : public Strategy {
   const space::CompiledSpace* space_ = nullptr;
   Objective objective_;
   std::optional<double> best_;
+  bool converged_ = false;  // propose() stopped at the noise rule
 };
 
 }  // namespace

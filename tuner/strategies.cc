@@ -331,6 +331,7 @@ class Auto : public Strategy {
     return inner_->propose(n, known);
   }
   void observe(const std::vector<Observation>& o) override { inner_->observe(o); }
+  std::string why_done() const override { return inner_->why_done(); }
 
  private:
   CostModel* cost_model_;

@@ -38,6 +38,8 @@ class Strategy {
                      const Objective& objective) = 0;
   virtual std::vector<Config> propose(size_t n, const KnownFn& known) = 0;
   virtual void observe(const std::vector<Observation>& observations) = 0;
+  // Why propose() returned nothing, for the run's summary.
+  virtual std::string why_done() const { return "the strategy has nothing left to try"; }
 };
 
 class CostModel;

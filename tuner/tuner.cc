@@ -74,7 +74,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     }
     const std::vector<Config> proposed = strategy->propose(1, is_known);
     if (proposed.empty()) {
-      summary.stopped_because = "the strategy has nothing left to try";
+      summary.stopped_because = strategy->why_done();
       break;
     }
     const Config& config = proposed[0];

@@ -14,6 +14,7 @@
 #include "space/space_file.h"
 #include "tuner/gaussian_process.h"
 #include "tuner/memory_dominance.h"
+#include "tuner/model_strategy.h"
 #include "tuner/tuner.h"
 
 namespace slapo::tuner {
@@ -493,6 +494,69 @@ TEST(TunerTest, AutoStartsWithTheFrontierLadder) {
        [&](const Progress& p) { next.push_back(p.config); });
   ASSERT_GE(next.size(), 1u);
   EXPECT_EQ(next[0], rungs[2]);
+}
+
+// A cost model of the fake workload: the true throughput times `scale` (its error), memory 1 MB a
+// sample of batch / (1 + 2·ckpt) (out of memory above 48 with a 48 MB budget), "bad" unpredictable.
+class FakeCostModel : public CostModel {
+ public:
+  explicit FakeCostModel(double scale) : scale_(scale) {}
+  cost::Predicted predict(const Config& c) override {
+    cost::Predicted p;
+    if (std::get<std::string>(c.at("attn")) == "bad") {
+      p.why_not = "bad is not predicted";
+      return p;
+    }
+    cost::Prediction pr;
+    pr.samples_per_s = scale_ * throughput(c);
+    pr.step_ms = 1000 / pr.samples_per_s;
+    pr.peak_bytes = as_number(c.at("batch_size")) / (1 + 2 * as_number(c.at("ckpt"))) * 1e6;
+    p.prediction = pr;
+    return p;
+  }
+  void observe(const Config&, const TrialResult&) override { ++observed; }
+  double memory_budget_bytes() const override { return 48e6; }
+  int observed = 0;
+
+ private:
+  double scale_;
+};
+
+TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
+  Bench b;
+  FakeCostModel model(0.9);  // predicts 10% low, but in the right order
+  TunerOptions o;
+  o.strategy = "model";
+  o.trials = 0;
+  o.cost_model = &model;
+  std::vector<Progress> seen;
+  const TuneSummary summary =
+      tune(b.space, b.runner, *b.database, b.key, o, [&](const Progress& p) { seen.push_back(p); });
+  ASSERT_FALSE(seen.empty());
+  // The first trial is the optimum: the model ranks exactly, and skips what it predicts out of
+  // memory (nothing ran out of memory) and what it cannot predict.
+  EXPECT_NEAR(*seen[0].objective, b.optimum(), 1e-12);
+  for (const Progress& p : seen) {
+    EXPECT_EQ(p.status, TrialStatus::kOk) << p.config.to_string();
+    EXPECT_NE(std::get<std::string>(p.config.at("attn")), "bad");
+  }
+  // It stops once no prediction beats the best by more than 5%: far fewer than the 33 that fit.
+  EXPECT_LT(summary.measured, 6u);
+  EXPECT_EQ(summary.stopped_because,
+            "no configuration left is predicted to beat the best measured by more than 5%");
+  EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
+  // auto uses the model when there is one.
+  Bench a;
+  TunerOptions ao;
+  ao.trials = 3;
+  ao.cost_model = &model;
+  tune(a.space, a.runner, *a.database, a.key, ao);
+  EXPECT_EQ(a.database->trials(1)[0].strategy, "auto/model");
+  // Without a cost model, `model` is refused in one line.
+  Bench c;
+  TunerOptions co;
+  co.strategy = "model";
+  EXPECT_THROW(tune(c.space, c.runner, *c.database, c.key, co), Error);
 }
 
 }  // namespace
