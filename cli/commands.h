@@ -107,23 +107,17 @@ struct VerifyOptions {
 VerifyOptions parse_verify(const Args& args);
 int run_verify(const VerifyOptions& options, std::ostream& out, std::ostream& err);
 
-// slapo-tune primitives [list | show NAME | reference].
-struct PrimitivesOptions {
+// slapo-tune primitives | templates [list | show NAME | reference]: a catalogue from a table.
+struct CatalogueOptions {
   bool help = false;
   std::string action = "list";
   std::string name;
   auto tie() const { return std::tie(help, action, name); }
 };
+using PrimitivesOptions = CatalogueOptions;
+using TemplatesOptions = CatalogueOptions;
 PrimitivesOptions parse_primitives(const Args& args);
 int run_primitives(const PrimitivesOptions& options, std::ostream& out, std::ostream& err);
-
-// slapo-tune templates [list | show NAME | reference]: the schedule templates and their knobs.
-struct TemplatesOptions {
-  bool help = false;
-  std::string action = "list";
-  std::string name;
-  auto tie() const { return std::tie(help, action, name); }
-};
 TemplatesOptions parse_templates(const Args& args);
 int run_templates(const TemplatesOptions& options, std::ostream& out, std::ostream& err);
 

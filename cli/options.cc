@@ -1,5 +1,7 @@
 #include "cli/options.h"
 
+#include "cli/commands.h"
+
 #include "cli/config_arg.h"
 #include "cli/count_option.h"
 #include "core/defaults.h"
@@ -98,6 +100,33 @@ db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& run
   key.world_size = runner.world_size();
   key.fingerprint_json = runners::fingerprint_json(runners::collect_system_info());
   return key;
+}
+
+namespace {
+
+void declare_catalogue(CatalogueOptions* o, OptionSet& set) {
+  set.hidden.add_options()("action", po::value<std::string>(&o->action))(
+      "name", po::value<std::string>(&o->name));
+  set.positional.add("action", 1).add("name", 1);
+}
+
+}  // namespace
+
+CatalogueOptions parse_catalogue(const Args& args, const char* noun) {
+  CatalogueOptions o = parse_options<CatalogueOptions>(args, declare_catalogue);
+  if (o.help) return o;
+  SLAPO_CHECK(o.action == "list" || o.action == "show" || o.action == "reference",
+              ErrorCode::kInvalidArgument, noun, ": unknown action '", o.action,
+              "' (expected list, show NAME or reference)");
+  SLAPO_CHECK(o.action != "show" || !o.name.empty(), ErrorCode::kInvalidArgument, noun,
+              " show: missing NAME");
+  SLAPO_CHECK(o.action == "show" || o.name.empty(), ErrorCode::kInvalidArgument, noun, " ",
+              o.action, ": takes no NAME");
+  return o;
+}
+
+std::string catalogue_help(const char* usage) {
+  return help_text<CatalogueOptions>(usage, declare_catalogue);
 }
 
 }  // namespace slapo::cli

@@ -118,6 +118,14 @@ struct RunnerArgs {
   runners::RunnerSpec spec(const space::Space& space) const;
 };
 
+struct CatalogueOptions;
+// The arguments of a catalogue command (`NOUN [list | show NAME | reference]`), checked: an unknown
+// action, show without NAME, or a NAME after list or reference is Error(kInvalidArgument) naming
+// `noun`.
+CatalogueOptions parse_catalogue(const Args& args, const char* noun);
+// Its help: `usage` and no options beyond --help.
+std::string catalogue_help(const char* usage);
+
 // The task key of measurements made by `runner` (from `spec`) on `space` on this machine.
 db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& runner,
                      const space::Space& space);

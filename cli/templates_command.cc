@@ -20,30 +20,13 @@ constexpr const char* kUsage =
     "understands with their values, defaults and meaning, or prints every template's knob table\n"
     "as Markdown (the section of docs/schedule.md).\n";
 
-void declare(TemplatesOptions* o, OptionSet& set) {
-  set.hidden.add_options()("action", po::value<std::string>(&o->action))(
-      "name", po::value<std::string>(&o->name));
-  set.positional.add("action", 1).add("name", 1);
-}
-
 }  // namespace
 
-TemplatesOptions parse_templates(const Args& args) {
-  TemplatesOptions o = parse_options<TemplatesOptions>(args, declare);
-  if (o.help) return o;
-  SLAPO_CHECK(o.action == "list" || o.action == "show" || o.action == "reference",
-              ErrorCode::kInvalidArgument, "templates: unknown action '", o.action,
-              "' (expected list, show NAME or reference)");
-  SLAPO_CHECK(o.action != "show" || !o.name.empty(), ErrorCode::kInvalidArgument,
-              "templates show: missing NAME");
-  SLAPO_CHECK(o.action == "show" || o.name.empty(), ErrorCode::kInvalidArgument, "templates ",
-              o.action, ": takes no NAME");
-  return o;
-}
+CatalogueOptions parse_templates(const Args& args) { return parse_catalogue(args, "templates"); }
 
 int run_templates(const TemplatesOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<TemplatesOptions>(kUsage, declare);
+    out << catalogue_help(kUsage);
     return kExitOk;
   }
   if (o.action == "reference") {
