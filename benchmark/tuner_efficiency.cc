@@ -273,9 +273,9 @@ int main(int argc, char** argv) {
       tables.push_back(a);
   }
   if (tables.empty()) {
-    std::cerr << "usage: tuner_efficiency TABLE [TABLE ...] [--seeds N] [--replay-seeds N]   "
-                 "(TABLE: path without "
-                 ".toml/.json)\n";
+    std::cerr
+        << "usage: tuner_efficiency TABLE [TABLE ...] [--seeds N] [--replay-seeds N]   (TABLE: path without "
+           ".toml/.json)\n";
     return 2;
   }
   const std::vector<std::string> strategies = {"auto",   "bayes", "coordinate",
@@ -288,8 +288,7 @@ int main(int argc, char** argv) {
       size_t ok = 0;
       for (const auto& [k, r] : table.results) ok += r.status == TrialStatus::kOk;
       std::printf(
-          "\n%s: %llu configurations (%zu ok, %zu out of memory or failed; median of %zu passes), "
-          "optimum "
+          "\n%s: %llu configurations (%zu ok, %zu out of memory or failed; median of %zu passes), optimum "
           "%.4g samples/s and %zu ties, %d seeds\n",
           table.name.c_str(), static_cast<unsigned long long>(space.size()), ok,
           table.results.size() - ok, table.passes, table.optimum, table.ties.size() - 1, seeds);
@@ -328,8 +327,7 @@ int main(int argc, char** argv) {
 
       // The recommendation on the noisy replay, with and without confirmation.
       std::printf(
-          "noisy replay, auto, what it recommends over %d seeds (true objective / optimum; share "
-          "of seeds "
+          "noisy replay, auto, what it recommends over %d seeds (true objective / optimum; share of seeds "
           "recommending a tie):\n",
           replay_seeds);
       const struct {

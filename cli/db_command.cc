@@ -24,10 +24,8 @@ constexpr const char* kUsage =
     "\n"
     "actions:\n"
     "  tasks     every task: id, model, runner, objective, trial count\n"
-    "  trials    a task's trials in the order they were measured   [--status S] [--sort M --top "
-    "K]\n"
-    "  best      the best configuration (--top K for more; re-measured trials rank by their "
-    "median);\n"
+    "  trials    a task's trials in the order they were measured   [--status S] [--sort M --top K]\n"
+    "  best      the best configuration (--top K for more; re-measured trials rank by their median);\n"
     "            --format json prints it as --config takes it\n"
     "  show      a task (workload, space, fingerprint) or one trial (--trial N) in full\n"
     "  export    every trial of a task, csv (default) or json\n"
@@ -143,9 +141,9 @@ std::optional<TrialStatus> status_filter(const std::string& text) {
 DbOptions parse_db(const Args& args) {
   DbOptions o = parse_options<DbOptions>(args, declare);
   if (o.help) return o;
-  SLAPO_CHECK(!o.action.empty(), ErrorCode::kInvalidArgument,
-              "db: missing ACTION (tasks, trials, best, show, export or prune; see 'slapo-tune db "
-              "--help')");
+  SLAPO_CHECK(
+      !o.action.empty(), ErrorCode::kInvalidArgument,
+      "db: missing ACTION (tasks, trials, best, show, export or prune; see 'slapo-tune db --help')");
   SLAPO_CHECK(std::find(std::begin(kActions), std::end(kActions), o.action) != std::end(kActions),
               ErrorCode::kInvalidArgument, "db: unknown action '", o.action,
               "' (expected tasks, trials, best, show, export or prune)");

@@ -20,20 +20,11 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
     }
   }
   return out;
@@ -114,8 +105,7 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
   std::ostringstream svg;
   svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height
       << "' role='img'>\n";
-  svg << "<defs><pattern id='hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
-         "patternTransform='rotate(45)'>"
+  svg << "<defs><pattern id='hatch' width='6' height='6' patternUnits='userSpaceOnUse' patternTransform='rotate(45)'>"
          "<line x1='0' y1='0' x2='0' y2='6' stroke='#c0392b' stroke-width='2'/></pattern></defs>\n";
   for (size_t j = 0; j < y.values.size(); ++j) {
     const int cy = top + ch * static_cast<int>(j);
@@ -274,14 +264,12 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
     model = workload["command"].dump();
 
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>slapo tuning "
-          "report: task "
-       << task.id
-       << "</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}svg "
-          "text{font-size:12px;font-family:sans-serif}"
-          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px "
-          "8px;text-align:right}"
-          "th{background:#eef}h2{margin-top:1.6em}.note{color:#555}</style></head><body>\n";
+  html
+      << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>slapo tuning report: task "
+      << task.id
+      << "</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}svg text{font-size:12px;font-family:sans-serif}"
+         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+         "th{background:#eef}h2{margin-top:1.6em}.note{color:#555}</style></head><body>\n";
   html << "<h1>Tuning report: task " << task.id << "</h1>\n";
   html << "<p>" << escape(model) << " · runner " << escape(task.key.runner) << " × "
        << task.key.world_size << " · objective " << escape(task.objective.metric)
@@ -294,15 +282,15 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
   if (xk.empty() || yk.empty()) {
     html << "<p class='note'>The heat map needs two knobs.</p>\n";
   } else {
-    html << "<p class='note'>Each cell: the best " << escape(task.objective.metric)
-         << " over the other knobs. "
-         << "Hatched: out of memory; grey: pruned (proven out of memory); pink: failed; white: not "
-            "measured.</p>\n";
+    html
+        << "<p class='note'>Each cell: the best " << escape(task.objective.metric)
+        << " over the other knobs. "
+        << "Hatched: out of memory; grey: pruned (proven out of memory); pink: failed; white: not measured.</p>\n";
     html << heat_map(task, trials, axis_of(xk, trials), axis_of(yk, trials));
   }
-  html << "<h2>Convergence</h2>\n<p class='note'>The best " << escape(task.objective.metric)
-       << " so far (line) against the measured trials in order; dots are trials, crosses failed "
-          "ones.</p>\n";
+  html
+      << "<h2>Convergence</h2>\n<p class='note'>The best " << escape(task.objective.metric)
+      << " so far (line) against the measured trials in order; dots are trials, crosses failed ones.</p>\n";
   html << convergence(task, trials);
 
   // Ranked as Database::best ranks: by the median of the re-measured ones (tuner --confirm), and
@@ -311,9 +299,9 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
       std::any_of(trials.begin(), trials.end(), [](const auto& t) { return t.remeasured > 0; });
   html << "<h2>Top configurations</h2>\n";
   if (confirmed) {
-    html << "<p class='note'>The best were measured again: they rank by the median of their "
-            "measurements; one "
-            "that failed a re-measurement is left out.</p>\n";
+    html
+        << "<p class='note'>The best were measured again: they rank by the median of their measurements; one "
+           "that failed a re-measurement is left out.</p>\n";
   }
   html << "<table><tr><th>rank</th><th>trial</th><th>" << escape(task.objective.metric) << "</th>";
   if (confirmed) html << "<th>median</th><th>measured</th>";

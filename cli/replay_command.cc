@@ -24,10 +24,8 @@ constexpr const char* kUsage =
     "usage: slapo-tune replay --db FILE [--task ID] [--trial N] [--steps S] [--print-schedule]\n"
     "\n"
     "Rebuilds the best (or the given) configuration of a task from the record alone, measures it\n"
-    "again with the task's runner, and prints the recorded and measured figures side by side. "
-    "Warns\n"
-    "when this machine's fingerprint differs from the task's, or when the objective drifted "
-    "beyond\n"
+    "again with the task's runner, and prints the recorded and measured figures side by side. Warns\n"
+    "when this machine's fingerprint differs from the task's, or when the objective drifted beyond\n"
     "the recorded noise.\n";
 
 // Keys whose values differ between two fingerprints.

@@ -13,13 +13,10 @@ namespace slapo::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: slapo-tune report --db FILE [--task ID] --out report.html [--x KNOB] [--y KNOB] [--top "
-    "K]\n"
+    "usage: slapo-tune report --db FILE [--task ID] --out report.html [--x KNOB] [--y KNOB] [--top K]\n"
     "\n"
-    "Writes one self-contained HTML file (inline SVG, nothing fetched): a heat map of the "
-    "objective\n"
-    "over two knobs with out-of-memory, pruned and failed cells marked, the convergence curve "
-    "(best\n"
+    "Writes one self-contained HTML file (inline SVG, nothing fetched): a heat map of the objective\n"
+    "over two knobs with out-of-memory, pruned and failed cells marked, the convergence curve (best\n"
     "so far by trial), and the top configurations.\n";
 
 void declare(ReportCommandOptions* o, OptionSet& set) {

@@ -4,20 +4,13 @@ namespace slapo {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument:
-      return "invalid argument";
-    case ErrorCode::kParse:
-      return "parse error";
-    case ErrorCode::kNotFound:
-      return "not found";
-    case ErrorCode::kOutOfRange:
-      return "out of range";
-    case ErrorCode::kIo:
-      return "i/o error";
-    case ErrorCode::kRuntime:
-      return "run-time failure";
-    case ErrorCode::kInternal:
-      return "internal error";
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kParse: return "parse error";
+    case ErrorCode::kNotFound: return "not found";
+    case ErrorCode::kOutOfRange: return "out of range";
+    case ErrorCode::kIo: return "i/o error";
+    case ErrorCode::kRuntime: return "run-time failure";
+    case ErrorCode::kInternal: return "internal error";
   }
   return "unknown error";
 }

@@ -427,17 +427,17 @@ class SqliteDatabase : public Database {
       ok.push_back(trial.real(1));
     }
     {
-      Statement before(c_,
-                       "SELECT objective FROM remeasurements WHERE task_id = ? AND trial_idx = ? "
-                       "AND status = 'ok' "
-                       "AND objective IS NOT NULL");
+      Statement before(
+          c_,
+          "SELECT objective FROM remeasurements WHERE task_id = ? AND trial_idx = ? AND status = 'ok' "
+          "AND objective IS NOT NULL");
       before.bind(1, m.task_id).bind(2, m.trial_index);
       while (before.step()) ok.push_back(before.real(0));
     }
     m.round = [&] {
-      Statement next(c_,
-                     "SELECT COALESCE(MAX(round), 0) + 1 FROM remeasurements WHERE task_id = ? AND "
-                     "trial_idx = ?");
+      Statement next(
+          c_,
+          "SELECT COALESCE(MAX(round), 0) + 1 FROM remeasurements WHERE task_id = ? AND trial_idx = ?");
       next.bind(1, m.task_id).bind(2, m.trial_index);
       next.step();
       return next.integer(0);

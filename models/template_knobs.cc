@@ -58,29 +58,26 @@ std::vector<TemplateKnob> make_table() {
                     spec.layers, "]");
         c->checkpointed_blocks = whole(v);
       });
+  // Choice knobs: the value's index in the row's choices is the enum's value.
   row("attn", KnobKind::kChoice, {"naive", "fused_qkv", "baddbmm"}, "naive",
-      "the attention implementation: separate q, k, v projections; one fused qkv projection; or "
-      "scores "
-      "through one baddbmm",
+      "the attention implementation: separate q, k, v projections; one fused qkv projection; "
+      "or scores through one baddbmm",
       false, with_attention, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->attn = static_cast<AttentionKind>(choice_index("attn", v));
       });
   row("attn_shard", KnobKind::kChoice, {"col_row", "row_col"}, "col_row",
       "with tp > 1: col_row splits q, k, v by heads and out_proj by inputs (Megatron: one "
-      "all-reduce each "
-      "way); row_col splits q, k, v by inputs and out_proj by outputs",
+      "all-reduce each way); row_col splits q, k, v by inputs and out_proj by outputs",
       false, with_attention, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->attn_shard = static_cast<PairShard>(choice_index("attn_shard", v));
       });
   row("mlp_shard", KnobKind::kChoice, {"col_row", "row_col"}, "col_row",
-      "with tp > 1: col_row splits fc_in by outputs and fc_out by inputs; row_col the other way "
-      "round",
+      "with tp > 1: col_row splits fc_in by outputs and fc_out by inputs; row_col the other way",
       false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->mlp_shard = static_cast<PairShard>(choice_index("mlp_shard", v));
       });
   row("embed_shard", KnobKind::kChoice, {"vocab", "hidden", "replicated"}, "vocab",
-      "with tp > 1: the embedding and the tied LM head split by vocabulary, by hidden units, or "
-      "replicated",
+      "with tp > 1: the embedding and the tied LM head split by vocabulary, by hidden units, or replicated",
       false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->embed_shard = static_cast<EmbedShard>(choice_index("embed_shard", v));
       });
@@ -95,8 +92,7 @@ std::vector<TemplateKnob> make_table() {
         c->fuse_bias_gelu = std::get<bool>(v);
       });
   row("fuse_bias_dropout_add", KnobKind::kBool, {}, "false",
-      "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused "
-      "(those Linears "
+      "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused (those Linears "
       "decomposed; not with tp > 1)",
       false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_bias_dropout_add = std::get<bool>(v);
@@ -156,12 +152,9 @@ std::vector<TemplateKnob> make_table() {
 
 const char* attention_name(AttentionKind attn) {
   switch (attn) {
-    case AttentionKind::kNaive:
-      return "naive";
-    case AttentionKind::kFusedQkv:
-      return "fused_qkv";
-    case AttentionKind::kBaddbmm:
-      return "baddbmm";
+    case AttentionKind::kNaive: return "naive";
+    case AttentionKind::kFusedQkv: return "fused_qkv";
+    case AttentionKind::kBaddbmm: return "baddbmm";
   }
   return "?";
 }
@@ -180,14 +173,10 @@ const TemplateKnob* find_template_knob(const std::string& name) {
 
 std::string TemplateKnob::values_text() const {
   switch (kind) {
-    case KnobKind::kBool:
-      return "true, false";
-    case KnobKind::kNumber:
-      return "number";
-    case KnobKind::kWhole:
-      return "whole number";
-    case KnobKind::kCuts:
-      return "list of block indices";
+    case KnobKind::kBool: return "true, false";
+    case KnobKind::kNumber: return "number";
+    case KnobKind::kWhole: return "whole number";
+    case KnobKind::kCuts: return "list of block indices";
     case KnobKind::kChoice: {
       std::string s;
       for (const std::string& c : choices) s += (s.empty() ? "" : ", ") + c;

@@ -183,8 +183,7 @@ void shard_embedding(schedule::Schedule& sch, const FamilyTraits& family, EmbedS
       embedding.shard("weight", 1).sync("fwd_post", "all_gather", -1);
       head.sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
       return;
-    case EmbedShard::kReplicated:
-      return;
+    case EmbedShard::kReplicated: return;
   }
 }
 

@@ -54,8 +54,7 @@ at::Tensor autograd_kernel(const at::Tensor& x, const at::Tensor& bias, const at
 
 TORCH_LIBRARY_FRAGMENT(slapo, m) {
   m.def(
-      "bias_dropout_add(Tensor x, Tensor bias, Tensor residual, float p, int seed, int axis, int "
-      "parts, int rank, "
+      "bias_dropout_add(Tensor x, Tensor bias, Tensor residual, float p, int seed, int axis, int parts, int rank, "
       "bool independent) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(slapo, CPU, m) { m.impl("bias_dropout_add", forward_kernel); }

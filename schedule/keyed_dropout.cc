@@ -76,8 +76,7 @@ at::Tensor keyed_dropout_autograd(const at::Tensor& x, double p, int64_t seed, i
 // cannot record, and a traced step and sample offset would be frozen).
 TORCH_LIBRARY(slapo, m) {
   m.def(
-      "keyed_dropout(Tensor x, float p, int seed, int axis, int parts, int rank, bool independent) "
-      "-> Tensor");
+      "keyed_dropout(Tensor x, float p, int seed, int axis, int parts, int rank, bool independent) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(slapo, CPU, m) { m.impl("keyed_dropout", keyed_dropout_cpu); }
 TORCH_LIBRARY_IMPL(slapo, Autograd, m) { m.impl("keyed_dropout", keyed_dropout_autograd); }

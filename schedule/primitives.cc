@@ -55,20 +55,16 @@ const std::vector<Primitive>& list_primitives() {
        "  Replaces every module of type Impl at or below `path` by factory(impl).\n"
        "sch[path].replace(match, module)\n"
        "  On a traced module: the matched subgraph (find_pattern) is computed by `module`, whose\n"
-       "  forward takes the match's tensor inputs in the pattern's order; the module becomes a "
-       "child\n"
+       "  forward takes the match's tensor inputs in the pattern's order; the module becomes a child\n"
        "  of the traced one (subgraph_0, ...), so its parameters are the model's.",
        {{"replace", replay_replace}, {"replace_match", replay_replace_match}}},
       {"checkpoint",
        "recompute the module's activations in backward instead of keeping them",
        "sch[path].checkpoint()\n"
        "  Runs the module under activation checkpointing: forward keeps only its inputs; backward\n"
-       "  re-runs forward with the random state of the first run restored (the default generator "
-       "and\n"
-       "  every forked stream inside), so dropout masks and gradients are bit-identical. Skipped "
-       "in\n"
-       "  eval mode and when grad mode is off. The forward must take 1 to 4 tensors and return "
-       "one.\n"
+       "  re-runs forward with the random state of the first run restored (the default generator and\n"
+       "  every forked stream inside), so dropout masks and gradients are bit-identical. Skipped in\n"
+       "  eval mode and when grad mode is off. The forward must take 1 to 4 tensors and return one.\n"
        "sch[path].checkpoint(match)\n"
        "  On a traced module: the matched subgraph (find_pattern) keeps no activations; backward\n"
        "  recomputes it with the random state and the dropout key of the forward.",
@@ -77,10 +73,8 @@ const std::vector<Primitive>& list_primitives() {
       {"fork_rng",
        "give the module its own seeded random stream",
        "sch[path].fork_rng([seed])\n"
-       "  The module draws dropout masks from its own generator, seeded by `seed` or by the "
-       "schedule's\n"
-       "  seed and the path; the default generator does not advance for its draws. "
-       "Tensor-parallel\n"
+       "  The module draws dropout masks from its own generator, seeded by `seed` or by the schedule's\n"
+       "  seed and the path; the default generator does not advance for its draws. Tensor-parallel\n"
        "  regions use it so ranks draw different masks where data is sharded.",
        {{"fork_rng",
          [](Schedule& t, ArgReader& args, const ReplayStep&) {
@@ -92,8 +86,7 @@ const std::vector<Primitive>& list_primitives() {
       {"annotate",
        "attach a key and value to a parameter or buffer",
        "sch[path].annotate(name, key, value)\n"
-       "  Records key = value on the parameter or buffer `name` of the module. Annotations "
-       "survive\n"
+       "  Records key = value on the parameter or buffer `name` of the module. Annotations survive\n"
        "  replace (by name) and shard (same tensor). Read them with sch[path].annotations(name).",
        {{"annotate",
          [](Schedule& t, ArgReader& args, const ReplayStep&) {
@@ -104,10 +97,8 @@ const std::vector<Primitive>& list_primitives() {
        "split a parameter or buffer along an axis across the tensor-parallel group",
        "sch[path].shard(name, axis)\n"
        "  Splits `name` along `axis` into one part per tensor-parallel rank. With a group in the\n"
-       "  ScheduleOptions this rank keeps its slice (narrowed in place: tied names and optimizers "
-       "see\n"
-       "  it); without one the split is checked and recorded. The size along the axis must divide; "
-       "a\n"
+       "  ScheduleOptions this rank keeps its slice (narrowed in place: tied names and optimizers see\n"
+       "  it); without one the split is checked and recorded. The size along the axis must divide; a\n"
        "  tensor cannot be sharded twice; tied parameters are listed with the shard.",
        {{"shard",
          [](Schedule& t, ArgReader& args, const ReplayStep&) {
@@ -117,15 +108,12 @@ const std::vector<Primitive>& list_primitives() {
       {"sync",
        "run a collective around the module, with its conjugate in backward",
        "sch[path].sync(mode, op[, axis])\n"
-       "  mode: fwd_pre (on the inputs), fwd_post (on the output), bwd_post (on the inputs' "
-       "gradient).\n"
+       "  mode: fwd_pre (on the inputs), fwd_post (on the output), bwd_post (on the inputs' gradient).\n"
        "  op: all_reduce, all_gather(axis), reduce_scatter(axis), split(axis; fwd_pre only).\n"
        "  Megatron's pairs: fwd_post all_reduce is identity in backward; bwd_post all_reduce is\n"
        "  identity in forward; all_gather's backward keeps this rank's slice. Checked against the\n"
-       "  shards: a Linear needs its weight split along the inputs (axis 1) to all-reduce its "
-       "output,\n"
-       "  along the outputs (axis 0) to all-gather it; a row-split Linear adds its bias once, "
-       "after\n"
+       "  shards: a Linear needs its weight split along the inputs (axis 1) to all-reduce its output,\n"
+       "  along the outputs (axis 0) to all-gather it; a row-split Linear adds its bias once, after\n"
        "  the all-reduce. Reduce-scatter on Gloo is an all-reduce and a slice.",
        {{"sync",
          [](Schedule& t, ArgReader& args, const ReplayStep&) {
@@ -138,10 +126,8 @@ const std::vector<Primitive>& list_primitives() {
       {"decompose",
        "split a Linear into its matrix product and a separate bias add",
        "sch[path].decompose()\n"
-       "  The nn::Linear at `path` becomes a DecomposedLinear with the same weight and bias "
-       "tensors\n"
-       "  (same names; shards, annotations and optimizers still see them): matmul(x, weight^T), "
-       "then\n"
+       "  The nn::Linear at `path` becomes a DecomposedLinear with the same weight and bias tensors\n"
+       "  (same names; shards, annotations and optimizers still see them): matmul(x, weight^T), then\n"
        "  + bias, as two operations, so that in a traced graph the bias add can fuse with what\n"
        "  follows. Must come before shard (a sharded Linear is refused); sync treats a decomposed\n"
        "  Linear as a Linear (a row-split one adds its bias after the all-reduce).",
@@ -149,17 +135,14 @@ const std::vector<Primitive>& list_primitives() {
       {"trace",
        "run the module as a traced TorchScript graph (trace by need)",
        "sch[path].trace([example_inputs])\n"
-       "  Traces the module's forward into a TorchScript graph that runs in its place; its "
-       "parameters\n"
-       "  stay where they are and enter the graph as inputs, so gradients reach them. One graph "
-       "per\n"
+       "  Traces the module's forward into a TorchScript graph that runs in its place; its parameters\n"
+       "  stay where they are and enter the graph as inputs, so gradients reach them. One graph per\n"
        "  input and parameter shape, each checked against the eager forward when traced. With\n"
        "  example inputs the first trace happens now; without, at the first call. A forward that\n"
        "  reads tensor values in C++ (data-dependent control flow) is refused with the reason.\n"
        "sch[path].print_graph()      the graph as TorchScript IR\n"
        "sch[path].find(regex)        paths at or below that match (no trace needed)\n"
-       "sch[path].find_pattern(ir)   the occurrences of a TorchScript IR pattern in the traced "
-       "graph,\n"
+       "sch[path].find_pattern(ir)   the occurrences of a TorchScript IR pattern in the traced graph,\n"
        "                             as matches for fuse, replace and checkpoint (stale once the\n"
        "                             graph changes)",
        {{"trace",
@@ -169,23 +152,17 @@ const std::vector<Primitive>& list_primitives() {
       {"find",
        "the paths, or the occurrences of a graph pattern, a primitive should apply to",
        "sch[path].find(regex)\n"
-       "  The paths at or below `path` whose whole path matches the ECMAScript regex, in tree "
-       "order:\n"
-       "  for (auto& p : sch.find(\"h\\\\.[0-9]+\\\\.mlp\")) sch[p].checkpoint(); no trace "
-       "needed.\n"
+       "  The paths at or below `path` whose whole path matches the ECMAScript regex, in tree order:\n"
+       "  for (auto& p : sch.find(\"h\\\\.[0-9]+\\\\.mlp\")) sch[p].checkpoint(); no trace needed.\n"
        "sch[path].find_pattern(ir)   sch[path].find_pattern(fn, examples)\n"
-       "  On a traced module: the occurrences of a TorchScript IR pattern (or of a small C++ "
-       "function\n"
-       "  traced on examples), in graph order, as matches that fuse, replace and checkpoint take; "
-       "a\n"
-       "  match goes stale once the graph changes. A query: it records nothing and replays "
-       "nothing.",
+       "  On a traced module: the occurrences of a TorchScript IR pattern (or of a small C++ function\n"
+       "  traced on examples), in graph order, as matches that fuse, replace and checkpoint take; a\n"
+       "  match goes stale once the graph changes. A query: it records nothing and replays nothing.",
        {}},
       {"fuse",
        "replace a matched chain in a traced graph by one fused kernel",
        "sch[path].fuse(match[, compiler])   sch[path].fuse(chain[, compiler])\n"
-       "  The match (or every occurrence of the named chain) becomes one operator, now and in "
-       "graphs\n"
+       "  The match (or every occurrence of the named chain) becomes one operator, now and in graphs\n"
        "  traced later. Chains (decompose() the Linear a bias add comes from first):\n"
        "    bias_gelu         add(x, b) -> gelu                 -> slapo::bias_gelu\n"
        "    bias_dropout_add  add(x, b) -> keyed_dropout -> + r -> slapo::bias_dropout_add\n"
@@ -201,8 +178,7 @@ const std::vector<Primitive>& list_primitives() {
       {"cut_pipeline_stage",
        "begin a new pipeline stage after this module",
        "sch[path].cut_pipeline_stage()\n"
-       "  The module must be a child of a Sequence and not its last child; the root cannot be "
-       "cut.\n"
+       "  The module must be a child of a Sequence and not its last child; the root cannot be cut.\n"
        "  build() reports the cuts; the pipeline runtime gives each rank its stage.",
        {{"cut_pipeline_stage",
          [](Schedule& t, ArgReader&, const ReplayStep&) { t.cut_pipeline_stage(); }}}},

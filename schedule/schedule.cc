@@ -383,10 +383,10 @@ Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_nam
                 ": the output is split along", " its last axis (-1), not along axis ", axis);
   }
   if (linear && op == SyncOp::kSplit) {
-    SLAPO_CHECK(weight_axis == 1 && axis == -1, ErrorCode::kInvalidArgument, what,
-                ": splitting the input along its last axis needs 'weight' sharded along axis 1 "
-                "(its inputs)",
-                " and axis -1");
+    SLAPO_CHECK(
+        weight_axis == 1 && axis == -1, ErrorCode::kInvalidArgument, what,
+        ": splitting the input along its last axis needs 'weight' sharded along axis 1 (its inputs)",
+        " and axis -1");
   }
   Slot& slot = policy_slot("sync");
   if (root_->options.tp_group) {

@@ -47,12 +47,9 @@ Level set_cap(Level new_cap) { return cap.exchange(new_cap); }
 
 const char* level_name(Level level) {
   switch (level) {
-    case Level::kAvx512:
-      return "avx512";
-    case Level::kAvx2:
-      return "avx2";
-    default:
-      return "baseline";
+    case Level::kAvx512: return "avx512";
+    case Level::kAvx2: return "avx2";
+    default: return "baseline";
   }
 }
 

@@ -35,14 +35,8 @@ const char* level_name(Level level);
   void name##_default params { name##_body args; }                                        \
   void name params {                                                                      \
     switch (::slapo::schedule::simd::level()) {                                           \
-      case ::slapo::schedule::simd::Level::kAvx512:                                       \
-        name##_avx512 args;                                                               \
-        return;                                                                           \
-      case ::slapo::schedule::simd::Level::kAvx2:                                         \
-        name##_avx2 args;                                                                 \
-        return;                                                                           \
-      default:                                                                            \
-        name##_default args;                                                              \
-        return;                                                                           \
+      case ::slapo::schedule::simd::Level::kAvx512: name##_avx512 args; return;           \
+      case ::slapo::schedule::simd::Level::kAvx2: name##_avx2 args; return;               \
+      default: name##_default args; return;                                               \
     }                                                                                     \
   }

@@ -78,14 +78,10 @@ torch::Tensor apply_sync(const SyncSpec& sync, const torch::Tensor& x) {
     return gather_reduce_scatter(x, group, sync.axis);  // kReduceScatter (checked by sync())
   }
   switch (sync.op) {
-    case SyncOp::kAllReduce:
-      return reduce_from_group(x, group);
-    case SyncOp::kAllGather:
-      return gather_from_group(x, group, sync.axis);
-    case SyncOp::kReduceScatter:
-      return reduce_scatter_group(x, group, sync.axis);
-    case SyncOp::kSplit:
-      return split_to_group(x, group, sync.axis);
+    case SyncOp::kAllReduce: return reduce_from_group(x, group);
+    case SyncOp::kAllGather: return gather_from_group(x, group, sync.axis);
+    case SyncOp::kReduceScatter: return reduce_scatter_group(x, group, sync.axis);
+    case SyncOp::kSplit: return split_to_group(x, group, sync.axis);
   }
   return x;
 }
@@ -129,14 +125,10 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
 
 torch::Tensor forward_tensors(torch::nn::AnyModule& module, const std::vector<torch::Tensor>& in) {
   switch (in.size()) {
-    case 1:
-      return module.forward(in[0]);
-    case 2:
-      return module.forward(in[0], in[1]);
-    case 3:
-      return module.forward(in[0], in[1], in[2]);
-    case 4:
-      return module.forward(in[0], in[1], in[2], in[3]);
+    case 1: return module.forward(in[0]);
+    case 2: return module.forward(in[0], in[1]);
+    case 3: return module.forward(in[0], in[1], in[2]);
+    case 4: return module.forward(in[0], in[1], in[2], in[3]);
     default:
       SLAPO_FAIL(ErrorCode::kInvalidArgument,
                  "a checkpointed or forked module takes 1 to 4 tensors, got ", in.size());

@@ -30,10 +30,10 @@ void check_compiler(const std::string& compiler, const std::string& where) {
               ": unknown compiler '", compiler, "' (native, nnc)");
   if (compiler == "nnc") {
     const std::string& missing = nnc_cpu_unavailable_reason();
-    SLAPO_CHECK(!missing.empty(), ErrorCode::kInvalidArgument, where,
-                ": compiler 'nnc' has a CPU backend in this LibTorch, but slapo does not drive it "
-                "yet (no machine ",
-                "here to test it on); use 'native'");
+    SLAPO_CHECK(
+        !missing.empty(), ErrorCode::kInvalidArgument, where,
+        ": compiler 'nnc' has a CPU backend in this LibTorch, but slapo does not drive it yet (no machine ",
+        "here to test it on); use 'native'");
     SLAPO_FAIL(ErrorCode::kInvalidArgument, where,
                ": compiler 'nnc' has no working CPU backend: ", missing, "; use 'native'");
   }

@@ -54,14 +54,10 @@ std::optional<std::vector<LinearInequality>> comparison_inequalities(const Expr&
   const Expr& a = *e.args[0];
   const Expr& b = *e.args[1];
   switch (e.op) {
-    case Op::kLe:
-      return less_equal(a, b, false);
-    case Op::kLt:
-      return less_equal(a, b, true);
-    case Op::kGe:
-      return less_equal(b, a, false);
-    case Op::kGt:
-      return less_equal(b, a, true);
+    case Op::kLe: return less_equal(a, b, false);
+    case Op::kLt: return less_equal(a, b, true);
+    case Op::kGe: return less_equal(b, a, false);
+    case Op::kGt: return less_equal(b, a, true);
     case Op::kEq: {
       auto first = less_equal(a, b, false);
       auto second = less_equal(b, a, false);
@@ -69,8 +65,7 @@ std::optional<std::vector<LinearInequality>> comparison_inequalities(const Expr&
       first->insert(first->end(), second->begin(), second->end());
       return first;
     }
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 
@@ -119,8 +114,7 @@ ExprPtr scale(ExprPtr a, const Expr& factor, Op op, bool factor_on_left) {
 std::optional<LinearIn> split_linear(const Expr& e, int slot) {
   if (occurrences(e, slot) == 0) return LinearIn{nullptr, clone(e)};
   switch (e.op) {
-    case Op::kSlot:
-      return LinearIn{make_number(1, true, Type::kNumber, e.offset), nullptr};
+    case Op::kSlot: return LinearIn{make_number(1, true, Type::kNumber, e.offset), nullptr};
     case Op::kNeg: {
       auto a = split_linear(*e.args[0], slot);
       if (!a) return std::nullopt;
@@ -150,8 +144,7 @@ std::optional<LinearIn> split_linear(const Expr& e, int slot) {
       return LinearIn{scale(std::move(inner->coef), *e.args[1], Op::kDiv, false),
                       scale(std::move(inner->rest), *e.args[1], Op::kDiv, false)};
     }
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 
@@ -161,22 +154,12 @@ std::optional<ParametricInequality> parametric_in(const Expr& e, int slot) {
   if (e.args.size() != 2 || occurrences(e, slot) != 1) return std::nullopt;
   bool strict = false, equality = false, left_minus_right = false;
   switch (e.op) {
-    case Op::kLe:
-      break;
-    case Op::kLt:
-      strict = true;
-      break;
-    case Op::kGe:
-      left_minus_right = true;
-      break;
-    case Op::kGt:
-      left_minus_right = strict = true;
-      break;
-    case Op::kEq:
-      left_minus_right = equality = true;
-      break;
-    default:
-      return std::nullopt;
+    case Op::kLe: break;
+    case Op::kLt: strict = true; break;
+    case Op::kGe: left_minus_right = true; break;
+    case Op::kGt: left_minus_right = strict = true; break;
+    case Op::kEq: left_minus_right = equality = true; break;
+    default: return std::nullopt;
   }
   auto left = split_linear(*e.args[0], slot);
   auto right = split_linear(*e.args[1], slot);
@@ -229,8 +212,7 @@ std::optional<AffineForm> linearize(const Expr& e) {
       if (!a || !b || !b->terms.empty() || b->constant == 0) return std::nullopt;
       return scaled(*a, 1.0 / b->constant);
     }
-    default:
-      return std::nullopt;
+    default: return std::nullopt;
   }
 }
 

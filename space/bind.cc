@@ -36,20 +36,14 @@ class Binder {
         if (e.op == Op::kString) out->type = Type::kString;
         return out;
       }
-      case Op::kName:
-        return bind_name(e);
-      case Op::kSlot:
-        return clone(e);
-      case Op::kList:
-        throw ExpressionError(e.offset, "a list may only follow 'in'");
+      case Op::kName: return bind_name(e);
+      case Op::kSlot: return clone(e);
+      case Op::kList: throw ExpressionError(e.offset, "a list may only follow 'in'");
       case Op::kEq:
-      case Op::kNe:
-        return bind_equality(e);
+      case Op::kNe: return bind_equality(e);
       case Op::kIn:
-      case Op::kNotIn:
-        return bind_membership(e);
-      default:
-        break;
+      case Op::kNotIn: return bind_membership(e);
+      default: break;
     }
     auto out = std::make_unique<Expr>();
     out->op = e.op;
@@ -334,16 +328,11 @@ std::string nearest_name(const std::string& name, const std::vector<std::string>
 
 const char* type_name(Type type) {
   switch (type) {
-    case Type::kNumber:
-      return "number";
-    case Type::kBool:
-      return "condition";
-    case Type::kString:
-      return "string";
-    case Type::kList:
-      return "list";
-    case Type::kUnknown:
-      break;
+    case Type::kNumber: return "number";
+    case Type::kBool: return "condition";
+    case Type::kString: return "string";
+    case Type::kList: return "list";
+    case Type::kUnknown: break;
   }
   return "value";
 }

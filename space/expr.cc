@@ -24,16 +24,11 @@ struct Token {
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Tok::kEnd:
-      return "the end of the expression";
-    case Tok::kNumber:
-      return "number '" + t.text + "'";
-    case Tok::kString:
-      return "string '" + t.text + "'";
-    case Tok::kIdent:
-      return "'" + t.text + "'";
-    case Tok::kOp:
-      return "'" + t.text + "'";
+    case Tok::kEnd: return "the end of the expression";
+    case Tok::kNumber: return "number '" + t.text + "'";
+    case Tok::kString: return "string '" + t.text + "'";
+    case Tok::kIdent: return "'" + t.text + "'";
+    case Tok::kOp: return "'" + t.text + "'";
   }
   return "?";
 }
@@ -410,8 +405,7 @@ class Parser {
           throw ExpressionError(t.offset, "a list may only follow 'in'");
         }
         break;
-      case Tok::kEnd:
-        break;
+      case Tok::kEnd: break;
     }
     throw ExpressionError(t.offset, "expected a number, a name or '(', found " + describe(t));
   }
@@ -455,14 +449,10 @@ class Parser {
 
 int precedence(Op op) {
   switch (op) {
-    case Op::kImplies:
-      return 1;
-    case Op::kOr:
-      return 2;
-    case Op::kAnd:
-      return 3;
-    case Op::kNot:
-      return 4;
+    case Op::kImplies: return 1;
+    case Op::kOr: return 2;
+    case Op::kAnd: return 3;
+    case Op::kNot: return 4;
     case Op::kEq:
     case Op::kNe:
     case Op::kLt:
@@ -470,22 +460,16 @@ int precedence(Op op) {
     case Op::kGt:
     case Op::kGe:
     case Op::kIn:
-    case Op::kNotIn:
-      return 5;
+    case Op::kNotIn: return 5;
     case Op::kAdd:
-    case Op::kSub:
-      return 6;
+    case Op::kSub: return 6;
     case Op::kMul:
     case Op::kDiv:
     case Op::kFloorDiv:
-    case Op::kMod:
-      return 7;
-    case Op::kNeg:
-      return 8;
-    case Op::kPow:
-      return 9;
-    default:
-      return 10;
+    case Op::kMod: return 7;
+    case Op::kNeg: return 8;
+    case Op::kPow: return 9;
+    default: return 10;
   }
 }
 
@@ -525,54 +509,30 @@ ExprPtr clone(const Expr& expr) {
 
 const char* op_symbol(Op op) {
   switch (op) {
-    case Op::kNeg:
-      return "-";
-    case Op::kNot:
-      return "not";
-    case Op::kAbs:
-      return "abs";
-    case Op::kAdd:
-      return "+";
-    case Op::kSub:
-      return "-";
-    case Op::kMul:
-      return "*";
-    case Op::kDiv:
-      return "/";
-    case Op::kFloorDiv:
-      return "//";
-    case Op::kMod:
-      return "%";
-    case Op::kPow:
-      return "**";
-    case Op::kEq:
-      return "==";
-    case Op::kNe:
-      return "!=";
-    case Op::kLt:
-      return "<";
-    case Op::kLe:
-      return "<=";
-    case Op::kGt:
-      return ">";
-    case Op::kGe:
-      return ">=";
-    case Op::kIn:
-      return "in";
-    case Op::kNotIn:
-      return "not in";
-    case Op::kAnd:
-      return "and";
-    case Op::kOr:
-      return "or";
-    case Op::kImplies:
-      return "then";
-    case Op::kMin:
-      return "min";
-    case Op::kMax:
-      return "max";
-    default:
-      return "?";
+    case Op::kNeg: return "-";
+    case Op::kNot: return "not";
+    case Op::kAbs: return "abs";
+    case Op::kAdd: return "+";
+    case Op::kSub: return "-";
+    case Op::kMul: return "*";
+    case Op::kDiv: return "/";
+    case Op::kFloorDiv: return "//";
+    case Op::kMod: return "%";
+    case Op::kPow: return "**";
+    case Op::kEq: return "==";
+    case Op::kNe: return "!=";
+    case Op::kLt: return "<";
+    case Op::kLe: return "<=";
+    case Op::kGt: return ">";
+    case Op::kGe: return ">=";
+    case Op::kIn: return "in";
+    case Op::kNotIn: return "not in";
+    case Op::kAnd: return "and";
+    case Op::kOr: return "or";
+    case Op::kImplies: return "then";
+    case Op::kMin: return "min";
+    case Op::kMax: return "max";
+    default: return "?";
   }
 }
 
@@ -590,20 +550,16 @@ std::string to_text(const Expr& e) {
       if (e.type == Type::kBool) return e.number != 0 ? "true" : "false";
       if (e.is_integer) return std::to_string(static_cast<long long>(e.number));
       return slapo::to_string(Value(e.number));
-    case Op::kString:
-      return "'" + e.text + "'";
+    case Op::kString: return "'" + e.text + "'";
     case Op::kName:
-    case Op::kSlot:
-      return e.text;
+    case Op::kSlot: return e.text;
     case Op::kList: {
       std::string s = "[";
       for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + to_text(*e.args[i]);
       return s + "]";
     }
-    case Op::kNeg:
-      return "-" + child(*e.args[0], false);
-    case Op::kNot:
-      return "not " + child(*e.args[0], false);
+    case Op::kNeg: return "-" + child(*e.args[0], false);
+    case Op::kNot: return "not " + child(*e.args[0], false);
     case Op::kAbs:
     case Op::kMin:
     case Op::kMax: {
@@ -611,8 +567,7 @@ std::string to_text(const Expr& e) {
       for (size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + to_text(*e.args[i]);
       return s + ")";
     }
-    case Op::kImplies:
-      return "if " + child(*e.args[0], false) + " then " + to_text(*e.args[1]);
+    case Op::kImplies: return "if " + child(*e.args[0], false) + " then " + to_text(*e.args[1]);
     default:
       return child(*e.args[0], false) + " " + op_symbol(e.op) + " " + child(*e.args[1], true);
   }

@@ -211,12 +211,9 @@ bool CompiledSpace::Impl::enumerate(size_t k, double* slots, int64_t* index, Int
 Value CompiledSpace::Impl::value_of(size_t k, const double* slots, const IntList* cuts) const {
   const Level& level = levels[k];
   switch (level.info.kind) {
-    case KnobKind::kCuts:
-      return cuts[k];
-    case KnobKind::kChoice:
-      return level.decl.choices[static_cast<size_t>(slots[k])];
-    case KnobKind::kBool:
-      return slots[k] != 0;
+    case KnobKind::kCuts: return cuts[k];
+    case KnobKind::kChoice: return level.decl.choices[static_cast<size_t>(slots[k])];
+    case KnobKind::kBool: return slots[k] != 0;
     default:
       if (level.output_int) return static_cast<int64_t>(slots[k]);
       return slots[k];

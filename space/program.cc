@@ -36,9 +36,7 @@ void Program::emit(const Expr& e, int depth) {
     throw ExpressionError(e.offset, "expression nests too deeply");
   }
   switch (e.op) {
-    case Op::kNumber:
-      code_.push_back({Code::kConst, 0, 0, e.number});
-      return;
+    case Op::kNumber: code_.push_back({Code::kConst, 0, 0, e.number}); return;
     case Op::kSlot:
       code_.push_back({Code::kLoad, e.slot, 0, 0});
       slots_read_.push_back(e.slot);
@@ -58,75 +56,32 @@ void Program::emit(const Expr& e, int depth) {
                        static_cast<int32_t>(list.args.size()), 0});
       return;
     }
-    default:
-      break;
+    default: break;
   }
   for (size_t i = 0; i < e.args.size(); ++i) emit(*e.args[i], depth + static_cast<int>(i));
   Code code;
   switch (e.op) {
-    case Op::kNeg:
-      code = Code::kNeg;
-      break;
-    case Op::kNot:
-      code = Code::kNot;
-      break;
-    case Op::kAbs:
-      code = Code::kAbs;
-      break;
-    case Op::kAdd:
-      code = Code::kAdd;
-      break;
-    case Op::kSub:
-      code = Code::kSub;
-      break;
-    case Op::kMul:
-      code = Code::kMul;
-      break;
-    case Op::kDiv:
-      code = Code::kDiv;
-      break;
-    case Op::kFloorDiv:
-      code = Code::kFloorDiv;
-      break;
-    case Op::kMod:
-      code = Code::kMod;
-      break;
-    case Op::kPow:
-      code = Code::kPow;
-      break;
-    case Op::kEq:
-      code = Code::kEq;
-      break;
-    case Op::kNe:
-      code = Code::kNe;
-      break;
-    case Op::kLt:
-      code = Code::kLt;
-      break;
-    case Op::kLe:
-      code = Code::kLe;
-      break;
-    case Op::kGt:
-      code = Code::kGt;
-      break;
-    case Op::kGe:
-      code = Code::kGe;
-      break;
-    case Op::kAnd:
-      code = Code::kAnd;
-      break;
-    case Op::kOr:
-      code = Code::kOr;
-      break;
-    case Op::kImplies:
-      code = Code::kImplies;
-      break;
-    case Op::kMin:
-      code = Code::kMin;
-      break;
-    case Op::kMax:
-      code = Code::kMax;
-      break;
+    case Op::kNeg: code = Code::kNeg; break;
+    case Op::kNot: code = Code::kNot; break;
+    case Op::kAbs: code = Code::kAbs; break;
+    case Op::kAdd: code = Code::kAdd; break;
+    case Op::kSub: code = Code::kSub; break;
+    case Op::kMul: code = Code::kMul; break;
+    case Op::kDiv: code = Code::kDiv; break;
+    case Op::kFloorDiv: code = Code::kFloorDiv; break;
+    case Op::kMod: code = Code::kMod; break;
+    case Op::kPow: code = Code::kPow; break;
+    case Op::kEq: code = Code::kEq; break;
+    case Op::kNe: code = Code::kNe; break;
+    case Op::kLt: code = Code::kLt; break;
+    case Op::kLe: code = Code::kLe; break;
+    case Op::kGt: code = Code::kGt; break;
+    case Op::kGe: code = Code::kGe; break;
+    case Op::kAnd: code = Code::kAnd; break;
+    case Op::kOr: code = Code::kOr; break;
+    case Op::kImplies: code = Code::kImplies; break;
+    case Op::kMin: code = Code::kMin; break;
+    case Op::kMax: code = Code::kMax; break;
     default:
       throw ExpressionError(e.offset, std::string("cannot evaluate '") + op_symbol(e.op) +
                                           "' here (unbound name or misplaced list)");
@@ -139,21 +94,11 @@ double Program::eval(const double* slots, bool* fault) const {
   int top = -1;  // index of the top element
   for (const Instr& in : code_) {
     switch (in.code) {
-      case Code::kConst:
-        stack[++top] = in.value;
-        break;
-      case Code::kLoad:
-        stack[++top] = slots[in.arg];
-        break;
-      case Code::kNeg:
-        stack[top] = -stack[top];
-        break;
-      case Code::kNot:
-        stack[top] = stack[top] == 0 ? 1 : 0;
-        break;
-      case Code::kAbs:
-        stack[top] = std::fabs(stack[top]);
-        break;
+      case Code::kConst: stack[++top] = in.value; break;
+      case Code::kLoad: stack[++top] = slots[in.arg]; break;
+      case Code::kNeg: stack[top] = -stack[top]; break;
+      case Code::kNot: stack[top] = stack[top] == 0 ? 1 : 0; break;
+      case Code::kAbs: stack[top] = std::fabs(stack[top]); break;
       case Code::kAdd:
         --top;
         stack[top] += stack[top + 1];

@@ -12,30 +12,21 @@ using slapo::to_string;
 
 const char* to_string(KnobKind kind) {
   switch (kind) {
-    case KnobKind::kRange:
-      return "range";
-    case KnobKind::kPow2:
-      return "pow2";
-    case KnobKind::kValues:
-      return "values";
-    case KnobKind::kChoice:
-      return "choice";
-    case KnobKind::kBool:
-      return "bool";
-    case KnobKind::kCuts:
-      return "cuts";
+    case KnobKind::kRange: return "range";
+    case KnobKind::kPow2: return "pow2";
+    case KnobKind::kValues: return "values";
+    case KnobKind::kChoice: return "choice";
+    case KnobKind::kBool: return "bool";
+    case KnobKind::kCuts: return "cuts";
   }
   return "?";
 }
 
 const char* to_string(MemTrend trend) {
   switch (trend) {
-    case MemTrend::kNone:
-      return "none";
-    case MemTrend::kUp:
-      return "up";
-    case MemTrend::kDown:
-      return "down";
+    case MemTrend::kNone: return "none";
+    case MemTrend::kUp: return "up";
+    case MemTrend::kDown: return "down";
   }
   return "?";
 }

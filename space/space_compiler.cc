@@ -191,8 +191,7 @@ class Compiler {
     const std::string where = decl.where.to_string() + ": knob '" + decl.name + "'";
     Domain& d = level.domain;
     switch (decl.kind) {
-      case KnobKind::kCuts:
-        return;
+      case KnobKind::kCuts: return;
       case KnobKind::kRange: {
         const double lo = constant(decl.lo, level, "lower bound");
         const double hi = constant(decl.hi, level, "upper bound");

@@ -134,11 +134,11 @@ TEST(ParseTest, BadInputIsRefusedWithTheFlagItCameFrom) {
               parse_single_node({"--space", "s.toml"});
             }),
             "single-node: --nproc N (2 or more ranks per trial) is required");
-  EXPECT_EQ(error_of([] {
-              parse_db({"trials", "--db", "t.db", "--status", "sleeping"});
-            }),
-            "--status sleeping: expected ok, oom, invalid, schedule_error, runtime_error, timeout, "
-            "crashed or pruned");
+  EXPECT_EQ(
+      error_of([] {
+        parse_db({"trials", "--db", "t.db", "--status", "sleeping"});
+      }),
+      "--status sleeping: expected ok, oom, invalid, schedule_error, runtime_error, timeout, crashed or pruned");
   EXPECT_EQ(error_of([] {
               parse_db({"prune", "--db", "t.db"});
             }),

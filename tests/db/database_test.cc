@@ -213,25 +213,17 @@ TEST(DatabaseTest, AVersionOneFileIsMigratedWithItsTrials) {
     sqlite3* raw = nullptr;
     sqlite3_open(path.c_str(), &raw);
     const char* v1 =
-        "CREATE TABLE tasks (id INTEGER PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, workload TEXT "
-        "NOT NULL, "
-        "space_hash TEXT NOT NULL, runner TEXT NOT NULL, world_size INTEGER NOT NULL, fingerprint "
-        "TEXT NOT NULL, "
+        "CREATE TABLE tasks (id INTEGER PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, workload TEXT NOT NULL, "
+        "space_hash TEXT NOT NULL, runner TEXT NOT NULL, world_size INTEGER NOT NULL, fingerprint TEXT NOT NULL, "
         "objective TEXT NOT NULL, minimize INTEGER NOT NULL, created_at TEXT NOT NULL);"
-        "CREATE TABLE trials (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES "
-        "tasks(id), "
-        "idx INTEGER NOT NULL, config TEXT NOT NULL, config_hash TEXT NOT NULL, status TEXT NOT "
-        "NULL, "
-        "objective REAL, metrics TEXT NOT NULL, error TEXT NOT NULL, log_tail TEXT NOT NULL, "
-        "strategy TEXT NOT NULL, "
-        "seed INTEGER NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL, pruned_by "
-        "INTEGER, "
+        "CREATE TABLE trials (id INTEGER PRIMARY KEY, task_id INTEGER NOT NULL REFERENCES tasks(id), "
+        "idx INTEGER NOT NULL, config TEXT NOT NULL, config_hash TEXT NOT NULL, status TEXT NOT NULL, "
+        "objective REAL, metrics TEXT NOT NULL, error TEXT NOT NULL, log_tail TEXT NOT NULL, strategy TEXT NOT NULL, "
+        "seed INTEGER NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL, pruned_by INTEGER, "
         "UNIQUE (task_id, idx), UNIQUE (task_id, config_hash));"
         "CREATE INDEX trials_by_objective ON trials (task_id, status, objective);"
-        "INSERT INTO tasks VALUES (1, 'h', '{}', 's', 'inprocess', 1, '{}', 'samples_per_s', 0, "
-        "'then');"
-        "INSERT INTO trials VALUES (1, 1, 0, '{\"batch_size\":8}', 'x', 'ok', 42.0, '{}', '', '', "
-        "'random', 0, "
+        "INSERT INTO tasks VALUES (1, 'h', '{}', 's', 'inprocess', 1, '{}', 'samples_per_s', 0, 'then');"
+        "INSERT INTO trials VALUES (1, 1, 0, '{\"batch_size\":8}', 'x', 'ok', 42.0, '{}', '', '', 'random', 0, "
         "'then', 1.0, NULL);"
         "PRAGMA application_id = 1397506384; PRAGMA user_version = 1;";
     ASSERT_EQ(sqlite3_exec(raw, v1, nullptr, nullptr, nullptr), SQLITE_OK);

@@ -168,34 +168,34 @@ INSTANTIATE_TEST_SUITE_P(
                GPT("\"tp\": 2, \"pp\": 2, \"dp\": 2", SHARDS("col_row", "col_row", "vocab")), 8},
         Layout{"tp2_pp2_dp2_row_col", "gpt-tiny-parallel.toml",
                GPT("\"tp\": 2, \"pp\": 2, \"dp\": 2", SHARDS("row_col", "row_col", "hidden")), 8},
-        Layout{"tp2_fused_qkv", "gpt-tiny-parallel.toml",
-               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"fused_qkv\", \"ckpt_ratio\": 0.0, "
-               "\"pipeline_schedule\": "
-               "\"gpipe\", \"micro_batches\": 1" SHARDS("col_row", "col_row", "vocab") "}",
-               2},
-        Layout{"tp2_baddbmm_row_col", "gpt-tiny-parallel.toml",
-               "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"baddbmm\", \"ckpt_ratio\": 1.0, "
-               "\"pipeline_schedule\": "
-               "\"gpipe\", \"micro_batches\": 4" SHARDS("row_col", "col_row", "vocab") "}",
-               2},
-        Layout{"bert_tp2_pp2", "bert-tiny-parallel.toml",
-               "{\"tp\": 2, \"pp\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": "
-               "\"row_col\", \"embed_shard\": \"vocab\"}",
-               4},
-        Layout{"mlp_tp2_dp2", "mlp-tiny-parallel.toml",
-               "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\", "
-               "\"decompose\": false}",
-               4},
+        Layout{
+            "tp2_fused_qkv", "gpt-tiny-parallel.toml",
+            "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"fused_qkv\", \"ckpt_ratio\": 0.0, \"pipeline_schedule\": "
+            "\"gpipe\", \"micro_batches\": 1" SHARDS("col_row", "col_row", "vocab") "}",
+            2},
+        Layout{
+            "tp2_baddbmm_row_col", "gpt-tiny-parallel.toml",
+            "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"baddbmm\", \"ckpt_ratio\": 1.0, \"pipeline_schedule\": "
+            "\"gpipe\", \"micro_batches\": 4" SHARDS("row_col", "col_row", "vocab") "}",
+            2},
+        Layout{
+            "bert_tp2_pp2", "bert-tiny-parallel.toml",
+            "{\"tp\": 2, \"pp\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}",
+            4},
+        Layout{
+            "mlp_tp2_dp2", "mlp-tiny-parallel.toml",
+            "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\", \"decompose\": false}",
+            4},
         // Decomposed Linears (matmul + bias add) sharded both ways: the row-split one adds its bias
         // after the reduce.
-        Layout{"mlp_tp2_decomposed", "mlp-tiny-parallel.toml",
-               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\", "
-               "\"decompose\": true}",
-               2},
-        Layout{"mlp_tp2_decomposed_row_col", "mlp-tiny-parallel.toml",
-               "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\", "
-               "\"decompose\": true}",
-               2}),
+        Layout{
+            "mlp_tp2_decomposed", "mlp-tiny-parallel.toml",
+            "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\", \"decompose\": true}",
+            2},
+        Layout{
+            "mlp_tp2_decomposed_row_col", "mlp-tiny-parallel.toml",
+            "{\"tp\": 2, \"dp\": 1, \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\", \"decompose\": true}",
+            2}),
     [](const ::testing::TestParamInfo<Layout>& info) { return std::string(info.param.name); });
 
 }  // namespace

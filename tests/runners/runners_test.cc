@@ -384,12 +384,12 @@ TEST(ForkServerTest, TrialsAreForkedFromOneServer) {
 TEST(ForkServerTest, AServerThatDiesIsStartedAgain) {
   SubprocessOptions o;
   // Answers one request, then exits: the second trial finds it gone, the third a new one.
-  o.worker = {"sh", "-c",
-              "read request; printf '%s\\n' '{\"started\": true, \"timed_out\": false, "
-              "\"exit_code\": 0, \"signal\": 0, "
-              "\"out\": \"{\\\"status\\\": \\\"ok\\\", \\\"error\\\": \\\"\\\", \\\"metrics\\\": "
-              "{\\\"samples_per_s\\\": 7}}\\n\", \"err\": \"\", \"duration_s\": 0.01}'",
-              "worker"};
+  o.worker = {
+      "sh", "-c",
+      "read request; printf '%s\\n' '{\"started\": true, \"timed_out\": false, \"exit_code\": 0, \"signal\": 0, "
+      "\"out\": \"{\\\"status\\\": \\\"ok\\\", \\\"error\\\": \\\"\\\", \\\"metrics\\\": "
+      "{\\\"samples_per_s\\\": 7}}\\n\", \"err\": \"\", \"duration_s\": 0.01}'",
+      "worker"};
   o.workload_json = "{}";
   o.fork_server = true;
   o.timeout_s = 5;
@@ -417,8 +417,7 @@ SingleNodeOptions fake_ranks(double timeout_s = 5) {
       "  *hang*) sleep 60 ;;"
       "esac; fi;"
       "case \"$4\" in"
-      "  *ok*) printf '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": "
-      "%s}}\\n' 1$RANK$WORLD_SIZE ;;"
+      "  *ok*) printf '{\"status\": \"ok\", \"error\": \"\", \"metrics\": {\"samples_per_s\": %s}}\\n' 1$RANK$WORLD_SIZE ;;"
       "  *) echo '{\"status\": \"runtime_error\", \"error\": \"peer closed\", \"metrics\": {}}' ;;"
       "esac",
       "worker"};
@@ -472,12 +471,11 @@ TEST(SingleNodeRunnerTest, RealRanksTrainTheTemplateLayout) {
 
 TEST(CommandRunnerTest, SeveralRanksStartTheWayTorchrunDoes) {
   CommandOptions o;
-  o.argv = {"sh", "-c",
-            "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE at "
-            "$MASTER_ADDR:$MASTER_PORT\";"
-            "echo \"throughput: 1$RANK\"; [ \"$RANK\" = 1 ] && [ \"$SLAPO_MODE\" = oom ] && echo "
-            "'CUDA out of memory';"
-            "exit 0"};
+  o.argv = {
+      "sh", "-c",
+      "echo \"rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT\";"
+      "echo \"throughput: 1$RANK\"; [ \"$RANK\" = 1 ] && [ \"$SLAPO_MODE\" = oom ] && echo 'CUDA out of memory';"
+      "exit 0"};
   o.nproc = 3;
   CommandRunner runner(o);
   EXPECT_EQ(runner.world_size(), 3);

@@ -39,10 +39,11 @@ TEST(SyncTest, CollectivesMustMatchTheShards) {
             std::string::npos);
   fc_in.shard("weight", 0).shard("bias", 0);
   // Split by outputs: the output is split along its last axis, not partial sums.
-  EXPECT_NE(error_of([&] { fc_in.sync("fwd_post", "all_reduce"); })
-                .find("needs 'weight' sharded along axis 1 (partial sums to reduce), but it is "
-                      "sharded along axis 0"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        fc_in.sync("fwd_post", "all_reduce");
+      }).find("needs 'weight' sharded along axis 1 (partial sums to reduce), but it is sharded along axis 0"),
+      std::string::npos);
   EXPECT_NE(error_of([&] {
               fc_in.sync("fwd_post", "all_gather", 1);
             }).find("split along its last axis (-1)"),

@@ -79,9 +79,9 @@ TEST(ScheduleTest, PrimitivesAreRecordedAndPrinted) {
 TEST(ScheduleTest, MisuseGivesClearErrors) {
   auto sch = create_schedule(tiny_gpt(), plan_options(3, 0));
   // hidden 32 does not split into 3.
-  EXPECT_EQ(error_of([&] { sch["h.0.mlp.fc_in"].shard("bias", 0); }),
-            "shard on 'h.0.mlp.fc_in': 'bias' has size 64 along axis 0, which does not divide into "
-            "3 parts");
+  EXPECT_EQ(
+      error_of([&] { sch["h.0.mlp.fc_in"].shard("bias", 0); }),
+      "shard on 'h.0.mlp.fc_in': 'bias' has size 64 along axis 0, which does not divide into 3 parts");
   EXPECT_NE(
       error_of([&] { sch["h.0.mlp.fc_in"].shard("weight", 2); }).find("axis 2 is out of range"),
       std::string::npos);
@@ -101,10 +101,10 @@ TEST(ScheduleTest, MisuseGivesClearErrors) {
   EXPECT_NE(error_of([&] { sch["h.0"].checkpoint(); }).find("already checkpointed"),
             std::string::npos);
   // A module with another forward signature cannot take a slot's place.
-  EXPECT_EQ(error_of([&] { sch["h.0.mlp"].replace(torch::nn::Bilinear(32, 32, 32)); }),
-            "replace on 'h.0.mlp': the new module's forward is Tensor(const Tensor&, const "
-            "Tensor&) but the slot "
-            "expects Tensor(const Tensor&)");
+  EXPECT_EQ(
+      error_of([&] { sch["h.0.mlp"].replace(torch::nn::Bilinear(32, 32, 32)); }),
+      "replace on 'h.0.mlp': the new module's forward is Tensor(const Tensor&, const Tensor&) but the slot "
+      "expects Tensor(const Tensor&)");
 }
 
 TEST(ScheduleTest, ShardingTwiceAndTiedParameters) {

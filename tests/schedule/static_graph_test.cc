@@ -85,10 +85,11 @@ TEST(DecomposeTest, SameParametersSameMathAndBeforeShardOnly) {
   o.tp_size = 2;
   auto planned = create_schedule(models::build_model(m.spec, 1), o);
   (*planned)["h.0.mlp.fc_in"].shard("weight", 0);
-  EXPECT_NE(error_of([&] { (*planned)["h.0.mlp.fc_in"].decompose(); })
-                .find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is "
-                      "already sharded"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        (*planned)["h.0.mlp.fc_in"].decompose();
+      }).find("decompose on 'h.0.mlp.fc_in': must come before shard, but 'weight' is already sharded"),
+      std::string::npos);
   EXPECT_NE(error_of([&] {
               (*planned)["h.0.ln_1"].decompose();
             }).find("only an nn::Linear can be decomposed"),
@@ -441,10 +442,11 @@ TEST(FuseTest, ChainsByNameAndErrors) {
   block.trace({torch::randn({2, 16, 32})});
   block.fuse("bias_dropout_add", "native", &matches);
   EXPECT_EQ(matches, 0u);
-  EXPECT_NE(error_of([&] { mlp.fuse("bias_gelu", "nnc"); })
-                .find("no working CPU backend: LibTorch's TensorExpr fuser has no CPU code "
-                      "generator here (llvm_codegen"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        mlp.fuse("bias_gelu", "nnc");
+      }).find("no working CPU backend: LibTorch's TensorExpr fuser has no CPU code generator here (llvm_codegen"),
+      std::string::npos);
   EXPECT_NE(error_of([&] { mlp.fuse("layer_norm_gelu"); }).find("unknown chain 'layer_norm_gelu'"),
             std::string::npos);
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {

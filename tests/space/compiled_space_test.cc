@@ -179,8 +179,7 @@ TEST(CompiledSpaceTest, EmptySpaces) {
   Rng rng(1);
   EXPECT_THROW(constant.sample(rng), Error);
   const CompiledSpace infeasible = compile_text(
-      "[knobs]\nx = { range = [1, 4] }\ny = { range = [1, 4] }\n[constraints]\nc = \"x + y >= "
-      "9\"\n");
+      "[knobs]\nx = { range = [1, 4] }\ny = { range = [1, 4] }\n[constraints]\nc = \"x + y >= 9\"\n");
   EXPECT_EQ(infeasible.size(), 0u);
   int visits = 0;
   infeasible.for_each([&](const PointView&) { ++visits; });

@@ -91,35 +91,22 @@ class RandomSpace {
       return bools_[0] + " or not " + bools_[0];
     }
     switch (pick(15)) {
-      case 12:
-        return var() + " * " + var() + " == " + std::to_string(pick(9));
-      case 13:
-        return var() + " / (" + var() + " + 5) >= 0.3";
-      case 14:
-        return "(" + var() + " - 1) * " + var() + " + " + var() + " // 2 < " + num();
-      case 0:
-        return coef() + " * " + var() + " + " + coef() + " * " + var() + " <= " + num();
-      case 1:
-        return var() + " - " + var() + " >= " + num();
-      case 2:
-        return var() + " + " + var() + " < " + num();
-      case 3:
-        return var() + " == " + var() + " + " + num();
-      case 4:
-        return var() + " <= min(" + var() + " + 1, " + num() + ")";
-      case 5:
-        return var() + " % 2 == 0";
-      case 6:
-        return var() + " * " + var() + " <= " + num();
-      case 7:
-        return var() + " <= " + num() + " or " + var() + " >= 1";
+      case 12: return var() + " * " + var() + " == " + std::to_string(pick(9));
+      case 13: return var() + " / (" + var() + " + 5) >= 0.3";
+      case 14: return "(" + var() + " - 1) * " + var() + " + " + var() + " // 2 < " + num();
+      case 0: return coef() + " * " + var() + " + " + coef() + " * " + var() + " <= " + num();
+      case 1: return var() + " - " + var() + " >= " + num();
+      case 2: return var() + " + " + var() + " < " + num();
+      case 3: return var() + " == " + var() + " + " + num();
+      case 4: return var() + " <= min(" + var() + " + 1, " + num() + ")";
+      case 5: return var() + " % 2 == 0";
+      case 6: return var() + " * " + var() + " <= " + num();
+      case 7: return var() + " <= " + num() + " or " + var() + " >= 1";
       case 8:
         if (!choices_.empty()) return "if " + choices_[0] + " == 'a' then " + var() + " >= 0";
         return var() + " != " + num();
-      case 9:
-        return var() + " in [0, 1, 2, 4]";
-      case 10:
-        return "0.1 * " + var() + " + 0.2 * " + var() + " <= 0.3";
+      case 9: return var() + " in [0, 1, 2, 4]";
+      case 10: return "0.1 * " + var() + " + 0.2 * " + var() + " <= 0.3";
       default:
         if (!bools_.empty()) return "if " + bools_[0] + " then " + var() + " > " + num();
         return num() + " <= " + var() + " <= " + std::to_string(pick(6));

@@ -92,25 +92,25 @@ TEST(SpaceFileTest, ErrorsNameFileLineColumnAndWhat) {
   EXPECT_NE(load_error("[knobs]\nx = { range = [1, 8]\n").find("s.toml:2:"), std::string::npos);
   EXPECT_EQ(load_error("[knobs]\nx = { range = [8, 1] }\n"),
             "s.toml:2:5: knob 'x': empty range [8, 1]");
-  EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8], values = [1] }\n"),
-            "s.toml:2:5: knob 'x': give exactly one of range, pow2, values, choice, or stages (cut "
-            "points)");
+  EXPECT_EQ(
+      load_error("[knobs]\nx = { range = [1, 8], values = [1] }\n"),
+      "s.toml:2:5: knob 'x': give exactly one of range, pow2, values, choice, or stages (cut points)");
   EXPECT_EQ(load_error("[knobs]\nx = { values = [1, 2, 1] }\n"),
             "s.toml:2:5: knob 'x': value 1 is listed twice");
   EXPECT_EQ(load_error("[knobs]\nx = { values = ['a'] }\n"),
             "s.toml:2:17: knob 'x': values must be numbers; use choice = [...] for strings");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8], mem = 'sideways' }\n"),
             "s.toml:2:29: knob 'x': mem must be \"up\" or \"down\"");
-  EXPECT_EQ(load_error("[knobs]\nx = 3\n"),
-            "s.toml:2:5: knob 'x': expected a table such as { range = [1, 8] } or { values = [1, "
-            "2, 4] }");
+  EXPECT_EQ(
+      load_error("[knobs]\nx = 3\n"),
+      "s.toml:2:5: knob 'x': expected a table such as { range = [1, 8] } or { values = [1, 2, 4] }");
   EXPECT_EQ(load_error("[parameters]\nn = 4\n[knobs]\nn = { range = [1, 8] }\n"),
             "s.toml:4:5: knob 'n': the name is already a parameter or another knob");
   EXPECT_EQ(load_error("[knobs]\nand = { range = [1, 8] }\n"),
             "s.toml:2:7: knob 'and': not a valid name (letters, digits and _, not a keyword)");
-  EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8] }\ny = { range = [1, 'x'] }\n"),
-            "s.toml:3:5: knob 'y': upper bound 'x': expected an expression of parameters only, not "
-            "of knobs");
+  EXPECT_EQ(
+      load_error("[knobs]\nx = { range = [1, 8] }\ny = { range = [1, 'x'] }\n"),
+      "s.toml:3:5: knob 'y': upper bound 'x': expected an expression of parameters only, not of knobs");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8] }\n[constraints]\nc = \"x + 1\"\n"),
             "s.toml:4:6: constraint 'c': expected a condition (a comparison, 'and', 'or', 'not' or "
             "'if ... then ...'), found a number");
