@@ -19,36 +19,20 @@
 
 namespace slapo::space {
 
+// clang-format off
 enum class Op {
   kNumber,  // number (also booleans after binding: type says which)
   kString,
-  kName,  // an unresolved name
-  kSlot,  // a knob's value, after binding
-  kList,  // [a, b, ...]: only on the right of `in`
-  kNeg,
-  kNot,
-  kAbs,
-  kAdd,
-  kSub,
-  kMul,
-  kDiv,
-  kFloorDiv,
-  kMod,
-  kPow,
-  kEq,
-  kNe,
-  kLt,
-  kLe,
-  kGt,
-  kGe,
-  kIn,
-  kNotIn,
-  kAnd,
-  kOr,
-  kImplies,
-  kMin,
-  kMax,
+  kName,    // an unresolved name
+  kSlot,    // a knob's value, after binding
+  kList,    // [a, b, ...]: only on the right of `in`
+  kNeg, kNot, kAbs,
+  kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow,
+  kEq, kNe, kLt, kLe, kGt, kGe, kIn, kNotIn,
+  kAnd, kOr, kImplies,
+  kMin, kMax,
 };
+// clang-format on
 
 // The static type of a bound expression.
 enum class Type { kUnknown, kNumber, kBool, kString, kList };

@@ -35,33 +35,15 @@ class Program {
   static constexpr int kMaxStack = 64;
 
  private:
+  // clang-format off
   enum class Code : uint8_t {
-    kConst,
-    kLoad,
-    kNeg,
-    kNot,
-    kAbs,
-    kAdd,
-    kSub,
-    kMul,
-    kDiv,
-    kFloorDiv,
-    kMod,
-    kPow,
-    kEq,
-    kNe,
-    kLt,
-    kLe,
-    kGt,
-    kGe,
-    kAnd,
-    kOr,
-    kImplies,
-    kMin,
-    kMax,
-    kIn,
-    kNotIn,
+    kConst, kLoad, kNeg, kNot, kAbs,
+    kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow,
+    kEq, kNe, kLt, kLe, kGt, kGe,
+    kAnd, kOr, kImplies,
+    kMin, kMax, kIn, kNotIn,
   };
+  // clang-format on
   struct Instr {
     Code code;
     int32_t arg;    // kLoad: slot; kMin/kMax: operand count; kIn/kNotIn: start in pool_
