@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Quick start, command 1: install what is missing, build (Release), run the main job — a real
-# tuning run of gpt-mini on the CPU under a 512 MiB tensor memory budget (about a minute; the best
-# two measured twice more and ranked by their median), then the best configuration measured again
-# from the record, and the run as an HTML report.
+# tuning run of gpt-mini on the CPU under a 512 MiB tensor memory budget (about a minute and a half:
+# the cost model's profiles, the predicted best measured, the best two measured twice more and
+# ranked by their median), then the best configuration measured again from the record, and the run
+# as an HTML report.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
