@@ -16,8 +16,8 @@
 
 #include <torch/torch.h>
 
-#include "schedule/fused_kernels.h"
-#include "schedule/keyed_dropout.h"
+#include "schedule/kernels/fused_kernels.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/tracking_allocator.h"
-#include "schedule/build.h"
+#include "schedule/language/build.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
-#include "schedule/primitives.h"
+#include "schedule/language/primitives.h"
 
 namespace slapo::cli {
 

@@ -14,7 +14,7 @@
 #include "models/zoo.h"
 #include "runners/runner_spec.h"
 #include "runners/system_info.h"
-#include "schedule/schedule.h"
+#include "schedule/language/schedule.h"
 
 namespace slapo::cli {
 

@@ -9,7 +9,7 @@
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "schedule/communicator.h"
+#include "schedule/runtime/communicator.h"
 
 namespace slapo::dist {
 

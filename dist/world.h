@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/layout.h"
-#include "schedule/communicator.h"
+#include "schedule/runtime/communicator.h"
 
 namespace slapo::dist {
 

@@ -6,10 +6,10 @@
 
 #include <torch/torch.h>
 
-#include "schedule/build.h"
-#include "schedule/schedule.h"
-#include "schedule/sequence.h"
-#include "schedule/verify.h"
+#include "schedule/language/build.h"
+#include "schedule/language/schedule.h"
+#include "schedule/language/sequence.h"
+#include "schedule/language/verify.h"
 
 using slapo::schedule::SlotModule;
 

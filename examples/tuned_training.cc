@@ -12,8 +12,8 @@
 #include "models/zoo.h"
 #include "runners/system_info.h"
 #include "runners/workload.h"
-#include "schedule/build.h"
-#include "schedule/keyed_dropout.h"
+#include "schedule/language/build.h"
+#include "schedule/runtime/keyed_dropout.h"
 #include "space/space_file.h"
 
 int main(int argc, char** argv) {

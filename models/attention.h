@@ -14,7 +14,7 @@
 #include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 
-#include "schedule/slot_module.h"
+#include "schedule/language/slot_module.h"
 
 namespace slapo::models {
 

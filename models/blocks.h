@@ -1,5 +1,5 @@
 #pragma once
-// The blocks of the zoo's models. Every child is a slot (see schedule/slot_module.h).
+// The blocks of the zoo's models. Every child is a slot (see schedule/language/slot_module.h).
 //
 //   MlpImpl        fc_in → act (GELU) → fc_out → drop
 //   GptBlockImpl   x + attn(ln_1(x)); then x + mlp(ln_2(x))          (pre-LN, causal)
@@ -11,7 +11,7 @@
 
 #include "models/attention.h"
 #include "models/model_spec.h"
-#include "schedule/keyed_dropout.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::models {
 
@@ -44,8 +44,8 @@ class MlpBlockImpl : public schedule::SlotModule {
 TORCH_MODULE(MlpBlock);
 
 torch::nn::LayerNorm layer_norm(const ModelSpec& spec);
-// A keyed dropout (schedule/keyed_dropout.h) whose seed is drawn from the default generator, so a
-// model built from the same seed has the same masks.
+// A keyed dropout (schedule/runtime/keyed_dropout.h) whose seed is drawn from the default
+// generator, so a model built from the same seed has the same masks.
 schedule::KeyedDropout dropout(double p);
 
 }  // namespace slapo::models

@@ -9,7 +9,7 @@
 #include "models/pipeline_cuts.h"
 #include "models/template_knobs.h"
 #include "models/zoo.h"
-#include "schedule/keyed_dropout.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::models {
 

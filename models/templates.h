@@ -13,7 +13,7 @@
 #include "core/config.h"
 #include "models/model_spec.h"
 #include "models/template_config.h"
-#include "schedule/schedule.h"
+#include "schedule/language/schedule.h"
 
 namespace slapo::models {
 

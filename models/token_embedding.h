@@ -15,8 +15,8 @@
 
 #include <torch/nn/modules/embedding.h>
 
-#include "schedule/shard_aware.h"
-#include "schedule/slot_module.h"
+#include "schedule/language/shard_aware.h"
+#include "schedule/language/slot_module.h"
 
 namespace slapo::models {
 

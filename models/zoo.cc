@@ -8,8 +8,8 @@
 #include "core/error.h"
 #include "models/blocks.h"
 #include "models/token_embedding.h"
-#include "schedule/pipeline.h"
-#include "schedule/sequence.h"
+#include "schedule/language/sequence.h"
+#include "schedule/runtime/pipeline.h"
 
 namespace slapo::models {
 

@@ -8,14 +8,14 @@
 //   mlp   wte | h.<i> (MlpBlock) | ln_f, head (tied to wte)
 //
 // Each is a schedule::Pipelined model: prologue | body | epilogue as marked, so a pipeline can cut
-// the body into stages. Dropout is keyed (schedule/keyed_dropout.h): the masks depend on the step
-// and the sample, not on the order of execution.
+// the body into stages. Dropout is keyed (schedule/runtime/keyed_dropout.h): the masks depend on
+// the step and the sample, not on the order of execution.
 
 #include <memory>
 #include <string>
 
 #include "models/model_spec.h"
-#include "schedule/slot_module.h"
+#include "schedule/language/slot_module.h"
 
 namespace slapo::models {
 

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "schedule/data_parallel.h"
+#include "schedule/runtime/data_parallel.h"
 
 namespace slapo::runners {
 

@@ -21,8 +21,8 @@
 #include "core/config.h"
 #include "dist/world.h"
 #include "models/model_spec.h"
-#include "schedule/build.h"
-#include "schedule/pipeline.h"
+#include "schedule/language/build.h"
+#include "schedule/runtime/pipeline.h"
 
 namespace torch::optim {
 class Optimizer;

@@ -11,8 +11,8 @@
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
-#include "schedule/build.h"
-#include "schedule/keyed_dropout.h"
+#include "schedule/language/build.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::runners {
 

@@ -7,9 +7,9 @@
 
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "schedule/build.h"
-#include "schedule/keyed_dropout.h"
-#include "schedule/schedule.h"
+#include "schedule/language/build.h"
+#include "schedule/language/schedule.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::runners {
 

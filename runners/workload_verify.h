@@ -12,7 +12,7 @@
 
 #include "core/config.h"
 #include "runners/workload.h"
-#include "schedule/verify.h"
+#include "schedule/language/verify.h"
 
 namespace slapo::runners {
 

@@ -21,7 +21,7 @@
 #include "dist/world.h"
 #include "models/model_spec.h"
 #include "runners/parallel_trainer.h"
-#include "schedule/collectives.h"
+#include "schedule/runtime/collectives.h"
 
 using namespace slapo;
 

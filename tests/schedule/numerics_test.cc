@@ -8,10 +8,10 @@
 #include "core/error.h"
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "schedule/build.h"
-#include "schedule/keyed_dropout.h"
-#include "schedule/schedule.h"
-#include "schedule/verify.h"
+#include "schedule/language/build.h"
+#include "schedule/language/schedule.h"
+#include "schedule/language/verify.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::schedule {
 namespace {

@@ -12,14 +12,14 @@
 #include "models/template_knobs.h"
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "schedule/build.h"
-#include "schedule/data_parallel.h"
-#include "schedule/decomposed_linear.h"
-#include "schedule/keyed_dropout.h"
-#include "schedule/pipeline.h"
-#include "schedule/replay.h"
-#include "schedule/schedule.h"
-#include "schedule/verify.h"
+#include "schedule/language/build.h"
+#include "schedule/language/decomposed_linear.h"
+#include "schedule/language/replay.h"
+#include "schedule/language/schedule.h"
+#include "schedule/language/verify.h"
+#include "schedule/runtime/data_parallel.h"
+#include "schedule/runtime/keyed_dropout.h"
+#include "schedule/runtime/pipeline.h"
 
 namespace slapo::schedule {
 namespace {

@@ -9,11 +9,11 @@
 #include "models/attention.h"
 #include "models/templates.h"
 #include "models/zoo.h"
-#include "schedule/build.h"
-#include "schedule/primitives.h"
-#include "schedule/replay.h"
-#include "schedule/schedule.h"
-#include "schedule/sequence.h"
+#include "schedule/language/build.h"
+#include "schedule/language/primitives.h"
+#include "schedule/language/replay.h"
+#include "schedule/language/schedule.h"
+#include "schedule/language/sequence.h"
 
 namespace slapo::schedule {
 namespace {

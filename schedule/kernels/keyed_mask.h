@@ -1,0 +1,50 @@
+#pragma once
+// The keyed dropout mask as a counter-based hash: whether element e of sample s is kept is a pure
+// function of (module seed, step, s, e) — no generator state, no order of drawing.
+//
+//   key  = splitmix64 chain over (seed, step, global sample, rank if independent)
+//   keep = hash32(e, key) < (1 − p) · 2^24        (e: the element's index in the full sample)
+//
+// So a mask needs no memory: backward recomputes it from the key instead of saving it; any slice
+// of a tensor (a pipeline's micro-batch, a data-parallel rank's samples, a tensor-parallel rank's
+// heads) draws exactly the elements of the full one; and the loop vectorizes (32-bit multiplies).
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+#include "schedule/runtime/keyed_dropout.h"
+
+namespace torch::autograd {
+struct AutogradContext;
+}
+
+namespace slapo::schedule {
+
+struct MaskSpec {
+  double p = 0;
+  uint64_t seed = 0;
+  DropoutKey key;  // step and the global index of sample 0
+  // The tensor is slice `rank` of `parts` along `axis` of the full one (parts 1: not sharded).
+  int64_t axis = 1, parts = 1, rank = 0;
+  bool independent = false;  // draw the slice's own elements from a stream keyed by the rank too
+};
+
+// The spec of a dropout with these operator arguments, keyed by the current dropout scope (a fresh
+// step outside any scope). Throws for p outside [0, 1).
+MaskSpec mask_spec_in_scope(double p, int64_t seed, int64_t axis, int64_t parts, int64_t rank,
+                            bool independent);
+
+// out = residual + (x + bias) · keep / (1 − p), over float32 tensors of x's shape ([batch, ...]);
+// bias ([x.size(-1)]) and residual (x's shape) may be undefined. Returns out.
+at::Tensor apply_keyed_mask(const MaskSpec& spec, const at::Tensor& x, const at::Tensor& bias,
+                            const at::Tensor& residual);
+
+// An autograd function keeps the spec (a few numbers), not the mask, for its backward.
+void save_mask_spec(torch::autograd::AutogradContext* ctx, const MaskSpec& spec);
+MaskSpec saved_mask_spec(torch::autograd::AutogradContext* ctx);
+
+// The mask itself as 0 or 1/(1 − p), in x's shape (for tests).
+at::Tensor keyed_mask(const MaskSpec& spec, const at::Tensor& x);
+
+}  // namespace slapo::schedule

@@ -1,0 +1,29 @@
+#pragma once
+// Activation checkpointing: run a module without keeping its activations, and recompute them in
+// backward. LibTorch has no torch::utils::checkpoint; this is a torch::autograd::Function.
+//
+// Bit-exact with the plain module (outputs, every gradient, and the random stream afterwards):
+// the default CPU generator's state and every forked stream inside the module are saved in
+// forward, restored for the recompute, and the current states put back afterwards.
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "schedule/runtime/rng_stream.h"
+
+namespace slapo::schedule {
+
+// A forward over tensors: a module's, a traced graph's, or a subgraph's.
+using TensorFunction = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+
+// Runs `forward` on `inputs` under checkpointing. `params` are the tensors it reads besides its
+// inputs (their gradients flow through the function); `streams` the forked random streams inside.
+// REQUIRES: grad mode on.
+at::Tensor checkpoint_call(TensorFunction forward, const std::vector<at::Tensor>& inputs,
+                           std::vector<at::Tensor> params,
+                           std::vector<std::shared_ptr<RngStream>> streams);
+
+}  // namespace slapo::schedule
