@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,23 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   EXPECT_EQ(nlohmann::json::parse(last_line(again.out))["profile_s"], 0.0);
   EXPECT_NE(again.err.find("cost model: profile reused"), std::string::npos) << again.err;
   EXPECT_EQ(again.err.find("cost model: profiled"), std::string::npos) << again.err;
+  // --reprofile measures again even so.
+  Outcome fresh = run("plan --space " + kSpace + " --db " + db + " --top 1 --json --reprofile");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_GT(nlohmann::json::parse(last_line(fresh.out))["profile_s"].get<double>(), 0);
+  EXPECT_EQ(fresh.err.find("cost model: profile reused"), std::string::npos) << fresh.err;
+  // A stored profile of another revision of slapo is not reused silently.
+  ASSERT_EQ(
+      std::system(
+          ("sqlite3 " + db +
+           " \"UPDATE profiles SET profile = json_set(profile, '$.code_revision', 'abc123')\"")
+              .c_str()),
+      0);
+  Outcome stale = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
+  ASSERT_EQ(stale.exit_code, 0) << stale.err;
+  EXPECT_NE(stale.err.find("a stored profile is of slapo abc123, not "), std::string::npos)
+      << stale.err;
+  EXPECT_GT(nlohmann::json::parse(last_line(stale.out))["profile_s"].get<double>(), 0);
 }
 
 TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
