@@ -15,6 +15,11 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
+// Spaces up to this size are predicted whole for the cost model's out-of-memory verdicts.
+constexpr uint64_t kMaxPrunedByPrediction = 100'000;
+std::string mib(double bytes) {
+  return std::to_string(static_cast<int64_t>(bytes / (1024 * 1024) + 0.5)) + " MiB";
+}
 }  // namespace
 
 TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db::Database& database,
@@ -58,6 +63,54 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   };
   size_t since_improvement = 0;
   double measuring_s = 0;
+  // One line of progress for a recorded trial.
+  const auto report = [&](const db::TrialRecord& record, int64_t index) {
+    if (!on_progress) return;
+    Progress p;
+    p.index = index;
+    p.config = record.config;
+    p.status = record.result.status;
+    p.objective = record.objective;
+    p.best = best;
+    p.error = record.result.error;
+    p.pruned_by = record.pruned_by;
+    p.measured = measured_total;
+    p.trials_left = options.trials > measured_total ? options.trials - measured_total : 0;
+    p.elapsed_s = seconds_since(start);
+    p.eta_s = summary.measured > 0 ? measuring_s / static_cast<double>(summary.measured) *
+                                         static_cast<double>(p.trials_left)
+                                   : 0;
+    on_progress(p);
+  };
+
+  // The cost model's verdicts: a configuration it predicts over the memory budget is recorded as
+  // pruned, with the prediction as the reason, and never run (spaces small enough to predict
+  // whole; the model strategy skips the others' too).
+  const double budget = options.cost_model ? options.cost_model->memory_budget_bytes() : 0;
+  if (budget > 0 && space.size() <= kMaxPrunedByPrediction) {
+    space.for_each([&](const space::PointView& point) {
+      const Config config = point.to_config();
+      if (is_known(config)) return true;
+      const cost::Predicted predicted = options.cost_model->predict(config);
+      if (!predicted.prediction || predicted.prediction->peak_bytes <= budget) return true;
+      db::TrialRecord record;
+      record.task_id = task.id;
+      record.config = config;
+      record.strategy = "cost model";
+      record.seed = options.seed;
+      record.started_at = db::utc_now();
+      record.result =
+          failed_trial(TrialStatus::kPruned,
+                       "predicted out of memory: " + mib(predicted.prediction->peak_bytes) +
+                           " over the budget of " + mib(budget) + " (cost model)");
+      const int64_t index = database.add_trial(record);
+      known.insert(config.canonical_json());
+      ++summary.pruned;
+      strategy->observe({{config, TrialStatus::kOom, std::nullopt}});
+      report(record, index);
+      return true;
+    });
+  }
   for (;;) {
     if (options.trials > 0 && measured_total >= options.trials) {
       summary.stopped_because =
@@ -117,23 +170,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
         ++since_improvement;
       }
     }
-    if (on_progress) {
-      Progress p;
-      p.index = index;
-      p.config = config;
-      p.status = record.result.status;
-      p.objective = record.objective;
-      p.best = best;
-      p.error = record.result.error;
-      p.pruned_by = record.pruned_by;
-      p.measured = measured_total;
-      p.trials_left = options.trials > measured_total ? options.trials - measured_total : 0;
-      p.elapsed_s = seconds_since(start);
-      p.eta_s = summary.measured > 0 ? measuring_s / static_cast<double>(summary.measured) *
-                                           static_cast<double>(p.trials_left)
-                                     : 0;
-      on_progress(p);
-    }
+    report(record, index);
   }
   const ConfirmationCounts confirmed =
       confirm_best(runner, database, task, options, out_of_time, [&](Progress p) {

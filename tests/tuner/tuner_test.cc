@@ -529,9 +529,11 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   o.strategy = "model";
   o.trials = 0;
   o.cost_model = &model;
-  std::vector<Progress> seen;
+  std::vector<Progress> seen;  // the measured trials (the model's prunes come first)
   const TuneSummary summary =
-      tune(b.space, b.runner, *b.database, b.key, o, [&](const Progress& p) { seen.push_back(p); });
+      tune(b.space, b.runner, *b.database, b.key, o, [&](const Progress& p) {
+        if (p.status != TrialStatus::kPruned) seen.push_back(p);
+      });
   ASSERT_FALSE(seen.empty());
   // The first trial is the optimum: the model ranks exactly, and skips what it predicts out of
   // memory (nothing ran out of memory) and what it cannot predict.
@@ -542,6 +544,26 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   }
   // It stops once no prediction beats the best by more than 5%: far fewer than the 33 that fit.
   EXPECT_LT(summary.measured, 6u);
+  // What the model predicts over the budget is recorded as pruned with the prediction as the
+  // reason, and never run: exactly the configurations that run out of memory here.
+  size_t predicted_oom = 0;
+  for (const db::TrialRecord& t : b.database->trials(1)) {
+    if (t.strategy != "cost model") continue;
+    ++predicted_oom;
+    EXPECT_EQ(t.result.status, TrialStatus::kPruned);
+    EXPECT_TRUE(oom(t.config)) << t.config.to_string();
+    EXPECT_NE(t.result.error.find("predicted out of memory: "), std::string::npos)
+        << t.result.error;
+    EXPECT_EQ(b.runner.ran.count(t.config.canonical_json()), 0u);
+  }
+  size_t oom_total = 0;
+  b.space.for_each([&](const space::PointView& p) {
+    const Config c = p.to_config();
+    oom_total += oom(c) && std::get<std::string>(c.at("attn")) != "bad" ? 1 : 0;
+    return true;
+  });
+  EXPECT_EQ(predicted_oom, oom_total);
+  EXPECT_EQ(summary.pruned, oom_total);
   EXPECT_EQ(summary.stopped_because,
             "no configuration left is predicted to beat the best measured by more than 5%");
   EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
@@ -551,7 +573,9 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   ao.trials = 3;
   ao.cost_model = &model;
   tune(a.space, a.runner, *a.database, a.key, ao);
-  EXPECT_EQ(a.database->trials(1)[0].strategy, "auto/model");
+  const auto auto_trials = a.database->trials(1, {TrialStatus::kOk});
+  ASSERT_FALSE(auto_trials.empty());
+  EXPECT_EQ(auto_trials[0].strategy, "auto/model");
   // Without a cost model, `model` is refused in one line.
   Bench c;
   TunerOptions co;
