@@ -51,6 +51,7 @@ WorkloadCostModel::WorkloadCostModel(Workload workload, db::Database* database,
 WorkloadCostModel::~WorkloadCostModel() = default;
 
 void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
+  mappings_.clear();  // the profile keys name the batches
   for (const space::KnobInfo& knob : space.knobs()) {
     if (knob.name != "batch_size") continue;
     int64_t lo = INT64_MAX, hi = 0;
@@ -86,8 +87,10 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
   const double before = profile_seconds_;
   space.for_each([&](const space::PointView& p) {
     const Config c = p.to_config();
+    const Mapping& m = mapping(c);
+    if (!m.why_not.empty()) return true;
     try {
-      predictor_for(c);
+      predictor_for(m.key, c);
     } catch (const Error&) {
       // A configuration whose key cannot be profiled is unpredictable; predict() says why.
     }
@@ -134,8 +137,7 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   return profile;
 }
 
-cost::Predictor& WorkloadCostModel::predictor_for(const Config& config) {
-  const std::string key = profile_key(config);
+cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const Config& config) {
   auto it = predictors_.find(key);
   if (it != predictors_.end()) return *it->second;
   std::optional<cost::Profile> profile;
@@ -170,25 +172,38 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Config& config) {
   return *predictors_.emplace(key, std::move(predictor)).first->second;
 }
 
-cost::Predicted WorkloadCostModel::predict(const Config& config) {
-  cost::Predicted out;
-  models::TemplateConfig tc;
+const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& config) {
+  const std::string canonical = config.canonical_json();
+  auto it = mappings_.find(canonical);
+  if (it != mappings_.end()) return it->second;
+  Mapping m;
   try {
-    tc = models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
-  } catch (const Error& e) {
-    out.why_not = e.what();
-    return out;
-  }
-  if (tc.parallel.world() > 1) {
-    out.why_not = "a layout of " + std::to_string(tc.parallel.world()) + " ranks (" +
+    const models::TemplateConfig tc =
+        models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
+    if (tc.parallel.world() > 1) {
+      m.why_not = "a layout of " + std::to_string(tc.parallel.world()) + " ranks (" +
                   tc.parallel.layout.to_string() +
                   ") is not predicted yet: the cost model profiles one rank";
+    } else {
+      m.key = profile_key(config);
+      m.input = {workload_.batch_size_for(config), tc.checkpointed_blocks,
+                 tc.parallel.micro_batches};
+    }
+  } catch (const Error& e) {
+    m.why_not = e.what();
+  }
+  return mappings_.emplace(canonical, std::move(m)).first->second;
+}
+
+cost::Predicted WorkloadCostModel::predict(const Config& config) {
+  cost::Predicted out;
+  const Mapping& m = mapping(config);
+  if (!m.why_not.empty()) {
+    out.why_not = m.why_not;
     return out;
   }
   try {
-    cost::Predictor& predictor = predictor_for(config);
-    out.prediction = predictor.predict(
-        {workload_.batch_size_for(config), tc.checkpointed_blocks, tc.parallel.micro_batches});
+    out.prediction = predictor_for(m.key, config).predict(m.input);
   } catch (const Error& e) {
     out.why_not = e.what();
   }
@@ -196,22 +211,15 @@ cost::Predicted WorkloadCostModel::predict(const Config& config) {
 }
 
 void WorkloadCostModel::calibrate(const Config& config, const TrialResult& result) {
-  models::TemplateConfig tc;
-  try {
-    tc = models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
-  } catch (const Error&) {
-    return;
-  }
-  if (tc.parallel.world() > 1) return;
-  const cost::PredictInput in{workload_.batch_size_for(config), tc.checkpointed_blocks,
-                              tc.parallel.micro_batches};
-  cost::Predictor& predictor = predictor_for(config);
+  const Mapping& m = mapping(config);
+  if (!m.why_not.empty()) return;
+  cost::Predictor& predictor = predictor_for(m.key, config);
   if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
       result.metrics.count(metric::kPeakBytes)) {
-    predictor.calibrate(in, result.metrics.at(metric::kStepMsMedian),
+    predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),
                         result.metrics.at(metric::kPeakBytes));
   } else if (result.status == TrialStatus::kOom && workload_.memory_budget > 0) {
-    predictor.calibrate_oom(in, static_cast<double>(workload_.memory_budget));
+    predictor.calibrate_oom(m.input, static_cast<double>(workload_.memory_budget));
   }
 }
 

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cost/planner.h"
@@ -40,7 +41,7 @@ class WorkloadCostModel {
   // the space has no batch_size knob).
   void use_batches_of(const space::CompiledSpace& space);
   // Measures (or loads) the profile of every key the space's configurations need, up front; returns
-  // the seconds spent profiling now. Refits from scratch: calibrations are dropped.
+  // the seconds spent profiling now.
   double profile_space(const space::CompiledSpace& space);
   // Re-measures every profile this model uses even when one is stored.
   void set_reprofile(bool reprofile) { reprofile_ = reprofile; }
@@ -61,13 +62,23 @@ class WorkloadCostModel {
   const Workload& workload() const { return workload_; }
 
  private:
-  cost::Predictor& predictor_for(const Config& config);
+  // What a configuration means to the model, worked out once (the model strategy predicts the
+  // whole space after every trial): its profile key and input, or why it cannot be predicted.
+  struct Mapping {
+    std::string key;
+    cost::PredictInput input;
+    std::string why_not;
+  };
+  const Mapping& mapping(const Config& config);
+  // The predictor of profile `key` (`config` is one of its configurations), profiled when needed.
+  cost::Predictor& predictor_for(const std::string& key, const Config& config);
   cost::Profile measure_profile(const Config& config, const std::string& key);
 
   Workload workload_;
   db::Database* database_;
   std::function<void(const std::string&)> on_note_;
   std::map<std::string, std::unique_ptr<cost::Predictor>> predictors_;
+  std::unordered_map<std::string, Mapping> mappings_;  // by canonical configuration
   int64_t batch_lo_ = 0, batch_hi_ = 0;
   bool reprofile_ = false;
   double profile_seconds_ = 0;

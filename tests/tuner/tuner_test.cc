@@ -564,6 +564,11 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   });
   EXPECT_EQ(predicted_oom, oom_total);
   EXPECT_EQ(summary.pruned, oom_total);
+  // Resumed: nothing is pruned or measured twice; the recorded best already holds.
+  const TuneSummary again = tune(b.space, b.runner, *b.database, b.key, o);
+  EXPECT_EQ(again.pruned, 0u);
+  EXPECT_EQ(again.measured, 0u);
+  EXPECT_EQ(again.resumed, summary.measured + summary.pruned);
   EXPECT_EQ(summary.stopped_because,
             "no configuration left is predicted to beat the best measured by more than 5%");
   EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
