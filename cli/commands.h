@@ -84,7 +84,8 @@ struct WorkerOptions {
   std::string workload_json;
   std::string config_json;
   bool serve = false;
-  auto tie() const { return std::tie(help, workload_json, config_json, serve); }
+  bool collectives = false;  // one rank of the collective profiling job
+  auto tie() const { return std::tie(help, workload_json, config_json, serve, collectives); }
 };
 WorkerOptions parse_worker(const Args& args);
 int run_worker(const WorkerOptions& options, std::ostream& out, std::ostream& err);

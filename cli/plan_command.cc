@@ -68,7 +68,7 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   options.objective = {o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective,
                        o.minimize};
   options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
-  const cost::Plan plan = cost::plan(compiled, model->as_function(), options);
+  const cost::Plan plan = cost::plan(compiled, model->as_function(), options, model->as_composer());
   if (o.json) {
     nlohmann::ordered_json j;
     nlohmann::ordered_json top = nlohmann::ordered_json::array();
@@ -99,18 +99,22 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
       << std::fixed << std::setprecision(2) << "method: " << plan.method << " (" << plan.seconds
       << " s; profiling " << profile_s << " s)\n\n";
   out << std::right << std::setw(4) << "rank" << std::setw(12) << "samples/s" << std::setw(11)
-      << "step ms" << std::setw(12) << "peak" << std::setw(12) << "recompute"
+      << "step ms" << std::setw(12) << "peak" << std::setw(12) << "recompute" << std::setw(12)
+      << "collectives" << std::setw(12) << "bubble"
       << "  config\n";
   int rank = 1;
   for (const cost::PlannedConfig& c : plan.top) {
-    double recompute = 0;
-    for (const auto& [name, ms] : c.prediction.time_ms) {
-      if (name == "recompute") recompute = ms;
-    }
+    auto part = [&](const char* name) {
+      for (const auto& [n, ms] : c.prediction.time_ms) {
+        if (n == name) return ms;
+      }
+      return 0.0;
+    };
     out << std::setw(4) << rank++ << std::setw(12) << std::setprecision(1)
         << c.prediction.samples_per_s << std::setw(11) << c.prediction.step_ms << std::setw(12)
-        << format_bytes(c.prediction.peak_bytes) << std::setw(9) << recompute << " ms  "
-        << c.config.to_string() << "\n";
+        << format_bytes(c.prediction.peak_bytes) << std::setw(9) << part("recompute") << " ms"
+        << std::setw(9) << part("collectives") << " ms" << std::setw(9) << part("bubble")
+        << " ms  " << c.config.to_string() << "\n";
   }
   return plan.top.empty() ? kExitFailure : kExitOk;
 }

@@ -25,7 +25,7 @@ constexpr const char* kUsage =
     "in\n"
     "--db and reused while the machine and slapo's revision are the same). docs/cost-model.md "
     "says\n"
-    "how the prediction is composed and what it does not cover (layouts of more than one rank).\n";
+    "how the prediction is composed and what it does not cover.\n";
 
 void declare(PredictOptions* o, OptionSet& set) {
   o->space.declare(set);
@@ -84,6 +84,15 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
   for (const auto& [name, bytes] : pr.memory_bytes) {
     out << "  " << std::left << std::setw(12) << name << format_bytes(bytes) << "\n";
   }
+  if (pr.stages.size() > 1) {
+    out << "stages\n";
+    for (size_t s = 0; s < pr.stages.size(); ++s) {
+      out << "  " << s + 1 << ": " << pr.stages[s].blocks << " blocks, "
+          << pr.stages[s].micro_batch_ms << " ms per micro-batch, peak "
+          << format_bytes(pr.stages[s].peak_bytes) << "\n";
+    }
+  }
+  for (const std::string& note : pr.notes) out << "note: " << note << "\n";
   return kExitOk;
 }
 

@@ -196,12 +196,12 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   options.objective.metric = o.objective.empty() ? spec.natural_objective() : o.objective;
   auto database = db::Database::open(o.db);
 
-  // The cost model, for `model` and for `auto` on a built-in workload of one rank: profiled first,
-  // its time counted against the run's time limit.
+  // The cost model, for `model` and for `auto` on a built-in workload (one rank or a layout of
+  // several): profiled first, its time counted against the run's time limit.
   std::unique_ptr<runners::WorkloadCostModel> cost_model;
   std::unique_ptr<TunerCostModel> tuner_cost_model;
   const bool wants_model = options.strategy == "model" || options.strategy == "auto";
-  if (wants_model && spec.workload && spec.nproc == 1) {
+  if (wants_model && spec.workload) {
     cost_model =
         make_cost_model(declared, compiled, database.get(), o.reprofile, o.json ? err : out);
     const double profile_s = cost_model->profile_space(compiled);

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "runners/collective_profile.h"
 #include "runners/worker.h"
 
 namespace slapo::cli {
@@ -14,17 +15,20 @@ namespace {
 constexpr const char* kUsage =
     "usage: slapo-tune worker --workload JSON --config JSON\n"
     "       slapo-tune worker --serve\n"
+    "       slapo-tune worker --collectives\n"
     "\n"
     "Measures one trial and prints its result as JSON on the last line (the subprocess runner's\n"
     "worker; exits 0 whenever it could report, whatever the trial's status). With --serve, a fork\n"
-    "server: one trial per request line on standard input.\n";
+    "server: one trial per request line on standard input. With --collectives, one rank of the job\n"
+    "that times this machine's collectives for the cost model (started by the cost model).\n";
 
 void declare(WorkerOptions* o, OptionSet& set) {
   // clang-format off
   set.visible.add_options()
       ("workload", po::value<std::string>(&o->workload_json), "the workload as JSON")
       ("config", po::value<std::string>(&o->config_json), "the configuration as JSON")
-      ("serve", po::bool_switch(&o->serve), "fork server: one trial per request line on standard input");
+      ("serve", po::bool_switch(&o->serve), "fork server: one trial per request line on standard input")
+      ("collectives", po::bool_switch(&o->collectives), "one rank of the collective profiling job");
   // clang-format on
 }
 
@@ -32,7 +36,7 @@ void declare(WorkerOptions* o, OptionSet& set) {
 
 WorkerOptions parse_worker(const Args& args) {
   WorkerOptions o = parse_options<WorkerOptions>(args, declare);
-  SLAPO_CHECK(o.help || o.serve || (!o.workload_json.empty() && !o.config_json.empty()),
+  SLAPO_CHECK(o.help || o.serve || o.collectives || (!o.workload_json.empty() && !o.config_json.empty()),
               ErrorCode::kInvalidArgument, "worker: --workload and --config are required");
   return o;
 }
@@ -40,6 +44,10 @@ WorkerOptions parse_worker(const Args& args) {
 int run_worker(const WorkerOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
     out << help_text<WorkerOptions>(kUsage, declare);
+    return kExitOk;
+  }
+  if (o.collectives) {
+    runners::run_collective_worker(out);
     return kExitOk;
   }
   if (o.serve) {

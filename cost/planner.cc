@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/metrics.h"
+#include "cost/cut_search.h"
 
 namespace slapo::cost {
 
@@ -17,12 +18,110 @@ double predicted_metric(const Prediction& p, const std::string& metric) {
              "'");
 }
 
+namespace {
+
+bool is_time(const std::string& metric) {
+  return metric == metric::kSamplesPerS || metric == metric::kStepMsMedian || metric == "step_ms";
+}
+
+// The best `top` of what is offered, kept as it comes.
+class TopK {
+ public:
+  TopK(const PlanOptions& options) : options_(options) {}
+  void offer(PlannedConfig c) {
+    ranked_.push_back(std::move(c));
+    // A partial sort whenever the list doubles.
+    if (ranked_.size() >= 2 * std::max<size_t>(options_.top, 1)) {
+      std::nth_element(ranked_.begin(),
+                       ranked_.begin() + static_cast<std::ptrdiff_t>(options_.top), ranked_.end(),
+                       [&](const PlannedConfig& a, const PlannedConfig& b) {
+                         return options_.objective.better(a.objective, b.objective);
+                       });
+      ranked_.resize(options_.top);
+    }
+  }
+  std::vector<PlannedConfig> take() {
+    std::stable_sort(ranked_.begin(), ranked_.end(),
+                     [&](const PlannedConfig& a, const PlannedConfig& b) {
+                       if (a.objective != b.objective)
+                         return options_.objective.better(a.objective, b.objective);
+                       return a.index < b.index;
+                     });
+    if (ranked_.size() > options_.top) ranked_.resize(options_.top);
+    return std::move(ranked_);
+  }
+
+ private:
+  const PlanOptions& options_;
+  std::vector<PlannedConfig> ranked_;
+};
+
+void search_cuts(const space::CompiledSpace& space, const ConfigComposer& composer,
+                 const PlanOptions& options, Plan* result, TopK* top) {
+  const std::string knob = space.cut_knob();
+  uint64_t families = 0;
+  space.for_each_cut_family([&](const Config& config, const space::StageSplits& splits) {
+    const uint64_t count = splits.count();
+    if (count == 0) return true;
+    ++families;
+    const Composable c = composer(config);
+    if (!c.predictor) {
+      if (result->unpredictable == 0) result->unpredictable_reason = c.why_not;
+      result->unpredictable += count;
+      return true;
+    }
+    std::optional<CutSearch> found;
+    try {
+      found = best_cuts(*c.predictor, c.input, splits, options.memory_budget_bytes);
+    } catch (const Error& e) {
+      if (result->unpredictable == 0) result->unpredictable_reason = e.what();
+      result->unpredictable += count;
+      return true;
+    }
+    result->considered += count;
+    if (!found) {
+      result->predicted_oom += count;  // no split of this family fits
+      return true;
+    }
+    Config chosen = config;
+    chosen.set(knob, Value(found->cuts));
+    const double value = predicted_metric(found->prediction, options.objective.metric);
+    top->offer({space.index_of(chosen), chosen, std::move(found->prediction), value});
+    return true;
+  });
+  result->method = "the cut points of '" + knob + "' by dynamic programming for each of the " +
+                   std::to_string(families) +
+                   " configurations of the other knobs (enumerated): each plan's cuts are the "
+                   "model's optimum (the slowest stage and the slowest tail bounded in turn, the "
+                   "sum of the stages minimised under them); predicted_oom counts only the "
+                   "configurations of other knobs that no split fits";
+}
+
+}  // namespace
+
 Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
-          const PlanOptions& options) {
+          const PlanOptions& options, const ConfigComposer& composer) {
   const auto start = std::chrono::steady_clock::now();
   predicted_metric(Prediction{}, options.objective.metric);  // an unknown objective fails first
   Plan result;
-  std::vector<PlannedConfig> ranked;
+  TopK top(options);
+  if (composer && !space.cut_knob().empty() && is_time(options.objective.metric)) {
+    search_cuts(space, composer, options, &result, &top);
+    result.top = top.take();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+  uint64_t size = 0;
+  try {
+    size = space.size();
+  } catch (const Error&) {
+    size = UINT64_MAX;
+  }
+  SLAPO_CHECK(size <= kMaxEnumerated, ErrorCode::kInvalidArgument, "the space has ",
+              size == UINT64_MAX ? std::string("over 2^64") : std::to_string(size),
+              " configurations, too many to enumerate (at most ", kMaxEnumerated,
+              "); the cut-point search applies to spaces with a cut knob and a time objective");
   uint64_t index = 0;
   space.for_each([&](const space::PointView& point) {
     const uint64_t i = index++;
@@ -38,25 +137,10 @@ Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
       return true;
     }
     const double value = predicted_metric(*p.prediction, options.objective.metric);
-    ranked.push_back({i, config, std::move(*p.prediction), value});
-    // Keep the best `top` only: a partial sort whenever the list doubles.
-    if (ranked.size() >= 2 * std::max<size_t>(options.top, 1)) {
-      std::nth_element(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(options.top),
-                       ranked.end(), [&](const PlannedConfig& a, const PlannedConfig& b) {
-                         return options.objective.better(a.objective, b.objective);
-                       });
-      ranked.resize(options.top);
-    }
+    top.offer({i, config, std::move(*p.prediction), value});
     return true;
   });
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [&](const PlannedConfig& a, const PlannedConfig& b) {
-                     if (a.objective != b.objective)
-                       return options.objective.better(a.objective, b.objective);
-                     return a.index < b.index;
-                   });
-  if (ranked.size() > options.top) ranked.resize(options.top);
-  result.top = std::move(ranked);
+  result.top = top.take();
   result.method = "enumeration of all " + std::to_string(index) +
                   " configurations through the compiled space: the plan is the model's optimum "
                   "over the whole space";

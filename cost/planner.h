@@ -25,6 +25,15 @@ struct Predicted {
 };
 using ConfigPredictor = std::function<Predicted(const Config& config)>;
 
+// For the cut-point search: the predictor and input of a configuration without its cut knob (the
+// search chooses the cuts), or why there is none.
+struct Composable {
+  const Predictor* predictor = nullptr;
+  PredictInput input;
+  std::string why_not;
+};
+using ConfigComposer = std::function<Composable(const Config& config)>;
+
 // The value of `metric` in a prediction: samples_per_s, step_ms_median (or step_ms), peak_bytes.
 // Throws Error(kInvalidArgument) naming the metric for one the model does not predict.
 double predicted_metric(const Prediction& p, const std::string& metric);
@@ -52,9 +61,15 @@ struct Plan {
   double seconds = 0;
 };
 
-// Enumerates `space` through its loop nest. Throws Error(kInvalidArgument) for an objective the
-// model does not predict.
+// Enumerates `space` through its loop nest — or, when the space has a cut-point knob, `composer`
+// is given and the objective is a time (samples_per_s, step_ms), enumerates the other knobs and
+// chooses each one's cuts by cost/cut_search.h, so that spaces of 10^10 cut sets plan in
+// milliseconds. Throws Error(kInvalidArgument) for an objective the model does not predict, and
+// for a space too large to enumerate that the cut search does not apply to.
 Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
-          const PlanOptions& options);
+          const PlanOptions& options, const ConfigComposer& composer = {});
+
+// Spaces larger than this are not enumerated.
+constexpr uint64_t kMaxEnumerated = 100'000'000;
 
 }  // namespace slapo::cost

@@ -8,23 +8,60 @@
 
 #include "core/error.h"
 #include "core/stats.h"
+#include "cost/fit.h"
 
 namespace slapo::cost {
 
 namespace {
 
-// Least-squares line y = a + b·x through the points (at least two distinct x).
-std::pair<double, double> fit_line(const std::vector<std::pair<double, double>>& xy) {
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  const double n = static_cast<double>(xy.size());
-  for (const auto& [x, y] : xy) {
-    sx += x;
-    sy += y;
-    sxx += x * x;
-    sxy += x * y;
+// schedule::kDefaultBucketBytes (schedule/runtime/data_parallel.h): gradients travel in flat
+// all-reduces of at most this many bytes. Not included: that header needs LibTorch.
+constexpr double kGradientBucketBytes = 25 << 20;
+constexpr double kFloatBytes = 4;
+
+// The points of one variant without checkpointing.
+std::vector<const ProfilePoint*> plain_points(const Profile& p, int64_t layers) {
+  std::vector<const ProfilePoint*> out;
+  for (const ProfilePoint& q : p.points) {
+    if (q.layers == layers && q.ckpt_blocks == 0) out.push_back(&q);
   }
-  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  return {(sy - slope * sx) / n, slope};
+  return out;
+}
+
+// Per batch, the median step time minus the optimizer step: the polyline of forward and backward.
+std::vector<std::pair<double, double>> forward_backward_ms(
+    const std::vector<const ProfilePoint*>& points, double optimizer_ms) {
+  std::map<int64_t, std::vector<double>> by_batch;
+  for (const ProfilePoint* q : points) by_batch[q->batch].push_back(q->step_ms);
+  std::vector<std::pair<double, double>> out;
+  for (const auto& [batch, ms] : by_batch)
+    out.emplace_back(static_cast<double>(batch), std::max(0.0, median(ms) - optimizer_ms));
+  return out;
+}
+
+// The tensor-parallel collectives of one micro-batch of a variant: calls (the median) and bytes
+// (affine in the batch).
+Predictor::CommLine comm_line(const std::vector<const ProfilePoint*>& points, bool all_reduce) {
+  std::vector<double> calls;
+  std::vector<std::pair<double, double>> bytes;
+  for (const ProfilePoint* q : points) {
+    calls.push_back(all_reduce ? q->all_reduce_calls : q->all_gather_calls);
+    bytes.emplace_back(static_cast<double>(q->batch),
+                       all_reduce ? q->all_reduce_bytes : q->all_gather_bytes);
+  }
+  const auto [at0, per_sample] = fit_line(bytes);
+  return {median(calls), at0, per_sample};
+}
+
+Predictor::CommLine per_block(const Predictor::CommLine& deep, const Predictor::CommLine& shallow,
+                              double blocks_between) {
+  return {(deep.calls - shallow.calls) / blocks_between,
+          (deep.bytes_at0 - shallow.bytes_at0) / blocks_between,
+          (deep.bytes_per_sample - shallow.bytes_per_sample) / blocks_between};
+}
+
+Predictor::CommLine minus(const Predictor::CommLine& a, const Predictor::CommLine& b) {
+  return {a.calls - b.calls, a.bytes_at0 - b.bytes_at0, a.bytes_per_sample - b.bytes_per_sample};
 }
 
 }  // namespace
@@ -39,127 +76,280 @@ std::string Prediction::to_json() const {
   for (const auto& [name, v] : memory_bytes) m[name] = v;
   j["time_ms"] = t;
   j["memory_bytes"] = m;
+  nlohmann::ordered_json s = nlohmann::ordered_json::array();
+  for (const StagePrediction& stage : stages) {
+    s.push_back({{"blocks", stage.blocks},
+                 {"micro_batch_ms", stage.micro_batch_ms},
+                 {"peak_bytes", stage.peak_bytes}});
+  }
+  j["stages"] = s;
+  j["notes"] = notes;
   return j.dump();
 }
 
-Predictor::Predictor(Profile profile) : profile_(std::move(profile)) {
-  const int64_t layers = profile_.layers;
-  SLAPO_CHECK(layers >= 1, ErrorCode::kInvalidArgument, "profile: no blocks");
-  // Without checkpointing: the step time per batch (the median of repeats) and the memory line.
-  std::map<int64_t, std::vector<double>> plain_ms;
-  std::vector<std::pair<double, double>> memory;
-  for (const ProfilePoint& p : profile_.points) {
-    if (p.ckpt_blocks != 0) continue;
-    plain_ms[p.batch].push_back(p.step_ms);
-    memory.emplace_back(static_cast<double>(p.batch), p.peak_bytes);
-  }
-  SLAPO_CHECK(plain_ms.size() >= 2, ErrorCode::kInvalidArgument,
-              "profile: needs steps at two batch sizes without checkpointing, has ",
-              plain_ms.size());
-  for (const auto& [batch, ms] : plain_ms) {
-    fit_.step_ms_by_batch.emplace_back(static_cast<double>(batch), median(ms));
-  }
-  std::tie(fit_.state_bytes, fit_.act_bytes_per_sample) = fit_line(memory);
-  // Checkpointed points: the share of a step a checkpointed block adds (least squares through the
-  // origin over n, at the batches profiled without checkpointing too), what one saves, and the
-  // activations with every block checkpointed.
+Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives)
+    : profile_(std::move(profile)), collectives_(std::move(collectives)) {
+  SLAPO_CHECK(profile_.layers >= 1, ErrorCode::kInvalidArgument, "profile: no blocks");
+  int64_t deep = 0;
+  for (const ProfilePoint& q : profile_.points) deep = std::max(deep, q.layers);
+  fit_.deep_layers = deep;
+  const std::vector<const ProfilePoint*> shallow = plain_points(profile_, 1);
+  const std::vector<const ProfilePoint*> deep_plain = plain_points(profile_, deep);
+  auto batches = [](const std::vector<const ProfilePoint*>& points) {
+    std::map<int64_t, int> b;
+    for (const ProfilePoint* q : points) ++b[q->batch];
+    return b.size();
+  };
+  SLAPO_CHECK(deep >= 2 && batches(shallow) >= 2 && batches(deep_plain) >= 2,
+              ErrorCode::kInvalidArgument,
+              "profile: needs steps at two batch sizes without checkpointing, of a variant of one "
+              "block and of one of two or more blocks");
+  const ModelShape& shape = profile_.shape;
+  const double d = static_cast<double>(deep);
+  auto params_of_variant = [&](double blocks) {
+    return blocks * shape.block_params + shape.prologue_params + shape.epilogue_params -
+           shape.tied_params;
+  };
+  fit_.shallow_ms =
+      forward_backward_ms(shallow, profile_.optimizer_ms_per_param * params_of_variant(1));
+  fit_.deep_ms =
+      forward_backward_ms(deep_plain, profile_.optimizer_ms_per_param * params_of_variant(d));
+
+  // Memory: affine in the batch at each depth; the difference of the depths is the blocks'.
+  auto memory_line = [](const std::vector<const ProfilePoint*>& points) {
+    std::vector<std::pair<double, double>> xy;
+    for (const ProfilePoint* q : points) xy.emplace_back(static_cast<double>(q->batch), q->peak_bytes);
+    return fit_line(xy);
+  };
+  const auto [state_1, act_1] = memory_line(shallow);
+  const auto [state_d, act_d] = memory_line(deep_plain);
+  fit_.block_state = (state_d - state_1) / (d - 1);
+  fit_.outside_state = state_1 - fit_.block_state;
+  fit_.block_act = (act_d - act_1) / (d - 1);
+  fit_.outside_act = act_1 - fit_.block_act;
+
+  fit_.block_all_reduce = per_block(comm_line(deep_plain, true), comm_line(shallow, true), d - 1);
+  fit_.outside_all_reduce = minus(comm_line(shallow, true), fit_.block_all_reduce);
+  fit_.block_all_gather = per_block(comm_line(deep_plain, false), comm_line(shallow, false), d - 1);
+  fit_.outside_all_gather = minus(comm_line(shallow, false), fit_.block_all_gather);
+
+  // Checkpointed points of the deep variant: the recompute share (least squares through the origin
+  // over k · B(x), at batches also profiled without checkpointing), what a checkpointed block keeps
+  // (at the largest batch with every block checkpointed), the least peak.
+  std::map<int64_t, const ProfilePoint*> plain_at;
+  for (const ProfilePoint* q : deep_plain) plain_at[q->batch] = q;
   double share_num = 0, share_den = 0;
-  std::vector<double> saved, floor;
-  double least_activations = -1;
-  for (const ProfilePoint& p : profile_.points) {
-    const double b = static_cast<double>(p.batch), n = static_cast<double>(p.ckpt_blocks);
-    const double activations = p.peak_bytes - fit_.state_bytes;
-    if (least_activations < 0 || activations < least_activations) {
-      least_activations = activations;
-      fit_.least_bytes = p.peak_bytes;
+  const ProfilePoint* all_checkpointed = nullptr;
+  double least_peak = -1, least_act = -1;
+  for (const ProfilePoint& q : profile_.points) {
+    if (q.layers != deep) continue;
+    const double x = static_cast<double>(q.batch);
+    // The peak with the least activations (1 sample, every block checkpointed): what the optimizer
+    // step and the rest need at the least, as a multiple of the state.
+    const double act = q.peak_bytes - state_d;
+    if (least_act < 0 || act < least_act) {
+      least_act = act;
+      least_peak = q.peak_bytes;
     }
-    if (p.ckpt_blocks <= 0) continue;
-    if (plain_ms.count(p.batch)) {
-      share_num += n * (p.step_ms / step_ms_without_checkpointing(b) - 1);
-      share_den += n * n;
+    if (q.ckpt_blocks <= 0) continue;
+    auto plain = plain_at.find(q.batch);
+    if (plain != plain_at.end()) {
+      const double k_b = static_cast<double>(q.ckpt_blocks) * block_ms(x);
+      share_num += k_b * (q.step_ms - plain->second->step_ms);
+      share_den += k_b * k_b;
+      const double extra = static_cast<double>(q.ckpt_blocks);
+      const CommLine extra_line{
+          (q.all_reduce_calls - plain->second->all_reduce_calls) / extra, 0,
+          (q.all_reduce_bytes - plain->second->all_reduce_bytes) / (extra * x)};
+      fit_.recompute_all_reduce = extra_line;
     }
-    if (p.ckpt_blocks == layers)
-      floor.push_back(activations / b);
-    else
-      saved.push_back((fit_.act_bytes_per_sample * b - activations) / (n * b));
+    if (q.ckpt_blocks == deep && (!all_checkpointed || q.batch > all_checkpointed->batch))
+      all_checkpointed = &q;
   }
-  SLAPO_CHECK(share_den > 0, ErrorCode::kInvalidArgument,
-              "profile: needs a checkpointed step at a batch also profiled without checkpointing");
-  fit_.recompute_share_per_block = std::max(0.0, share_num / share_den);
-  // A checkpointed point at a batch not profiled without checkpointing (one sample) tells T there.
-  std::map<int64_t, std::vector<double>> derived;
-  for (const ProfilePoint& p : profile_.points) {
-    if (p.ckpt_blocks <= 0 || plain_ms.count(p.batch)) continue;
-    derived[p.batch].push_back(
-        p.step_ms / (1 + static_cast<double>(p.ckpt_blocks) * fit_.recompute_share_per_block));
-  }
-  for (const auto& [batch, ms] : derived)
-    fit_.step_ms_by_batch.emplace_back(static_cast<double>(batch), median(ms));
-  std::sort(fit_.step_ms_by_batch.begin(), fit_.step_ms_by_batch.end());
-  SLAPO_CHECK(!floor.empty(), ErrorCode::kInvalidArgument,
-              "profile: needs a step with every block checkpointed");
-  // The least activations per sample with every block checkpointed (a point at one sample may have
-  // its optimizer step, not its activations, as its peak: `least` covers that).
-  fit_.floor_bytes_per_sample = *std::min_element(floor.begin(), floor.end());
-  // Without a partly checkpointed point, the saving is the straight line to full checkpointing.
-  fit_.saved_bytes_per_sample_block =
-      saved.empty()
-          ? (fit_.act_bytes_per_sample - fit_.floor_bytes_per_sample) / static_cast<double>(layers)
-          : median(saved);
+  SLAPO_CHECK(share_den > 0 && all_checkpointed != nullptr && all_checkpointed->batch > 1,
+              ErrorCode::kInvalidArgument,
+              "profile: needs a step with every block checkpointed at a batch of two or more also "
+              "profiled without checkpointing");
+  fit_.recompute_share = std::max(0.0, share_num / share_den);
+  const double x = static_cast<double>(all_checkpointed->batch);
+  fit_.ckpt_block_kept = std::max(
+      0.0, ((all_checkpointed->peak_bytes - state_d) / x - std::max(fit_.outside_act, fit_.block_act)) /
+               d);
+  fit_.least_ratio = state_d > 0 ? std::max(1.0, least_peak / state_d) : 1.0;
 }
 
-double Predictor::step_ms_without_checkpointing(double samples) const {
-  const auto& t = fit_.step_ms_by_batch;
-  // The segment that holds `samples`, or the nearest one (extrapolated along it).
-  size_t i = 1;
-  while (i + 1 < t.size() && samples > t[i].first) ++i;
-  const auto& [x0, y0] = t[i - 1];
-  const auto& [x1, y1] = t[i];
-  const double y = y0 + (samples - x0) * (y1 - y0) / (x1 - x0);
-  // Extrapolated below the least profiled batch: never under half its time per sample.
-  if (samples < t.front().first)
-    return std::max(y, 0.5 * t.front().second * samples / t.front().first);
-  return y;
+double Predictor::block_ms(double samples) const {
+  return std::max(0.0, (polyline_at(fit_.deep_ms, samples) - polyline_at(fit_.shallow_ms, samples)) /
+                           static_cast<double>(fit_.deep_layers - 1));
+}
+
+double Predictor::outside_ms(double samples) const {
+  return std::max(0.0, polyline_at(fit_.shallow_ms, samples) - block_ms(samples));
+}
+
+void Predictor::check_layout(const PredictInput& in) const {
+  SLAPO_CHECK(std::max<int64_t>(1, in.tp) == profile_.tp, ErrorCode::kInvalidArgument, "tp = ", in.tp,
+              " is not the profile's tp = ", profile_.tp);
+  const int64_t world = profile_.tp * std::max<int64_t>(1, in.pp) * std::max<int64_t>(1, in.dp);
+  SLAPO_CHECK(world == 1 || collectives_, ErrorCode::kInvalidArgument, "a layout of ", world,
+              " ranks needs the machine's collectives profiled");
+}
+
+Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage, int64_t begin,
+                                           int64_t end) const {
+  const int64_t p = std::max<int64_t>(1, in.pp), dp = std::max<int64_t>(1, in.dp);
+  const int64_t m = std::max<int64_t>(1, in.micro_batches), tp = profile_.tp;
+  const double x = static_cast<double>(in.batch) / static_cast<double>(dp * m);
+  const ModelShape& shape = profile_.shape;
+  const bool first = stage == 0, last = stage == p - 1;
+  const double n = static_cast<double>(end - begin);
+  const double k =
+      static_cast<double>(std::max<int64_t>(0, std::min(in.ckpt_blocks, end) - begin));
+  auto comm_ms = [&](const CommLine& ar, const CommLine& ag, double times) {
+    if (tp <= 1 || times <= 0) return 0.0;
+    return times *
+           (collectives_->all_reduce_ms(ar.bytes_at0 + ar.bytes_per_sample * x, tp, ar.calls) +
+            collectives_->all_gather_ms(ag.bytes_at0 + ag.bytes_per_sample * x, tp, ag.calls));
+  };
+  StageCost st;
+  // Per micro-batch: the blocks, the embeddings (first), the head and loss (last).
+  const double outside = outside_ms(x);
+  const double prologue = std::min(outside, profile_.prologue_ms_per_sample * x);
+  st.compute = n * block_ms(x) + (first ? prologue : 0) + (last ? outside - prologue : 0);
+  st.recompute = k * fit_.recompute_share * block_ms(x);
+  st.comm = comm_ms(fit_.block_all_reduce, fit_.block_all_gather, n) +
+            (last ? comm_ms(fit_.outside_all_reduce, fit_.outside_all_gather, 1) : 0) +
+            comm_ms(fit_.recompute_all_reduce, CommLine{}, k);
+  if (p > 1) {
+    // Its input from the previous stage and its output's gradient from the next.
+    const double message = collectives_->send_ms(shape.message_bytes_per_sample * x);
+    st.comm += ((first ? 0 : 1) + (last ? 0 : 1)) * message;
+  }
+  st.micro_batch_ms = st.compute + st.recompute + st.comm;
+  // Once per step: the optimizer, the data-parallel gradients, the tied gradient.
+  const double outside_params = shape.prologue_params + shape.epilogue_params - shape.tied_params;
+  double outside_state = fit_.outside_state;
+  st.params = n * shape.block_params + outside_params;
+  if (p > 1) {
+    const double share = (first ? shape.prologue_params : 0) + (last ? shape.epilogue_params : 0);
+    st.params = n * shape.block_params + share;
+    outside_state = outside_params > 0 ? fit_.outside_state * share / outside_params : 0;
+  }
+  st.optimizer = profile_.optimizer_ms_per_param * st.params;
+  st.tail = st.optimizer;
+  if (dp > 1) {
+    const double bytes = kFloatBytes * st.params;
+    st.tail += collectives_->all_reduce_ms(bytes, dp,
+                                           std::max(1.0, std::ceil(bytes / kGradientBucketBytes)));
+  }
+  if (p > 1 && (first || last) && shape.tied_params > 0)
+    st.tail += collectives_->all_reduce_ms(kFloatBytes * shape.tied_params, 2);
+  // Memory: the state, and the micro-batches in flight.
+  st.state = n * fit_.block_state + outside_state;
+  const double in_flight =
+      in.gpipe ? static_cast<double>(m) : static_cast<double>(std::min<int64_t>(m, p - stage));
+  const double kept = (n - k) * fit_.block_act + k * fit_.ckpt_block_kept;
+  const double logits_per_sample = last ? fit_.outside_act : 0;
+  const double recomputed = k > 0 ? std::max(0.0, fit_.block_act - logits_per_sample) : 0;
+  st.logits = in_flight * x * logits_per_sample;
+  st.activations = x * (in_flight * kept + recomputed);
+  st.peak_bytes =
+      std::max(st.state + st.activations + st.logits, fit_.least_ratio * st.state) * memory_scale_;
+  return st;
+}
+
+double Predictor::step_overhead_ms(const PredictInput& in) const {
+  const int64_t world = profile_.tp * std::max<int64_t>(1, in.pp) * std::max<int64_t>(1, in.dp);
+  // The loss, averaged over the world (which lines the ranks up).
+  return world > 1 ? collectives_->all_reduce_ms(8, world) : 0;
 }
 
 Prediction Predictor::raw(const PredictInput& in) const {
-  const double b = static_cast<double>(in.batch), n = static_cast<double>(in.ckpt_blocks);
+  check_layout(in);
+  const int64_t layers = profile_.layers, p = std::max<int64_t>(1, in.pp);
+  SLAPO_CHECK(static_cast<int64_t>(in.cuts.size()) == p - 1, ErrorCode::kInvalidArgument, p,
+              " pipeline stages need ", p - 1, " cuts, not ", in.cuts.size());
+  std::vector<int64_t> begins = {0};
+  for (int64_t c : in.cuts) {
+    SLAPO_CHECK(c > begins.back() && c < layers, ErrorCode::kInvalidArgument, "cut at block ", c,
+                " does not split blocks 0..", layers - 1, " into stages of one block or more");
+    begins.push_back(c);
+  }
+  begins.push_back(layers);
+  std::vector<StageCost> stages;
+  for (int64_t s = 0; s < p; ++s) stages.push_back(stage_cost(in, s, begins[s], begins[s + 1]));
+
+  // The step: fill and drain, the slowest stage m − 1 more times, the slowest tail.
+  size_t slowest = 0, worst_tail = 0, largest = 0;
+  double sum_t = 0;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    sum_t += stages[s].micro_batch_ms;
+    if (stages[s].micro_batch_ms > stages[slowest].micro_batch_ms) slowest = s;
+    if (stages[s].tail > stages[worst_tail].tail) worst_tail = s;
+    if (stages[s].peak_bytes > stages[largest].peak_bytes) largest = s;
+  }
+  const StageCost& b = stages[slowest];
   const double m = static_cast<double>(std::max<int64_t>(1, in.micro_batches));
-  const double micro = b / m;
-  Prediction p;
-  const double compute = m * step_ms_without_checkpointing(micro);
-  const double recompute = compute * n * fit_.recompute_share_per_block;
-  p.step_ms = compute + recompute;
-  p.time_ms = {{"compute", compute}, {"recompute", recompute}};
-  const double kept = micro * (fit_.act_bytes_per_sample - n * fit_.saved_bytes_per_sample_block);
-  const double floor = in.ckpt_blocks > 0 ? micro * fit_.floor_bytes_per_sample : 0.0;
-  p.peak_bytes = std::max(fit_.state_bytes + std::max(kept, floor), fit_.least_bytes);
-  p.memory_bytes = {{"state", fit_.state_bytes}, {"activations", p.peak_bytes - fit_.state_bytes}};
-  return p;
+  const double overhead = step_overhead_ms(in);
+  const StageCost& tail = stages[worst_tail];
+  Prediction out;
+  out.step_ms = sum_t + (m - 1) * b.micro_batch_ms + tail.tail + overhead;
+  out.time_ms = {{"compute", m * b.compute},
+                 {"recompute", m * b.recompute},
+                 {"collectives", m * b.comm + (tail.tail - tail.optimizer) + overhead},
+                 {"bubble", sum_t - b.micro_batch_ms},
+                 {"optimizer", tail.optimizer}};
+  // The largest rank's memory (stage_cost scaled the peak; the parts are scaled likewise).
+  const StageCost& big = stages[largest];
+  out.peak_bytes = big.peak_bytes;
+  const double params = kFloatBytes * big.params * memory_scale_;
+  const double state = big.state * memory_scale_, logits = big.logits * memory_scale_;
+  out.memory_bytes = {{"parameters", std::min(params, state)},
+                      {"gradients", std::min(params, std::max(0.0, state - params))},
+                      {"optimizer_state", std::max(0.0, state - 2 * params)},
+                      {"activations", big.peak_bytes - state - logits},
+                      {"logits", logits}};
+  for (size_t s = 0; s < stages.size(); ++s)
+    out.stages.push_back({begins[s + 1] - begins[s], stages[s].micro_batch_ms, stages[s].peak_bytes});
+  if (collectives_) {
+    for (int64_t ranks : {profile_.tp, std::max<int64_t>(1, in.dp), p}) {
+      if (collectives_->extrapolates(ranks)) {
+        out.notes.push_back("collectives of " + std::to_string(ranks) +
+                            " ranks extrapolated from the measured group by the ring formulas");
+        break;
+      }
+    }
+  }
+  if (layers != fit_.deep_layers) {
+    out.notes.push_back(std::to_string(layers) + " blocks composed from variants of 1 and " +
+                        std::to_string(fit_.deep_layers));
+  }
+  return out;
 }
 
 Prediction Predictor::predict(const PredictInput& in) const {
   Prediction p = raw(in);
-  const double time_scale = time_ratios_.empty() ? 1.0 : median(time_ratios_);
+  const double time_scale = this->time_scale();
   p.step_ms *= time_scale;
   for (auto& [name, v] : p.time_ms) v *= time_scale;
-  p.peak_bytes *= memory_scale_;
-  for (auto& [name, v] : p.memory_bytes) v *= memory_scale_;
+  for (StagePrediction& s : p.stages) s.micro_batch_ms *= time_scale;
   p.samples_per_s = p.step_ms > 0 ? static_cast<double>(in.batch) / (p.step_ms / 1000) : 0;
   return p;
 }
 
+double Predictor::time_scale() const { return time_ratios_.empty() ? 1.0 : median(time_ratios_); }
+
 void Predictor::calibrate(const PredictInput& in, double step_ms, double peak_bytes) {
-  const Prediction p = raw(in);
+  const Prediction p = raw(in);  // the peak scaled by memory_scale_, the time not
   if (p.step_ms > 0 && step_ms > 0) time_ratios_.push_back(step_ms / p.step_ms);
   if (p.peak_bytes > 0 && peak_bytes > 0)
-    memory_scale_ = std::max(memory_scale_, peak_bytes / p.peak_bytes);
+    memory_scale_ = std::max(memory_scale_, memory_scale_ * peak_bytes / p.peak_bytes);
 }
 
 void Predictor::calibrate_oom(const PredictInput& in, double budget_bytes) {
   const Prediction p = raw(in);
   if (p.peak_bytes > 0)
-    memory_scale_ = std::max(memory_scale_, budget_bytes / p.peak_bytes * 1.0001);
+    memory_scale_ = std::max(memory_scale_, memory_scale_ * budget_bytes / p.peak_bytes * 1.0001);
 }
 
 }  // namespace slapo::cost

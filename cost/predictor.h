@@ -1,60 +1,84 @@
 #pragma once
-// Predictor: the step time and peak tensor memory of a configuration, from a Profile, composed the
-// way the single-process runtime executes a step — m micro-batches of b / m samples one after the
-// other, n blocks checkpointed:
+// Predictor: the step time and peak tensor memory per rank of a configuration, from a Profile and
+// the machine's collectives, composed the way the runtime executes a step
+// (runners/parallel_trainer.h, schedule/runtime/pipeline.h):
 //
-//   time(b, n, m)   = m · T(b / m) · (1 + n · ρ)
-//     T(x)          the step time of x samples without checkpointing: piecewise linear through the
-//                   profiled batches (a CPU's time per sample is not constant in the batch)
-//     ρ             the share of a step one checkpointed block adds (its forward runs twice)
-//   memory(b, n, m) = max(state + max(kept, floor), least)
-//     kept          = (b / m) · (act − n · saved)   activations of one micro-batch
-//     floor         = (b / m) · act_all             every block checkpointed: the blocks' inputs
-//                                                   and one block recomputed in backward
-//     least         the profiled peak with the least activations (1 sample, every block
-//                   checkpointed): what the optimizer step and the rest need at the least
+//   A rank holds pipeline stage s: n_s blocks (the first k_s of them checkpointed), the embeddings
+//   on the first stage, the final norm, LM head and loss on the last; every micro-batch of
+//   x = batch / (dp · m) samples runs through the stages, and a stage's work per micro-batch is
+//     t_s(x) = n_s · B(x) + k_s · ρ · B(x) + [last] E(x) + [first] P(x)
+//              + tensor-parallel collectives (the rank's measured calls and bytes, priced by α–β)
+//              + pipeline messages to and from its neighbours (x samples' hidden states)
+//   with B(x) a block's forward and backward, E(x) the epilogue's, P(x) the prologue's — the
+//   profile's two depths separate them — and ρ the share of a block's work its recompute adds.
+//   Both schedules keep every stage busy the same way: the step is
+//     Σ_s t_s + (m − 1) · max_s t_s            (fill and drain + the slowest stage m − 1 times)
+//   then, per rank: the optimizer over its parameters, the data-parallel all-reduce of its
+//   gradients (in buckets), the tied embedding's gradient summed between the ends.
 //
-// `state` (parameters, gradients, optimizer state) and `act` are the affine fit of the peak over
-// the profiled batches (tensor memory is linear in the batch); `saved` and `act_all` come from the
-// checkpointed points. Measurements correct the model (calibrate). Blind spots
-// (docs/cost-model.md): one rank only (tp, pp, dp > 1 are refused, not guessed).
+//   A stage's memory: its parameters, gradients and optimizer state (the profile's per-block and
+//   outside-the-blocks state, split between the ends by their parameters), and the activations of
+//   the micro-batches in flight — m under GPipe, min(m, p − s) under 1F1B — each keeping, per
+//   sample, a block's activations for a plain block and its input for a checkpointed one, the
+//   logits on the last stage, plus one block recomputed in backward.
+//
+// Measured trials correct the model (calibrate). Blind spots: docs/cost-model.md.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cost/collectives.h"
 #include "cost/profile.h"
 
 namespace slapo::cost {
 
 // What a prediction needs of a configuration.
 struct PredictInput {
-  int64_t batch = 1;
+  int64_t batch = 1;  // the global batch
   int64_t ckpt_blocks = 0;
   int64_t micro_batches = 1;
+  int64_t tp = 1, pp = 1, dp = 1;
+  bool gpipe = false;         // else 1F1B
+  std::vector<int64_t> cuts;  // the blocks where stages 2, 3, ... begin (pp - 1 of them)
+};
+
+// One pipeline stage of a prediction.
+struct StagePrediction {
+  int64_t blocks = 0;
+  double micro_batch_ms = 0;  // t_s
+  double peak_bytes = 0;
 };
 
 struct Prediction {
   double step_ms = 0;
-  double peak_bytes = 0;
+  double peak_bytes = 0;  // the largest rank's
   double samples_per_s = 0;
-  // name → milliseconds: "compute" (forward, backward and the optimizer step of every
-  // micro-batch), "recompute" (checkpointed blocks' forward again).
+  // name → milliseconds, adding up to step_ms: "compute" and "recompute" (the slowest stage, every
+  // micro-batch), "collectives" (its tensor-parallel collectives and pipeline messages, the
+  // gradients' all-reduces), "bubble" (the other stages' fill and drain), "optimizer".
   std::vector<std::pair<std::string, double>> time_ms;
-  // name → bytes: "state" (parameters, gradients, optimizer state), "activations".
+  // name → bytes of the largest rank, adding up to peak_bytes: "parameters", "gradients",
+  // "optimizer_state", "activations", "logits".
   std::vector<std::pair<std::string, double>> memory_bytes;
+  std::vector<StagePrediction> stages;
+  std::vector<std::string> notes;  // what the prediction extrapolates
 
-  // {"step_ms", "peak_bytes", "samples_per_s", "time_ms": {...}, "memory_bytes": {...}}
+  // {"step_ms", "peak_bytes", "samples_per_s", "time_ms": {...}, "memory_bytes": {...},
+  //  "stages": [...], "notes": [...]}
   std::string to_json() const;
 };
 
 class Predictor {
  public:
-  // Fits the model. Throws Error(kInvalidArgument) when the profile lacks what the model needs:
-  // two batch sizes without checkpointing, and a point with every block checkpointed.
-  explicit Predictor(Profile profile);
+  // Fits the model. `collectives` may be absent when only one rank is predicted. Throws
+  // Error(kInvalidArgument) when the profile lacks what the model needs.
+  explicit Predictor(Profile profile, std::optional<CollectiveModel> collectives = std::nullopt);
 
+  // Throws Error(kInvalidArgument) for a layout this predictor cannot compose: another tp than the
+  // profile's, cuts that do not fit the blocks, ranks without a collective model.
   Prediction predict(const PredictInput& in) const;
 
   // A measured trial of `in`: later predictions are rescaled by the median of measured / predicted
@@ -65,22 +89,52 @@ class Predictor {
   void calibrate_oom(const PredictInput& in, double budget_bytes);
 
   const Profile& profile() const { return profile_; }
+  bool has_collectives() const { return collectives_.has_value(); }
+  void set_collectives(CollectiveModel collectives) { collectives_ = std::move(collectives); }
 
+  // Tensor-parallel collectives per micro-batch: calls, and bytes = at0 + per_sample · x.
+  struct CommLine {
+    double calls = 0, bytes_at0 = 0, bytes_per_sample = 0;
+  };
   // The fitted coefficients (for tests and docs/cost-model.md).
   struct Fit {
-    std::vector<std::pair<double, double>> step_ms_by_batch;  // T: (batch, ms), ascending
-    double recompute_share_per_block = 0;                     // ρ
-    double state_bytes = 0, act_bytes_per_sample = 0, saved_bytes_per_sample_block = 0,
-           floor_bytes_per_sample = 0, least_bytes = 0;
+    int64_t deep_layers = 0;
+    // A step's forward and backward (the optimizer taken out), by batch, of the two variants.
+    std::vector<std::pair<double, double>> shallow_ms, deep_ms;
+    double recompute_share = 0;  // ρ
+    double block_state = 0, outside_state = 0;  // bytes
+    double block_act = 0, outside_act = 0;      // bytes per sample
+    double ckpt_block_kept = 0;                 // bytes per sample a checkpointed block keeps
+    double least_ratio = 1;  // the least peak (1 sample, all checkpointed) over the state
+    CommLine block_all_reduce, outside_all_reduce, block_all_gather, outside_all_gather;
+    CommLine recompute_all_reduce;  // per checkpointed block
   };
-  // T(x): the step time of x samples without checkpointing.
-  double step_ms_without_checkpointing(double samples) const;
   const Fit& fit() const { return fit_; }
+
+  // One stage of a step, for composing and for the cut-point search (cost/cut_search.h): stage
+  // `stage` of in.pp holding blocks [begin, end). Times unscaled by calibration (time_scale());
+  // the peak scaled.
+  struct StageCost {
+    double compute = 0, recompute = 0, comm = 0, micro_batch_ms = 0;  // per micro-batch
+    double optimizer = 0, tail = 0;  // once per step: the optimizer, + gradient all-reduces
+    double params = 0, state = 0, activations = 0, logits = 0, peak_bytes = 0;
+  };
+  StageCost stage_cost(const PredictInput& in, int64_t stage, int64_t begin, int64_t end) const;
+  // What a step costs besides its stages (the loss averaged over the world), unscaled.
+  double step_overhead_ms(const PredictInput& in) const;
+  // The calibration's factor on time.
+  double time_scale() const;
+  // Throws Error(kInvalidArgument) for a layout this predictor cannot compose (cuts aside).
+  void check_layout(const PredictInput& in) const;
+  // B(x) and E(x) + P(x): a block's and the rest's forward and backward of x samples.
+  double block_ms(double samples) const;
+  double outside_ms(double samples) const;
 
  private:
   Prediction raw(const PredictInput& in) const;
 
   Profile profile_;
+  std::optional<CollectiveModel> collectives_;
   Fit fit_;
   std::vector<double> time_ratios_;
   double memory_scale_ = 1;

@@ -1,10 +1,53 @@
 #include "cost/profile.h"
 
+#include <tuple>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
 namespace slapo::cost {
+
+namespace {
+
+// The point's fields in JSON order: one list that writing and reading share.
+template <typename P, typename F>
+void for_each_field(P& p, F&& f) {
+  f("layers", p.layers);
+  f("batch", p.batch);
+  f("ckpt_blocks", p.ckpt_blocks);
+  f("step_ms", p.step_ms);
+  f("peak_bytes", p.peak_bytes);
+  f("all_reduce_calls", p.all_reduce_calls);
+  f("all_reduce_bytes", p.all_reduce_bytes);
+  f("all_gather_calls", p.all_gather_calls);
+  f("all_gather_bytes", p.all_gather_bytes);
+}
+
+template <typename S, typename F>
+void for_each_shape_field(S& s, F&& f) {
+  f("block_params", s.block_params);
+  f("prologue_params", s.prologue_params);
+  f("epilogue_params", s.epilogue_params);
+  f("tied_params", s.tied_params);
+  f("message_bytes_per_sample", s.message_bytes_per_sample);
+}
+
+}  // namespace
+
+bool ProfilePoint::operator==(const ProfilePoint& o) const {
+  return std::tie(layers, batch, ckpt_blocks, step_ms, peak_bytes, all_reduce_calls,
+                  all_reduce_bytes, all_gather_calls, all_gather_bytes) ==
+         std::tie(o.layers, o.batch, o.ckpt_blocks, o.step_ms, o.peak_bytes, o.all_reduce_calls,
+                  o.all_reduce_bytes, o.all_gather_calls, o.all_gather_bytes);
+}
+
+bool ModelShape::operator==(const ModelShape& o) const {
+  return block_params == o.block_params && prologue_params == o.prologue_params &&
+         epilogue_params == o.epilogue_params && tied_params == o.tied_params &&
+         message_bytes_per_sample == o.message_bytes_per_sample;
+}
 
 std::string Profile::to_json() const {
   nlohmann::ordered_json j;
@@ -12,13 +55,18 @@ std::string Profile::to_json() const {
   j["fingerprint"] = nlohmann::ordered_json::parse(fingerprint_json);
   j["code_revision"] = code_revision;
   j["layers"] = layers;
+  j["tp"] = tp;
+  nlohmann::ordered_json shape_json;
+  for_each_shape_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
+  j["shape"] = shape_json;
+  j["optimizer_ms_per_param"] = optimizer_ms_per_param;
+  j["prologue_ms_per_sample"] = prologue_ms_per_sample;
   j["profile_s"] = profile_s;
   nlohmann::ordered_json points_json = nlohmann::ordered_json::array();
   for (const ProfilePoint& p : points) {
-    points_json.push_back({{"batch", p.batch},
-                           {"ckpt_blocks", p.ckpt_blocks},
-                           {"step_ms", p.step_ms},
-                           {"peak_bytes", p.peak_bytes}});
+    nlohmann::ordered_json q;
+    for_each_field(p, [&](const char* name, const auto& v) { q[name] = v; });
+    points_json.push_back(q);
   }
   j["points"] = points_json;
   return j.dump();
@@ -34,14 +82,25 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
     p.fingerprint_json = j.at("fingerprint").dump();
     p.code_revision = j.value("code_revision", "");
     p.layers = j.at("layers").get<int64_t>();
+    p.tp = j.at("tp").get<int64_t>();
+    for_each_shape_field(p.shape, [&](const char* name, double& v) {
+      v = j.at("shape").at(name).get<double>();
+    });
+    p.optimizer_ms_per_param = j.at("optimizer_ms_per_param").get<double>();
+    p.prologue_ms_per_sample = j.at("prologue_ms_per_sample").get<double>();
     p.profile_s = j.value("profile_s", 0.0);
     for (const auto& q : j["points"]) {
-      p.points.push_back({q.at("batch").get<int64_t>(), q.at("ckpt_blocks").get<int64_t>(),
-                          q.at("step_ms").get<double>(), q.at("peak_bytes").get<double>()});
+      ProfilePoint point;
+      for_each_field(point, [&](const char* name, auto& v) {
+        v = q.at(name).get<std::remove_reference_t<decltype(v)>>();
+      });
+      p.points.push_back(point);
     }
   } catch (const nlohmann::json::exception& e) {
     SLAPO_FAIL(ErrorCode::kParse, origin,
-               ": a profile with a missing or mistyped field: ", e.what());
+               ": a profile with a missing or mistyped field (a profile of an earlier slapo is "
+               "measured again): ",
+               e.what());
   }
   return p;
 }

@@ -1,7 +1,13 @@
 #pragma once
-// Profile: what a short profiling run measured of one workload on this machine — the step time and
-// the peak tensor memory at a few (batch, checkpointed blocks) points — and what it depends on.
-// Plain data: profiled by runners/profiler.h (LibTorch), stored by db/, read by the Predictor.
+// Profile: what a short profiling run measured of one workload on this machine, and what it
+// depends on. Plain data: measured by runners/cost_model.h (LibTorch), stored by db/, read by the
+// Predictor.
+//
+// The points are training steps of two variants of the model that differ only in depth — one
+// block and `deep` blocks (the workload's depth, at most 8) — so that a block's costs and the
+// costs outside the blocks (embeddings, final norm, LM head, loss) separate; a model of any depth
+// and any pipeline stage is composed from them. Under tensor parallelism the points are one rank
+// of the group, measured alone (runners/simulated_group.h), with the collectives it would make.
 
 #include <cstdint>
 #include <string>
@@ -9,27 +15,42 @@
 
 namespace slapo::cost {
 
-// One measured point: a training step of `batch` samples with the first `ckpt_blocks` blocks
-// checkpointed, in one process, with one micro-batch.
+// One measured step of `batch` samples of the variant of `layers` blocks, the first `ckpt_blocks`
+// checkpointed, in one process, one micro-batch.
 struct ProfilePoint {
+  int64_t layers = 0;
   int64_t batch = 0;
   int64_t ckpt_blocks = 0;
   double step_ms = 0;     // median over the timed steps
   double peak_bytes = 0;  // the tracking allocator's peak: parameters, gradients, optimizer state,
                           // activations
-  bool operator==(const ProfilePoint& o) const {
-    return batch == o.batch && ckpt_blocks == o.ckpt_blocks && step_ms == o.step_ms &&
-           peak_bytes == o.peak_bytes;
-  }
+  // The tensor-parallel collectives of one step (0 at tp = 1): calls and payload bytes.
+  double all_reduce_calls = 0, all_reduce_bytes = 0, all_gather_calls = 0, all_gather_bytes = 0;
+  bool operator==(const ProfilePoint& o) const;
+};
+
+// Counted on the built model, per rank (tensor-parallel shards).
+struct ModelShape {
+  double block_params = 0;     // one block's parameters
+  double prologue_params = 0;  // embeddings (the first pipeline stage)
+  double epilogue_params = 0;  // final norm and LM head (the last stage), a tied weight included
+  double tied_params = 0;      // held by both ends (the tied embedding and LM head)
+  double message_bytes_per_sample = 0;  // a pipeline message: one sample's hidden states
+  bool operator==(const ModelShape& o) const;
 };
 
 struct Profile {
   // What the measurements depend on (canonical JSON): the workload without its batch size, the
-  // knobs that change the computation (attention, fusions, sequence length), threads.
+  // knobs that change the computation (attention, fusions, sequence length), the tensor-parallel
+  // degree and the threads of a rank.
   std::string key_json;
   std::string fingerprint_json;  // the machine (runners/system_info.h), compared on reuse
   std::string code_revision;     // slapo's git revision: another revision profiles again
-  int64_t layers = 0;            // blocks of the model
+  int64_t layers = 0;            // blocks of the workload's model (what is predicted)
+  int64_t tp = 1;                // the tensor-parallel degree of the measured rank
+  ModelShape shape;
+  double optimizer_ms_per_param = 0;  // one optimizer step, per parameter of the rank
+  double prologue_ms_per_sample = 0;  // the embeddings' forward and backward
   std::vector<ProfilePoint> points;
   double profile_s = 0;  // what profiling cost, wall time
 

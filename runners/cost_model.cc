@@ -9,18 +9,24 @@
 #include "core/metrics.h"
 #include "core/version.h"
 #include "models/templates.h"
+#include "core/process.h"
+#include "runners/collective_profile.h"
+#include "runners/profiler.h"
 #include "runners/system_info.h"
 
 namespace slapo::runners {
 
 namespace {
 
-// Knobs the model predicts across (or refuses): everything else changes the computation and is
-// part of the profile key.
+// Knobs the model predicts across: everything else (tp included: a rank's shard is another
+// computation) changes the computation and is part of the profile key.
+// A rank's threads: the workload's are the trial's, shared by its ranks (runners/worker.h).
+int threads_per_rank(const Workload& w, int world) { return std::max(1, w.threads / world); }
+
 bool predicted_across(const std::string& knob) {
-  static const char* const kKnobs[] = {"batch_size",        "ckpt_ratio", "ckpt_layers",
-                                       "micro_batches",     "tp",         "pp",
-                                       "pipeline_schedule", "dp",         "cuts"};
+  static const char* const kKnobs[] = {"batch_size", "ckpt_ratio", "ckpt_layers",
+                                       "micro_batches", "pp", "pipeline_schedule",
+                                       "dp", "cuts"};
   for (const char* k : kKnobs) {
     if (knob == k) return true;
   }
@@ -34,6 +40,21 @@ Config computation_knobs(const Config& config) {
     if (!predicted_across(name)) c.set(name, value);
   }
   return c;
+}
+
+// Calls f(config) for every configuration of `space` — with a cut-point knob, for every
+// configuration of the other knobs (the cuts change no profile and no batch size, and may be
+// 10^10 of them).
+template <typename F>
+void for_each_but_cuts(const space::CompiledSpace& space, F&& f) {
+  if (space.cut_knob().empty()) {
+    space.for_each([&](const space::PointView& p) { f(p.to_config()); });
+  } else {
+    space.for_each_cut_family([&](const Config& c, const space::StageSplits& splits) {
+      if (splits.count() > 0) f(c);
+      return true;
+    });
+  }
 }
 
 }  // namespace
@@ -55,12 +76,10 @@ void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
   for (const space::KnobInfo& knob : space.knobs()) {
     if (knob.name != "batch_size") continue;
     int64_t lo = INT64_MAX, hi = 0;
-    space.for_each([&](const space::PointView& p) {
-      const Config c = p.to_config();
+    for_each_but_cuts(space, [&](const Config& c) {
       const int64_t b = workload_.batch_size_for(c);
       lo = std::min(lo, b);
       hi = std::max(hi, b);
-      return true;
     });
     if (hi > 0) {
       batch_lo_ = lo;
@@ -70,12 +89,13 @@ void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
   if (batch_lo_ == batch_hi_) batch_lo_ = std::max<int64_t>(1, batch_hi_ / 2);
 }
 
-std::string WorkloadCostModel::profile_key(const Config& config) const {
+std::string WorkloadCostModel::profile_key(const Config& config, int world) const {
   Workload w = workload_;
   w.batch_size = 0;  // predicted across
   w.memory_budget = 0;
   w.warmup = 0;
   w.steps = 0;
+  w.threads = threads_per_rank(workload_, world);
   nlohmann::ordered_json key;
   key["workload"] = nlohmann::ordered_json::parse(w.to_json());
   key["knobs"] = nlohmann::ordered_json::parse(computation_knobs(config).canonical_json());
@@ -85,56 +105,71 @@ std::string WorkloadCostModel::profile_key(const Config& config) const {
 
 double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
   const double before = profile_seconds_;
-  space.for_each([&](const space::PointView& p) {
-    const Config c = p.to_config();
+  for_each_but_cuts(space, [&](const Config& c) {
     const Mapping& m = mapping(c);
-    if (!m.why_not.empty()) return true;
+    if (!m.why_not.empty()) return;
     try {
-      predictor_for(m.key, c);
+      cost::Predictor& predictor = predictor_for(m.key, c);
+      if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
     } catch (const Error&) {
       // A configuration whose key cannot be profiled is unpredictable; predict() says why.
     }
-    return true;
   });
   return profile_seconds_ - before;
 }
 
 cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std::string& key) {
-  const auto start = std::chrono::steady_clock::now();
-  const models::ModelSpec spec = workload_.spec();
-  Workload w = workload_;
-  w.warmup = 1;
-  w.steps = 2;
-  w.memory_budget = 0;  // the profile measures; the prediction decides what fits
-  cost::Profile profile;
+  ProfileRequest request;
+  request.workload = workload_;
+  request.workload.threads = threads_per_rank(workload_, mapping(config).world);
+  request.knobs = computation_knobs(config);
+  request.batch_lo = batch_lo_;
+  request.batch_hi = batch_hi_;
+  cost::Profile profile = runners::measure_profile(request);
   profile.key_json = key;
   profile.fingerprint_json = fingerprint_;
   profile.code_revision = kGitRevision;
-  profile.layers = spec.layers;
-  // Without checkpointing at the smallest, a middle and the largest batch (the time per sample is
-  // not constant); at the largest with one and with every block checkpointed; one sample with
-  // every block checkpointed (the least a step needs).
-  const int64_t mid =
-      static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(batch_lo_ * batch_hi_))));
-  std::vector<std::pair<int64_t, int64_t>> points = {{batch_lo_, 0}};
-  if (mid > batch_lo_ && mid < batch_hi_) points.push_back({mid, 0});
-  points.push_back({batch_hi_, 0});
-  if (spec.layers > 1) points.push_back({batch_hi_, 1});
-  points.push_back({batch_hi_, spec.layers});
-  if (batch_hi_ > 1) points.push_back({1, spec.layers});
-  for (const auto& [batch, ckpt] : points) {
-    Config c = computation_knobs(config);
-    c.set("batch_size", Value(batch));
-    c.set("ckpt_layers", Value(ckpt));
-    const TrialResult r = measure_trial(w, c);
-    SLAPO_CHECK(r.status == TrialStatus::kOk, ErrorCode::kRuntime, "profiling ", c.to_string(),
-                " failed (", to_string(r.status), "): ", r.error.substr(0, r.error.find('\n')));
-    profile.points.push_back(
-        {batch, ckpt, r.metrics.at(metric::kStepMsMedian), r.metrics.at(metric::kPeakBytes)});
-  }
-  profile.profile_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return profile;
+}
+
+std::string WorkloadCostModel::why_stale(const std::string& fingerprint,
+                                         const std::string& revision) const {
+  if (fingerprint != fingerprint_) return "is of another machine";
+  if (revision != kGitRevision) return "is of slapo " + revision + ", not " + kGitRevision;
+  return "";
+}
+
+const cost::CollectiveModel& WorkloadCostModel::collectives() {
+  if (collectives_) return *collectives_;
+  const int ranks = 2;  // the groups this machine runs: docs/cost-model.md
+  const std::string key = nlohmann::json{{"collectives", {{"ranks", ranks}}}}.dump();
+  std::optional<cost::CollectiveProfile> profile;
+  if (database_ && !reprofile_) {
+    if (const std::optional<std::string> stored = database_->profile(key)) {
+      cost::CollectiveProfile p =
+          cost::CollectiveProfile::from_json(*stored, "the stored collective profile");
+      const std::string stale = why_stale(p.fingerprint_json, p.code_revision);
+      if (stale.empty()) {
+        profile = std::move(p);
+        if (on_note_) on_note_("collective profile reused");
+      } else if (on_note_) {
+        on_note_("the stored collective profile " + stale + ": profiling again");
+      }
+    }
+  }
+  if (!profile) {
+    profile = profile_collectives(ranks, {self_executable(), "worker", "--collectives"});
+    profile->fingerprint_json = fingerprint_;
+    profile->code_revision = kGitRevision;
+    profile_seconds_ += profile->profile_s;
+    if (database_) database_->put_profile(key, profile->to_json());
+    if (on_note_) {
+      on_note_("profiled the collectives of " + std::to_string(ranks) + " ranks in " +
+               std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s");
+    }
+  }
+  collectives_.emplace(*profile);
+  return *collectives_;
 }
 
 cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const Config& config) {
@@ -143,16 +178,18 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
   std::optional<cost::Profile> profile;
   if (database_ && !reprofile_) {
     if (const std::optional<std::string> stored = database_->profile(key)) {
-      cost::Profile p = cost::Profile::from_json(*stored, "the stored profile");
-      if (p.fingerprint_json != fingerprint_) {
-        if (on_note_) on_note_("a stored profile is of another machine: profiling again");
-      } else if (p.code_revision != kGitRevision) {
-        if (on_note_)
-          on_note_("a stored profile is of slapo " + p.code_revision + ", not " + kGitRevision +
-                   ": profiling again");
-      } else {
+      std::optional<cost::Profile> p;
+      try {
+        p = cost::Profile::from_json(*stored, "the stored profile");
+      } catch (const Error& e) {
+        if (on_note_) on_note_(std::string(e.what()) + ": profiling again");
+      }
+      const std::string stale = p ? why_stale(p->fingerprint_json, p->code_revision) : "";
+      if (p && stale.empty()) {
         profile = std::move(p);
         if (on_note_) on_note_("profile reused for " + computation_knobs(config).to_string());
+      } else if (p && on_note_) {
+        on_note_("a stored profile " + stale + ": profiling again");
       }
     }
   }
@@ -168,7 +205,9 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
                " in " + std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s");
     }
   }
-  auto predictor = std::make_unique<cost::Predictor>(std::move(*profile));
+  std::optional<cost::CollectiveModel> comm;
+  if (mapping(config).world > 1) comm = collectives();
+  auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));
   return *predictors_.emplace(key, std::move(predictor)).first->second;
 }
 
@@ -180,15 +219,17 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
   try {
     const models::TemplateConfig tc =
         models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
-    if (tc.parallel.world() > 1) {
-      m.why_not = "a layout of " + std::to_string(tc.parallel.world()) + " ranks (" +
-                  tc.parallel.layout.to_string() +
-                  ") is not predicted yet: the cost model profiles one rank";
-    } else {
-      m.key = profile_key(config);
-      m.input = {workload_.batch_size_for(config), tc.checkpointed_blocks,
-                 tc.parallel.micro_batches};
-    }
+    const models::ParallelKnobs& p = tc.parallel;
+    m.world = p.world();
+    m.key = profile_key(config, m.world);
+    m.input.batch = workload_.batch_size_for(config);
+    m.input.ckpt_blocks = tc.checkpointed_blocks;
+    m.input.micro_batches = p.micro_batches;
+    m.input.tp = p.layout.tp;
+    m.input.pp = p.layout.pp;
+    m.input.dp = p.layout.dp;
+    m.input.gpipe = p.pipeline_schedule == "gpipe";
+    m.input.cuts = p.cuts;
   } catch (const Error& e) {
     m.why_not = e.what();
   }
@@ -203,7 +244,27 @@ cost::Predicted WorkloadCostModel::predict(const Config& config) {
     return out;
   }
   try {
-    out.prediction = predictor_for(m.key, config).predict(m.input);
+    cost::Predictor& predictor = predictor_for(m.key, config);
+    if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
+    out.prediction = predictor.predict(m.input);
+  } catch (const Error& e) {
+    out.why_not = e.what();
+  }
+  return out;
+}
+
+cost::Composable WorkloadCostModel::compose(const Config& config) {
+  cost::Composable out;
+  const Mapping& m = mapping(config);
+  if (!m.why_not.empty()) {
+    out.why_not = m.why_not;
+    return out;
+  }
+  try {
+    cost::Predictor& predictor = predictor_for(m.key, config);
+    if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
+    out.predictor = &predictor;
+    out.input = m.input;
   } catch (const Error& e) {
     out.why_not = e.what();
   }
@@ -214,6 +275,7 @@ void WorkloadCostModel::calibrate(const Config& config, const TrialResult& resul
   const Mapping& m = mapping(config);
   if (!m.why_not.empty()) return;
   cost::Predictor& predictor = predictor_for(m.key, config);
+  if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
   if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
       result.metrics.count(metric::kPeakBytes)) {
     predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),

@@ -4,23 +4,24 @@
 // prediction (cost/predictor.h).
 //
 // A profile is keyed by what the measurements depend on: the workload without its batch size and
-// limits, and the knobs that change the computation (attention, fusions, decompose, sequence
-// length). Batch size, checkpointing and micro-batches are what the model predicts across. A
-// stored profile from another machine or another revision of slapo is not reused: it is measured
-// again, and `on_note` says so.
+// limits, the knobs that change the computation (attention, fusions, decompose, sequence length,
+// tp) and the threads of one rank. Batch size, checkpointing, micro-batches, pp, dp, the pipeline
+// schedule and the cuts are what the model predicts across. Layouts of more than one rank also
+// need the machine's collectives, profiled once by a job of two ranks (runners/collective_profile.h)
+// and stored beside the profiles. A stored profile from another machine or another revision of
+// slapo is not reused: it is measured again, and `on_note` says so.
 //
-// Profiling one key runs up to six short trials in this process (runners/workload.h's measurement,
-// 1 warm-up step and 2 timed steps): the smallest, a middle and the largest batch of the space
-// without checkpointing, the largest with one block and with every block checkpointed, and one
-// sample with every block checkpointed.
+// Profiling one key: runners/profiler.h.
 
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "cost/collectives.h"
 #include "cost/planner.h"
 #include "cost/predictor.h"
 #include "db/database.h"
@@ -53,11 +54,15 @@ class WorkloadCostModel {
   cost::ConfigPredictor as_function() {
     return [this](const Config& c) { return predict(c); };
   }
+  // For the planner's cut-point search: the predictor and input of `config` (its cuts, if any,
+  // are the search's to choose).
+  cost::Composable compose(const Config& config);
+  cost::ConfigComposer as_composer() {
+    return [this](const Config& c) { return compose(c); };
+  }
   // A measured trial of `config` (ok: its step time and peak; oom: over the workload's budget).
   void calibrate(const Config& config, const TrialResult& result);
 
-  // The profile key of `config` (canonical JSON).
-  std::string profile_key(const Config& config) const;
   double profile_seconds() const { return profile_seconds_; }
   const Workload& workload() const { return workload_; }
 
@@ -65,14 +70,21 @@ class WorkloadCostModel {
   // What a configuration means to the model, worked out once (the model strategy predicts the
   // whole space after every trial): its profile key and input, or why it cannot be predicted.
   struct Mapping {
-    std::string key;
+    std::string key;  // the profile's (canonical JSON)
     cost::PredictInput input;
+    int world = 1;
     std::string why_not;
   };
+  // The profile key of `config` on `world` ranks.
+  std::string profile_key(const Config& config, int world) const;
   const Mapping& mapping(const Config& config);
   // The predictor of profile `key` (`config` is one of its configurations), profiled when needed.
   cost::Predictor& predictor_for(const std::string& key, const Config& config);
   cost::Profile measure_profile(const Config& config, const std::string& key);
+  // The machine's collectives, measured or loaded once.
+  const cost::CollectiveModel& collectives();
+  // A stored record's machine and revision: empty when it may be reused, else why not.
+  std::string why_stale(const std::string& fingerprint, const std::string& revision) const;
 
   Workload workload_;
   db::Database* database_;
@@ -83,6 +95,7 @@ class WorkloadCostModel {
   bool reprofile_ = false;
   double profile_seconds_ = 0;
   std::string fingerprint_;
+  std::optional<cost::CollectiveModel> collectives_;
 };
 
 }  // namespace slapo::runners

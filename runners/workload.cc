@@ -136,6 +136,7 @@ const std::vector<WorkloadField>& workload_fields() {
       integer_field("batch_size", &Workload::batch_size, 1),
       integer_field("seq_len", &Workload::seq_len, 1, /*write_when_zero=*/false),
       integer_field("vocab", &Workload::vocab, 1, /*write_when_zero=*/false),
+      integer_field("layers", &Workload::layers, 1, /*write_when_zero=*/false),
       text_field("dtype", &Workload::dtype, {"float32"},
                  "\"float32\" (the only dtype supported on the CPU so far)"),
       text_field("optimizer", &Workload::optimizer, {"adamw", "sgd"}, "\"adamw\" or \"sgd\""),
@@ -219,6 +220,7 @@ std::string Workload::to_json() const {
 models::ModelSpec Workload::spec() const {
   models::ModelSpec s = models::model_preset(model);
   if (vocab > 0) s.vocab = vocab;
+  if (layers > 0) s.layers = layers;
   return s;
 }
 

@@ -19,6 +19,7 @@ struct Workload {
   int64_t batch_size = 8;
   int64_t seq_len = 0;  // 0: the preset's maximum
   int64_t vocab = 0;    // 0: the preset's
+  int64_t layers = 0;   // 0: the preset's (blocks of the model: a deeper or shallower variant)
   std::string dtype = "float32";
   std::string optimizer = "adamw";
   double lr = 1e-4;
@@ -36,7 +37,7 @@ struct Workload {
   std::string to_json() const;
   // The schedule template to apply: `template_name`, or the model family's default.
   std::string schedule_template() const;
-  // The model preset with this workload's overrides (vocab).
+  // The model preset with this workload's overrides (vocab, layers).
   models::ModelSpec spec() const;
   // A trial's batch size and sequence length: the configuration's knob, else this workload's
   // (else the model's longest sequence).

@@ -241,3 +241,50 @@ std::vector<double> CompiledSpace::encode(const Config& config) const {
 }
 
 }  // namespace slapo::space
+
+namespace slapo::space {
+
+std::string CompiledSpace::cut_knob() const {
+  std::string knob;
+  for (const detail::Level& level : impl_->levels) {
+    if (!level.is_cuts) continue;
+    SLAPO_CHECK(knob.empty(), ErrorCode::kInvalidArgument, "the space has two cut-point knobs, '",
+                knob, "' and '", level.info.name, "': a planner chooses the cuts of one");
+    knob = level.info.name;
+  }
+  return knob;
+}
+
+void CompiledSpace::for_each_cut_family(
+    const std::function<bool(const Config& config, const StageSplits& splits)>& visit) const {
+  const std::string knob = cut_knob();
+  SLAPO_CHECK(!knob.empty(), ErrorCode::kInvalidArgument, "the space has no cut-point knob");
+  // The other knobs' space: constraints cannot name a cut knob, and a cut knob is read by no other
+  // knob, so leaving it out keeps every other configuration as it is.
+  Space others = impl_->space;
+  others.knobs.erase(std::remove_if(others.knobs.begin(), others.knobs.end(),
+                                    [&](const KnobDecl& k) { return k.name == knob; }),
+                     others.knobs.end());
+  others.order.erase(std::remove(others.order.begin(), others.order.end(), knob),
+                     others.order.end());
+  const CompiledSpace rest = compile(others);
+  const Impl& m = *impl_;
+  const size_t n = m.n();
+  size_t level_of_knob = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (m.levels[k].info.name == knob) level_of_knob = k;
+  }
+  std::vector<double> slots(n + 1, 0);
+  std::vector<int64_t> index(n + 1, 0);
+  std::vector<IntList> cuts(n + 1);
+  rest.for_each([&](const PointView& p) {
+    const Config config = p.to_config();
+    Config full = config;
+    full.set(knob, Value(IntList{}));  // read_config takes any list for the cut knob
+    const std::string error = m.read_config(full, slots.data(), index.data(), cuts.data());
+    SLAPO_CHECK(error.empty(), ErrorCode::kInternal, "cut families: ", error);
+    return visit(config, m.splits(level_of_knob, slots.data()));
+  });
+}
+
+}  // namespace slapo::space

@@ -15,6 +15,7 @@
 // Not thread-safe: counting fills caches. Use one CompiledSpace per thread.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -23,6 +24,7 @@
 #include "core/config.h"
 #include "core/rng.h"
 #include "space/space.h"
+#include "space/stage_splits.h"
 
 namespace slapo::space {
 
@@ -113,6 +115,14 @@ class CompiledSpace {
   size_t encoded_size() const;
   // Numeric knobs: index / (n - 1); choices: one-hot; cut points: cut / layers, padded with 1.
   std::vector<double> encode(const Config& config) const;
+
+  // For planners that choose pipeline cut points themselves (cost/planner.h): the space's one
+  // cut-point knob (empty when it has none; Error(kInvalidArgument) for more than one), and a walk
+  // over every valid configuration of the other knobs — `config` without the cut knob — with the
+  // splits its cut knob allows there. Never enumerates the cuts. Stops when visit returns false.
+  std::string cut_knob() const;
+  void for_each_cut_family(
+      const std::function<bool(const Config& config, const StageSplits& splits)>& visit) const;
 
   // A readable account of the analysis: knobs in loop order with their domains and derived
   // bounds, where each guard is checked, and how each constraint was classified.

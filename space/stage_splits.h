@@ -41,6 +41,8 @@ class StageSplits {
 
   int64_t layers() const { return layers_; }
   int64_t stages() const { return stages_; }
+  int64_t min_len() const { return min_len_; }
+  int64_t max_len() const { return max_len_; }
 
  private:
   // Splits of `l` layers into `s` stages (saturating at kOverflow).

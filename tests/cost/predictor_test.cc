@@ -1,11 +1,15 @@
 // The cost model without LibTorch: a profile of a synthetic workload whose costs are known exactly,
-// the predictor's fit and composition, calibration, and the planner over a compiled space.
+// the predictor's fit and composition (one rank, pipeline stages, data and tensor parallelism),
+// calibration, the collectives' fit, the cut-point search and the planner over a compiled space.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
+#include "cost/collectives.h"
+#include "cost/cut_search.h"
 #include "cost/planner.h"
 #include "cost/predictor.h"
 #include "space/compiled_space.h"
@@ -14,53 +18,98 @@
 namespace slapo::cost {
 namespace {
 
-// A workload of 4 blocks whose step and memory follow the model exactly:
-//   T(b) = 10 + 2·b ms without checkpointing; each checkpointed block adds 5% of the step;
-//   memory = 100 MB + b·(40 − n·8) MB, at least b·12 MB once every block is checkpointed (the
-//   recompute of one block), and never under 115 MB (the optimizer step's own need).
+// A workload whose blocks and the rest follow the model exactly (ms and MB):
+//   a block's forward and backward B(x) = 2 + 3x, the rest O(x) = 5 + 4x (of which the
+//   embeddings 0.5x), a checkpointed block's recompute 30% of B; the optimizer 1 ms per 10^6
+//   parameters: a block 10^6, the embeddings 2·10^6, the head 2.5·10^6 of which 2·10^6 tied.
+//   Memory: 16 bytes per parameter; per sample a block keeps 10 MB (2 MB checkpointed), the
+//   head and loss 30 MB.
 constexpr double kMB = 1e6;
-double true_step(int64_t b, int64_t n, int64_t m = 1) {
-  return static_cast<double>(m) * (10 + 2.0 * b / m) * (1 + 0.05 * n);
+constexpr int64_t kLayers = 4;
+double block_ms(double x) { return 2 + 3 * x; }
+double outside_ms(double x) { return 5 + 4 * x; }
+double optimizer_ms(double blocks) { return blocks + 2.5; }
+double state_bytes(double blocks) { return (16 * blocks + 40) * kMB; }
+double true_step(int64_t layers, int64_t x, int64_t k) {
+  return outside_ms(x) + layers * block_ms(x) + 0.3 * k * block_ms(x) + optimizer_ms(layers);
 }
-double true_peak(int64_t b, int64_t n, int64_t m = 1) {
-  const double micro = static_cast<double>(b) / m;
-  return std::max(100 * kMB + std::max(micro * (40.0 - 8.0 * n), n == 4 ? micro * 12.0 : 0.0) * kMB,
-                  115 * kMB);
+double true_peak(int64_t layers, int64_t x, int64_t k) {
+  return state_bytes(layers) + x * ((layers - k) * 10.0 + k * 2.0 + 30.0) * kMB;
 }
 
-Profile synthetic_profile() {
+Profile synthetic_profile(int64_t layers = kLayers) {
   Profile p;
   p.key_json = "{\"model\":\"synthetic\"}";
   p.fingerprint_json = "{}";
-  p.layers = 4;
+  p.layers = layers;
+  p.shape = {1e6, 2e6, 2.5e6, 2e6, 1000};
+  p.optimizer_ms_per_param = 1e-6;
+  p.prologue_ms_per_sample = 0.5;
   // The points the profiler measures.
-  for (auto [b, n] : std::vector<std::pair<int64_t, int64_t>>{
-           {4, 0}, {8, 0}, {32, 0}, {32, 1}, {32, 4}, {1, 4}}) {
-    p.points.push_back({b, n, true_step(b, n), true_peak(b, n)});
+  for (auto [d, b, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 0},
+                                                           {1, 4, 0},
+                                                           {1, 32, 0},
+                                                           {kLayers, 1, 0},
+                                                           {kLayers, 4, 0},
+                                                           {kLayers, 11, 0},
+                                                           {kLayers, 32, 0},
+                                                           {kLayers, 32, kLayers},
+                                                           {kLayers, 1, kLayers}}) {
+    ProfilePoint q;
+    q.layers = d;
+    q.batch = b;
+    q.ckpt_blocks = k;
+    q.step_ms = true_step(d, b, k);
+    q.peak_bytes = true_peak(d, b, k);
+    p.points.push_back(q);
   }
   return p;
 }
 
-TEST(PredictorTest, RecoversTheCostsOfAWorkloadThatFollowsTheModel) {
+// Collectives of 0.1 ms plus 1 ms per MB, every operation, measured at 2 ranks.
+CollectiveModel synthetic_collectives() {
+  CollectiveProfile c;
+  c.fingerprint_json = "{}";
+  for (const char* op : {"all_reduce", "all_gather", "send_recv"}) {
+    for (double bytes : {4096.0, 1e6, 4e6}) c.samples.push_back({op, bytes, 0.1 + bytes / 1e6});
+  }
+  return CollectiveModel(c);
+}
+
+TEST(PredictorTest, RecoversTheCostsOfABlockAndOfTheRest) {
   const Predictor predictor(synthetic_profile());
-  EXPECT_NEAR(predictor.fit().recompute_share_per_block, 0.05, 1e-9);
-  EXPECT_NEAR(predictor.fit().state_bytes, 100 * kMB, 1);
-  EXPECT_NEAR(predictor.fit().act_bytes_per_sample, 40 * kMB, 1);
-  EXPECT_NEAR(predictor.fit().saved_bytes_per_sample_block, 8 * kMB, 1);
-  EXPECT_NEAR(predictor.fit().floor_bytes_per_sample, 12 * kMB, 1);
-  EXPECT_NEAR(predictor.fit().least_bytes, 115 * kMB, 1);
+  const Predictor::Fit& f = predictor.fit();
+  EXPECT_NEAR(f.recompute_share, 0.3, 1e-9);
+  EXPECT_NEAR(f.block_state, 16 * kMB, 1);
+  EXPECT_NEAR(f.outside_state, 40 * kMB, 1);
+  EXPECT_NEAR(f.block_act, 10 * kMB, 1);
+  EXPECT_NEAR(f.outside_act, 30 * kMB, 1);
+  EXPECT_NEAR(f.ckpt_block_kept, 2 * kMB, 1);
+  for (double x : {1.0, 3.0, 16.0, 40.0}) {
+    EXPECT_NEAR(predictor.block_ms(x), block_ms(x), 1e-9) << x;
+    EXPECT_NEAR(predictor.outside_ms(x), outside_ms(x), 1e-9) << x;
+  }
+}
+
+TEST(PredictorTest, OneRankIsTheProfiledModelAtAnyBatchCheckpointingAndMicroBatches) {
+  const Predictor predictor(synthetic_profile());
   for (int64_t b : {1, 2, 8, 16, 24, 64}) {
-    for (int64_t n : {0, 1, 2, 3, 4}) {
+    for (int64_t n = 0; n <= kLayers; ++n) {
       for (int64_t m : {1, 2}) {
+        if (b % m) continue;
         const Prediction p = predictor.predict({b, n, m});
-        EXPECT_NEAR(p.step_ms, true_step(b, n, m), 1e-6) << b << " " << n << " " << m;
-        EXPECT_NEAR(p.peak_bytes, true_peak(b, n, m), 1) << b << " " << n << " " << m;
-        EXPECT_NEAR(p.samples_per_s, b / (true_step(b, n, m) / 1000), 1e-6);
+        const int64_t x = b / m;
+        // m micro-batches, the optimizer once.
+        const double step = m * (true_step(kLayers, x, n) - optimizer_ms(kLayers)) +
+                            optimizer_ms(kLayers);
+        EXPECT_NEAR(p.step_ms, step, 1e-6) << b << " " << n << " " << m;
+        EXPECT_NEAR(p.peak_bytes, true_peak(kLayers, x, n), 1) << b << " " << n << " " << m;
+        EXPECT_NEAR(p.samples_per_s, b / (step / 1000), 1e-6);
       }
     }
   }
   // The breakdown adds up.
-  const Prediction p = predictor.predict({16, 2, 1});
+  const Prediction p = predictor.predict({16, 2, 2});
   double ms = 0, bytes = 0;
   for (const auto& [name, v] : p.time_ms) ms += v;
   for (const auto& [name, v] : p.memory_bytes) bytes += v;
@@ -68,54 +117,169 @@ TEST(PredictorTest, RecoversTheCostsOfAWorkloadThatFollowsTheModel) {
   EXPECT_NEAR(bytes, p.peak_bytes, 1e-3);
 }
 
-TEST(PredictorTest, TimeFollowsTheProfiledBatchesWhereItIsNotAffine) {
-  // A CPU whose time per sample falls from 10 ms (1 sample) to 6 ms (16 samples) and rises again.
-  Profile p = synthetic_profile();
-  p.points = {{1, 0, 10, 200 * kMB},
-              {16, 0, 96, 800 * kMB},
-              {64, 0, 512, 2600 * kMB},
-              {64, 4, 614.4, 900 * kMB}};
-  const Predictor predictor(p);
-  EXPECT_NEAR(predictor.predict({16, 0, 1}).step_ms, 96, 1e-9);
-  EXPECT_NEAR(predictor.predict({40, 0, 1}).step_ms, 96 + 24 * (512 - 96) / 48.0, 1e-9);
-  EXPECT_NEAR(predictor.predict({32, 0, 2}).step_ms, 2 * 96, 1e-9);  // two micro-batches of 16
-  EXPECT_NEAR(predictor.predict({64, 2, 1}).step_ms, 512 * 1.1, 1e-9);
+TEST(PredictorTest, ADeeperModelIsComposedFromTheBlocks) {
+  const Predictor predictor(synthetic_profile(/*layers=*/12));
+  const Prediction p = predictor.predict({8, 3, 1});
+  EXPECT_NEAR(p.step_ms, true_step(12, 8, 3), 1e-6);
+  EXPECT_NEAR(p.peak_bytes, true_peak(12, 8, 3), 1);
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_NE(p.notes[0].find("12 blocks composed from variants of 1 and 4"), std::string::npos);
+}
+
+TEST(PredictorTest, PipelineStagesDataParallelismAndTheirMessages) {
+  const Predictor predictor(synthetic_profile(), synthetic_collectives());
+  // Two stages of two blocks, 4 micro-batches of 4 samples, 1F1B.
+  PredictInput in{16, 0, 4};
+  in.pp = 2;
+  in.cuts = {2};
+  const double x = 4, message = 0.1 + 1000 * x / 1e6;  // one sample's hidden states: 1000 bytes
+  const double t0 = 2 * block_ms(x) + 0.5 * x + message;
+  const double t1 = 2 * block_ms(x) + outside_ms(x) - 0.5 * x + message;
+  // The optimizer of the last stage (2 blocks + the head) and the tied gradient's all-reduce.
+  const double tail = 1e-6 * (2e6 + 2.5e6) + (0.1 + 4 * 2e6 / 1e6);
+  const double loss = 0.1 + 8 / 1e6;
+  const Prediction p = predictor.predict(in);
+  EXPECT_NEAR(p.step_ms, t0 + t1 + 3 * std::max(t0, t1) + tail + loss, 1e-9);
+  ASSERT_EQ(p.stages.size(), 2u);
+  EXPECT_NEAR(p.stages[0].micro_batch_ms, t0, 1e-9);
+  // 1F1B: two micro-batches in flight on the first stage, one on the last.
+  EXPECT_NEAR(p.stages[0].peak_bytes, (32 + 40 * 2 / 2.5) * kMB + 2 * x * 20 * kMB, 1);
+  EXPECT_NEAR(p.stages[1].peak_bytes, (32 + 40) * kMB + x * (20 + 30) * kMB, 1);
+  // GPipe keeps every micro-batch.
+  in.gpipe = true;
+  EXPECT_NEAR(predictor.predict(in).stages[0].peak_bytes,
+              (32 + 40 * 2 / 2.5) * kMB + 4 * x * 20 * kMB, 1);
+  // Data parallelism: half the samples per rank, the gradients all-reduced once.
+  PredictInput dp{16, 0, 1};
+  dp.dp = 2;
+  const double grads = 4 * (4e6 + 2.5e6);
+  EXPECT_NEAR(predictor.predict(dp).step_ms,
+              true_step(kLayers, 8, 0) + (0.1 + grads / 1e6) + loss, 1e-9);
+  // Without the collectives, a layout of two ranks is refused.
+  EXPECT_THROW(Predictor(synthetic_profile()).predict(dp), Error);
+  PredictInput tp{16, 0, 1};
+  tp.tp = 2;
+  EXPECT_THROW(predictor.predict(tp), Error);  // the profile is of tp = 1
+}
+
+TEST(PredictorTest, TensorParallelCollectivesArePricedFromTheRanksCalls) {
+  Profile profile = synthetic_profile();
+  profile.tp = 2;
+  // Per step: 4 all-reduces of x·1000 bytes per block, 2 of x·2000 outside the blocks; a
+  // checkpointed block repeats 2 of its own.
+  for (ProfilePoint& q : profile.points) {
+    q.all_reduce_calls = 4.0 * static_cast<double>(q.layers) + 2 + 2.0 * q.ckpt_blocks;
+    q.all_reduce_bytes = static_cast<double>(q.batch) *
+                         (4000.0 * q.layers + 4000 + 2000.0 * q.ckpt_blocks);
+  }
+  const Predictor predictor(profile, synthetic_collectives());
+  PredictInput in{8, 1, 1};
+  in.tp = 2;
+  const double calls = 4 * kLayers + 2 + 2, bytes = 8 * (4000.0 * kLayers + 4000 + 2000);
+  EXPECT_NEAR(predictor.predict(in).step_ms,
+              true_step(kLayers, 8, 1) + (0.1 * calls + bytes / 1e6) + (0.1 + 8 / 1e6), 1e-9);
 }
 
 TEST(PredictorTest, CalibrationRescalesAndNeverUnderPredictsAnObservedOom) {
   Predictor predictor(synthetic_profile());
+  const double step16 = predictor.predict({16, 0, 1}).step_ms;
+  const double peak16 = predictor.predict({16, 0, 1}).peak_bytes;
+  const double step8 = predictor.predict({8, 2, 1}).step_ms;
+  const double peak8 = predictor.predict({8, 2, 1}).peak_bytes;
   // This machine runs 10% slower than profiled, and a trial used 5% more memory than predicted.
-  predictor.calibrate({16, 0, 1}, 1.1 * true_step(16, 0), 1.05 * true_peak(16, 0));
-  ASSERT_GT(true_peak(8, 2), 115 * kMB);
-  EXPECT_NEAR(predictor.predict({8, 2, 1}).step_ms, 1.1 * true_step(8, 2), 1e-6);
-  EXPECT_NEAR(predictor.predict({8, 2, 1}).peak_bytes, 1.05 * true_peak(8, 2), 1);
+  predictor.calibrate({16, 0, 1}, 1.1 * step16, 1.05 * peak16);
+  EXPECT_NEAR(predictor.predict({8, 2, 1}).step_ms, 1.1 * step8, 1e-6);
+  EXPECT_NEAR(predictor.predict({8, 2, 1}).peak_bytes, 1.05 * peak8, 1);
   // An over-prediction never lowers the memory (an under-prediction is an out-of-memory trial).
-  predictor.calibrate({16, 0, 1}, 1.1 * true_step(16, 0), 0.5 * true_peak(16, 0));
-  EXPECT_NEAR(predictor.predict({8, 2, 1}).peak_bytes, 1.05 * true_peak(8, 2), 1);
-  // A trial that ran out of memory under 500 MB is predicted over 500 MB from now on.
-  const double before = predictor.predict({32, 0, 1}).peak_bytes;
-  ASSERT_LT(before, 2000 * kMB);
-  predictor.calibrate_oom({32, 0, 1}, 2000 * kMB);
-  EXPECT_GT(predictor.predict({32, 0, 1}).peak_bytes, 2000 * kMB);
+  predictor.calibrate({16, 0, 1}, 1.1 * step16, 0.5 * peak16);
+  EXPECT_NEAR(predictor.predict({8, 2, 1}).peak_bytes, 1.05 * peak8, 1);
+  // A trial that ran out of memory under a budget is predicted over it from now on.
+  const double budget = 2 * predictor.predict({32, 0, 1}).peak_bytes;
+  predictor.calibrate_oom({32, 0, 1}, budget);
+  EXPECT_GT(predictor.predict({32, 0, 1}).peak_bytes, budget);
 }
 
 TEST(PredictorTest, AProfileWithoutWhatTheModelNeedsIsRefused) {
-  Profile p = synthetic_profile();
-  p.points.erase(p.points.begin(), p.points.begin() + 2);  // one batch size without checkpointing
-  EXPECT_THROW(Predictor{p}, Error);
-  Profile q = synthetic_profile();
-  q.points.erase(q.points.begin() + 4, q.points.end());  // no point with every block checkpointed
-  EXPECT_THROW(Predictor{q}, Error);
+  Profile shallow_only = synthetic_profile();
+  shallow_only.points.erase(shallow_only.points.begin() + 3, shallow_only.points.end());
+  EXPECT_THROW(Predictor{shallow_only}, Error);
+  Profile no_checkpointing = synthetic_profile();
+  no_checkpointing.points.resize(7);
+  EXPECT_THROW(Predictor{no_checkpointing}, Error);
 }
 
 TEST(ProfileTest, RoundTripsThroughJson) {
-  const Profile p = synthetic_profile();
+  Profile p = synthetic_profile();
+  p.tp = 2;
+  p.points[3].all_gather_bytes = 12.5;
   const Profile back = Profile::from_json(p.to_json(), "p");
   EXPECT_EQ(back.points, p.points);
-  EXPECT_EQ(back.layers, 4);
-  EXPECT_EQ(back.points.size(), 6u);
+  EXPECT_EQ(back.shape, p.shape);
+  EXPECT_EQ(back.layers, kLayers);
+  EXPECT_EQ(back.tp, 2);
+  EXPECT_EQ(back.optimizer_ms_per_param, p.optimizer_ms_per_param);
   EXPECT_EQ(back.key_json, p.key_json);
   EXPECT_THROW(Profile::from_json("{\"points\": 3}", "p.json"), Error);
+  // A profile of an earlier slapo (no shape) is refused with a reason.
+  EXPECT_THROW(Profile::from_json(R"({"key":{},"fingerprint":{},"layers":4,"points":[]})", "p"),
+               Error);
+}
+
+TEST(CollectivesTest, FitsAlphaBetaAndScalesByTheRingAlgorithms) {
+  CollectiveProfile c;
+  c.fingerprint_json = "{}";
+  for (double bytes : {4096.0, 262144.0, 4194304.0}) {
+    c.samples.push_back({"all_reduce", bytes, 0.05 + bytes * 2e-6});
+    c.samples.push_back({"all_gather", bytes, 0.04 + bytes * 1e-6});
+    c.samples.push_back({"send_recv", bytes, 0.02 + bytes * 5e-7});
+  }
+  const CollectiveProfile back = CollectiveProfile::from_json(c.to_json(), "c");
+  const CollectiveModel model(back);
+  EXPECT_NEAR(model.all_reduce_fit().alpha_ms, 0.05, 1e-9);
+  EXPECT_NEAR(model.all_reduce_fit().beta_ms_per_byte, 2e-6, 1e-15);
+  EXPECT_NEAR(model.send_ms(1e6), 0.02 + 0.5, 1e-9);
+  EXPECT_EQ(model.all_reduce_ms(1e6, 1), 0);
+  EXPECT_NEAR(model.all_reduce_ms(1e6, 2, 3), 3 * 0.05 + 2, 1e-9);
+  // 4 ranks: 3 times the steps, 1.5 times the volume per rank of 2 ranks.
+  EXPECT_NEAR(model.all_reduce_ms(1e6, 4), 3 * 0.05 + 1.5 * 2, 1e-9);
+  EXPECT_NEAR(model.all_gather_ms(1e6, 4), 3 * (0.04 + 1), 1e-9);
+  EXPECT_TRUE(model.extrapolates(4));
+  EXPECT_FALSE(model.extrapolates(2));
+  CollectiveProfile one_size = c;
+  one_size.samples.resize(3);
+  EXPECT_THROW(CollectiveModel{one_size}, Error);
+}
+
+TEST(CutSearchTest, FindsTheSplitThatEnumerationFinds) {
+  // 12 blocks, the first 5 checkpointed (stages are not alike), 3 stages of 2..6 blocks.
+  const Predictor predictor(synthetic_profile(12), synthetic_collectives());
+  for (bool gpipe : {false, true}) {
+    for (int64_t m : {1, 4}) {
+      for (double budget : {0.0, 420 * kMB, 330 * kMB}) {
+        PredictInput in{32, 5, m};
+        in.pp = 3;
+        in.gpipe = gpipe;
+        const space::StageSplits splits(12, 3, 2, 6);
+        double best = INFINITY;
+        splits.for_each([&](const IntList& cuts) {
+          PredictInput c = in;
+          c.cuts = cuts;
+          const Prediction p = predictor.predict(c);
+          if (budget <= 0 || p.peak_bytes <= budget) best = std::min(best, p.step_ms);
+          return true;
+        });
+        const std::optional<CutSearch> found = best_cuts(predictor, in, splits, budget);
+        if (best == INFINITY) {
+          EXPECT_FALSE(found) << m << " " << budget;
+          continue;
+        }
+        ASSERT_TRUE(found) << m << " " << budget;
+        EXPECT_NEAR(found->prediction.step_ms, best, 1e-9) << gpipe << " " << m << " " << budget;
+        EXPECT_TRUE(splits.contains(found->cuts));
+        if (budget > 0) EXPECT_LE(found->prediction.peak_bytes, budget);
+      }
+    }
+  }
 }
 
 TEST(PlannerTest, RanksTheWholeSpaceAndLeavesOutWhatDoesNotFit) {
@@ -144,10 +308,10 @@ TEST(PlannerTest, RanksTheWholeSpaceAndLeavesOutWhatDoesNotFit) {
   std::vector<double> fitting;
   for (int64_t b : {1, 4, 8, 16, 32, 64}) {
     for (int64_t n = 0; n <= 4; ++n) {
-      if (true_peak(b, n) > 1000 * kMB)
+      if (true_peak(kLayers, b, n) > 1000 * kMB)
         ++oom;
       else
-        fitting.push_back(b / (true_step(b, n) / 1000));
+        fitting.push_back(b / (true_step(kLayers, b, n) / 1000));
     }
   }
   std::sort(fitting.rbegin(), fitting.rend());
@@ -157,6 +321,38 @@ TEST(PlannerTest, RanksTheWholeSpaceAndLeavesOutWhatDoesNotFit) {
   EXPECT_LE(plan.top[0].prediction.peak_bytes, 1000 * kMB);
   options.objective = {"loss", false};
   EXPECT_THROW(cost::plan(compiled, predict, options), Error);
+}
+
+TEST(PlannerTest, ChoosesCutPointsByTheSearchAsEnumerationWould) {
+  const space::CompiledSpace compiled = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\npp = { values = [2, 3] }\nmicro_batches = { values = [1, 4] }\n"
+      "cuts = { layers = 12, stages = \"pp\", min = 2, max = 7 }\n",
+      "s.toml"));
+  const Predictor predictor(synthetic_profile(12), synthetic_collectives());
+  auto input = [](const Config& c) {
+    PredictInput in{32, 5, std::get<int64_t>(*c.find("micro_batches"))};
+    in.pp = std::get<int64_t>(*c.find("pp"));
+    if (const Value* cuts = c.find("cuts")) in.cuts = std::get<IntList>(*cuts);
+    return in;
+  };
+  const ConfigPredictor predict = [&](const Config& c) {
+    return Predicted{predictor.predict(input(c)), ""};
+  };
+  const ConfigComposer compose = [&](const Config& c) {
+    return Composable{&predictor, input(c), ""};
+  };
+  PlanOptions options;
+  options.top = 4;
+  options.memory_budget_bytes = 1500 * kMB;
+  const Plan enumerated = cost::plan(compiled, predict, options);
+  const Plan searched = cost::plan(compiled, predict, options, compose);
+  EXPECT_NE(searched.method.find("dynamic programming"), std::string::npos);
+  EXPECT_EQ(searched.considered, compiled.size());
+  // The search's plans are the best of each (pp, micro_batches): the enumeration's best is first.
+  ASSERT_FALSE(searched.top.empty());
+  EXPECT_NEAR(searched.top[0].objective, enumerated.top[0].objective, 1e-9);
+  EXPECT_EQ(compiled.at(searched.top[0].index), searched.top[0].config);
+  EXPECT_TRUE(compiled.contains(searched.top[0].config).ok);
 }
 
 }  // namespace

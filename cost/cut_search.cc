@@ -1,0 +1,104 @@
+#include "cost/cut_search.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+
+namespace slapo::cost {
+
+std::optional<CutSearch> best_cuts(const Predictor& predictor, const PredictInput& in,
+                                   const space::StageSplits& splits, double budget_bytes) {
+  const int64_t p = splits.stages(), layers = splits.layers();
+  SLAPO_CHECK(p == std::max<int64_t>(1, in.pp), ErrorCode::kInvalidArgument, "splits of ", p,
+              " stages for pp = ", in.pp);
+  predictor.check_layout(in);
+  const int64_t lo = std::max<int64_t>(1, splits.min_len()), hi = splits.max_len();
+  const int64_t lens = hi - lo + 1;
+  if (lens <= 0 || splits.count() == 0) return std::nullopt;
+  // Every stage a split can have: (stage, first block, length) → its time, tail, and whether it
+  // fits the budget.
+  struct Option {
+    double t = 0, tail = 0;
+    bool fits = false;
+  };
+  auto at = [&](int64_t s, int64_t begin, int64_t len) {
+    return static_cast<size_t>((s * layers + begin) * lens + (len - lo));
+  };
+  std::vector<Option> options(static_cast<size_t>(p * layers * lens));
+  std::vector<double> times, tails;
+  for (int64_t s = 0; s < p; ++s) {
+    for (int64_t begin = 0; begin < layers; ++begin) {
+      for (int64_t len = lo; len <= hi && begin + len <= layers; ++len) {
+        const Predictor::StageCost c = predictor.stage_cost(in, s, begin, begin + len);
+        Option& o = options[at(s, begin, len)];
+        o = {c.micro_batch_ms, c.tail, budget_bytes <= 0 || c.peak_bytes <= budget_bytes};
+        if (o.fits) {
+          times.push_back(o.t);
+          tails.push_back(o.tail);
+        }
+      }
+    }
+  }
+  auto unique_sorted = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  unique_sorted(times);
+  unique_sorted(tails);
+  const double m = static_cast<double>(std::max<int64_t>(1, in.micro_batches));
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  // best[s][begin]: the least Σ t of stages s.. covering blocks begin..layers − 1.
+  std::vector<double> best(static_cast<size_t>((p + 1) * (layers + 1)), kNone);
+  std::vector<int64_t> choice(best.size(), 0);
+  auto cell = [&](int64_t s, int64_t begin) { return static_cast<size_t>(s * (layers + 1) + begin); };
+  double best_value = kNone;
+  IntList best_cuts_found;
+  uint64_t tried = 0;
+  for (double bound_t : times) {
+    // Σ t ≥ bound_t, so no later bound can beat the best found.
+    if (bound_t * m >= best_value) break;
+    for (double bound_tail : tails) {
+      if (bound_t * m + bound_tail >= best_value) break;
+      ++tried;
+      std::fill(best.begin(), best.end(), kNone);
+      best[cell(p, layers)] = 0;
+      for (int64_t s = p - 1; s >= 0; --s) {
+        for (int64_t begin = 0; begin < layers; ++begin) {
+          double v = kNone;
+          int64_t pick = 0;
+          for (int64_t len = lo; len <= hi && begin + len <= layers; ++len) {
+            const Option& o = options[at(s, begin, len)];
+            if (!o.fits || o.t > bound_t || o.tail > bound_tail) continue;
+            const double rest = best[cell(s + 1, begin + len)];
+            if (rest + o.t < v) {
+              v = rest + o.t;
+              pick = len;
+            }
+          }
+          best[cell(s, begin)] = v;
+          choice[cell(s, begin)] = pick;
+        }
+      }
+      const double sum = best[cell(0, 0)];
+      if (sum == kNone) continue;
+      const double value = sum + (m - 1) * bound_t + bound_tail;
+      if (value < best_value) {
+        best_value = value;
+        best_cuts_found.clear();
+        int64_t begin = 0;
+        for (int64_t s = 0; s + 1 < p; ++s) {
+          begin += choice[cell(s, begin)];
+          best_cuts_found.push_back(begin);
+        }
+      }
+    }
+  }
+  if (best_value == kNone) return std::nullopt;
+  PredictInput chosen = in;
+  chosen.cuts = best_cuts_found;
+  return CutSearch{best_cuts_found, predictor.predict(chosen), tried};
+}
+
+}  // namespace slapo::cost

@@ -1,0 +1,92 @@
+#include "runners/collective_profile.h"
+
+#include <chrono>
+#include <ostream>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/stats.h"
+#include "dist/launcher.h"
+#include "dist/world.h"
+
+namespace slapo::runners {
+
+namespace {
+
+constexpr int kWarmup = 2, kRepeats = 7;
+// Message sizes: the latency end, the pipeline messages of small models, the gradient buckets.
+const double kSizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
+
+template <typename F>
+double median_ms(F&& f) {
+  std::vector<double> ms;
+  for (int i = 0; i < kWarmup + kRepeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    const double t =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i >= kWarmup) ms.push_back(t);
+  }
+  return median(ms);
+}
+
+}  // namespace
+
+void run_collective_worker(std::ostream& out) {
+  const dist::RankEnv env = dist::RankEnv::from_env();
+  Layout layout;
+  layout.dp = env.world_size;
+  const dist::ParallelGroups groups = dist::connect(env, layout);
+  schedule::Communicator& world = *groups.world;
+  cost::CollectiveProfile profile;
+  profile.ranks = world.size();
+  const auto start = std::chrono::steady_clock::now();
+  for (double bytes : kSizes) {
+    const int64_t n = static_cast<int64_t>(bytes / 4);
+    torch::Tensor t = torch::ones({n});
+    world.barrier();
+    profile.samples.push_back({"all_reduce", bytes, median_ms([&] { world.all_reduce(t); })});
+    world.barrier();
+    profile.samples.push_back({"all_gather", bytes, median_ms([&] { world.all_gather(t); })});
+    world.barrier();
+    // A round trip between ranks 0 and 1, halved; the other ranks wait at the barrier.
+    const double round_trip = median_ms([&] {
+      if (world.rank() == 0) {
+        world.send(t, 1, 0)->wait();
+        world.recv(t, 1, 1);
+      } else if (world.rank() == 1) {
+        world.recv(t, 0, 0);
+        world.send(t, 0, 1)->wait();
+      }
+    });
+    profile.samples.push_back({"send_recv", bytes, round_trip / 2});
+  }
+  world.barrier();
+  profile.profile_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (world.rank() == 0) out << profile.to_json() << std::endl;
+}
+
+cost::CollectiveProfile profile_collectives(int ranks, const std::vector<std::string>& worker) {
+  SLAPO_CHECK(ranks >= 2, ErrorCode::kInvalidArgument, "collectives need two ranks or more, not ",
+              ranks);
+  dist::LaunchOptions launch;
+  launch.nproc = ranks;
+  launch.argv = worker;
+  launch.env.emplace("OMP_WAIT_POLICY", "passive");
+  launch.timeout_s = 120;
+  const auto start = std::chrono::steady_clock::now();
+  const dist::LaunchResult job = dist::launch_ranks(launch);
+  SLAPO_CHECK(job.ok(), ErrorCode::kRuntime, "profiling the collectives failed: ", job.failure());
+  const std::string& out = job.ranks[0].out;
+  const size_t end = out.find_last_not_of('\n');
+  const size_t begin = end == std::string::npos ? 0 : out.rfind('\n', end);
+  cost::CollectiveProfile profile = cost::CollectiveProfile::from_json(
+      out.substr(begin == std::string::npos ? 0 : begin + 1), "the collective profiling job");
+  profile.profile_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return profile;
+}
+
+}  // namespace slapo::runners

@@ -1,0 +1,184 @@
+#include "runners/profiler.h"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <set>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/metrics.h"
+#include "core/stats.h"
+#include "models/template_config.h"
+#include "models/templates.h"
+#include "models/zoo.h"
+#include "runners/parallel_trainer.h"
+#include "runners/simulated_group.h"
+#include "schedule/runtime/pipeline.h"
+
+namespace slapo::runners {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <typename F>
+double median_ms(int repeats, F&& f) {
+  std::vector<double> ms;
+  f();  // warm-up
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = Clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  return median(ms);
+}
+
+// The groups of one process that computes what rank 0 of a tensor-parallel group of `tp` does.
+dist::ParallelGroups simulated_groups(int tp, std::shared_ptr<SimulatedGroup>* group) {
+  dist::ParallelGroups g = dist::local_groups();
+  if (tp > 1) {
+    *group = std::make_shared<SimulatedGroup>(tp);
+    g.tp = *group;
+    g.layout.tp = tp;
+  }
+  return g;
+}
+
+int64_t numel(const std::vector<std::pair<std::string, torch::Tensor>>& params) {
+  int64_t n = 0;
+  for (const auto& [name, t] : params) n += t.numel();
+  return n;
+}
+
+// The parameters of a block, of the prologue and of the epilogue, and the tied ones, as the
+// schedule shards them: a two-block variant cut into two stages.
+cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
+  models::ModelSpec spec = w.spec();
+  spec.layers = 2;
+  std::shared_ptr<SimulatedGroup> group;
+  ParallelTrainer trainer({spec, w.schedule_template(), knobs, w.seed, w.optimizer, w.lr},
+                          simulated_groups(tp, &group));
+  schedule::StagePlan plan;
+  plan.stages = 2;
+  plan.blocks = {{0, 1}, {1, 2}};
+  const auto first = schedule::stage_parameters(trainer.model(), plan, 0);
+  const auto last = schedule::stage_parameters(trainer.model(), plan, 1);
+  const std::string block0 = spec.traits().blocks + ".0.";
+  int64_t block = 0;
+  for (const auto& [name, t] : first) {
+    if (name.rfind(block0, 0) == 0) block += t.numel();
+  }
+  std::set<const c10::TensorImpl*> in_last;
+  for (const auto& [name, t] : last) in_last.insert(t.unsafeGetTensorImpl());
+  int64_t tied = 0;
+  for (const auto& [name, t] : first) {
+    if (in_last.count(t.unsafeGetTensorImpl())) tied += t.numel();
+  }
+  cost::ModelShape shape;
+  shape.block_params = static_cast<double>(block);
+  shape.prologue_params = static_cast<double>(numel(first) - block);
+  shape.epilogue_params = static_cast<double>(numel(last) - block);
+  shape.tied_params = static_cast<double>(tied);
+  shape.message_bytes_per_sample =
+      static_cast<double>(w.seq_len_for(knobs) * spec.hidden) * sizeof(float);
+  return shape;
+}
+
+// One optimizer step over `params` parameters (one flat tensor), per parameter.
+double optimizer_ms_per_param(const Workload& w, double params) {
+  torch::Tensor p = torch::zeros({static_cast<int64_t>(params)}).requires_grad_();
+  p.mutable_grad() = torch::full_like(p, 1e-3);
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (w.optimizer == "sgd")
+    optimizer = std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{p},
+                                                    torch::optim::SGDOptions(w.lr));
+  else
+    optimizer = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{p},
+                                                      torch::optim::AdamWOptions(w.lr));
+  return median_ms(5, [&] { optimizer->step(); }) / params;
+}
+
+// The embeddings' forward and backward, per sample, at `batch` samples.
+double prologue_ms_per_sample(const Workload& w, const Config& knobs, int64_t batch) {
+  models::ModelSpec spec = w.spec();
+  spec.layers = 1;
+  auto model = models::build_model(spec, w.seed);
+  auto* pipelined = dynamic_cast<schedule::Pipelined*>(model.get());
+  if (!pipelined) return 0;
+  const torch::Tensor tokens = torch::randint(spec.vocab, {batch, w.seq_len_for(knobs)}, torch::kLong);
+  return median_ms(3, [&] {
+           model->zero_grad();
+           pipelined->prologue(tokens).sum().backward();
+         }) /
+         static_cast<double>(batch);
+}
+
+}  // namespace
+
+cost::Profile measure_profile(const ProfileRequest& request) {
+  const auto start = Clock::now();
+  Workload w = request.workload;
+  w.warmup = 1;
+  w.steps = 2;
+  w.memory_budget = 0;  // the profile measures; the prediction decides what fits
+  torch::set_num_threads(w.threads);
+  const models::TemplateConfig tc =
+      models::parse_template_config(w.schedule_template(), w.spec(), request.knobs);
+  const int tp = tc.parallel.layout.tp;
+  const int64_t layers = w.spec().layers;
+  const int64_t deep = std::clamp<int64_t>(layers, 2, 8);
+  const int64_t lo = request.batch_lo, hi = request.batch_hi;
+  const int64_t mid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(lo * hi))));
+
+  cost::Profile profile;
+  profile.layers = layers;
+  profile.tp = tp;
+  profile.shape = model_shape(w, request.knobs, tp);
+  // (depth, batch, checkpointed blocks), the cheap ones first.
+  std::vector<std::array<int64_t, 3>> points = {{1, 1, 0}, {1, lo, 0}, {1, hi, 0}, {deep, 1, 0},
+                                                {deep, lo, 0}};
+  if (mid > lo && mid < hi) points.push_back({deep, mid, 0});
+  points.push_back({deep, hi, 0});
+  points.push_back({deep, hi, deep});
+  points.push_back({deep, 1, deep});
+  std::set<std::array<int64_t, 3>> seen;
+  for (const auto& [depth, batch, ckpt] : points) {
+    if (!seen.insert({depth, batch, ckpt}).second) continue;
+    Workload variant = w;
+    variant.layers = depth;
+    Config c = request.knobs;
+    c.set("batch_size", Value(batch));
+    c.set("ckpt_layers", Value(ckpt));
+    std::shared_ptr<SimulatedGroup> group;
+    const dist::ParallelGroups groups = simulated_groups(tp, &group);
+    const TrialResult r = measure_trial(variant, c, groups);
+    SLAPO_CHECK(r.status == TrialStatus::kOk, ErrorCode::kRuntime, "profiling ", c.to_string(),
+                " with ", depth, " block(s) failed (", to_string(r.status),
+                "): ", r.error.substr(0, r.error.find('\n')));
+    cost::ProfilePoint p;
+    p.layers = depth;
+    p.batch = batch;
+    p.ckpt_blocks = ckpt;
+    p.step_ms = r.metrics.at(metric::kStepMsMedian);
+    p.peak_bytes = r.metrics.at(metric::kPeakBytes);
+    if (group) {
+      const double steps = static_cast<double>(variant.warmup + variant.steps);
+      p.all_reduce_calls = static_cast<double>(group->all_reduces().calls) / steps;
+      p.all_reduce_bytes = group->all_reduces().bytes / steps;
+      p.all_gather_calls = static_cast<double>(group->all_gathers().calls) / steps;
+      p.all_gather_bytes = group->all_gathers().bytes / steps;
+    }
+    profile.points.push_back(p);
+  }
+  const cost::ModelShape& s = profile.shape;
+  profile.optimizer_ms_per_param = optimizer_ms_per_param(
+      w, static_cast<double>(deep) * s.block_params + s.prologue_params + s.epilogue_params -
+             s.tied_params);
+  profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
+  profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return profile;
+}
+
+}  // namespace slapo::runners

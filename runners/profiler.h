@@ -1,0 +1,34 @@
+#pragma once
+// The profiling run of the cost model (cost/profile.h): short training steps of two variants of a
+// built-in workload's model — one block, and `deep` blocks (the model's own depth, between 2 and
+// 8) — in this process, each measured as an ordinary trial (runners/workload.h: 1 warm-up step, 2
+// timed steps, the tracking allocator's peak):
+//
+//   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
+//                  the largest batch and 1 sample with every block checkpointed
+//   one block      1 sample, the smallest and the largest batch without checkpointing
+//
+// Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
+// with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
+// and of the head as the schedule shards them; one optimizer step's time per parameter; the
+// embeddings' forward and backward per sample.
+
+#include <cstdint>
+
+#include "core/config.h"
+#include "cost/profile.h"
+#include "runners/workload.h"
+
+namespace slapo::runners {
+
+struct ProfileRequest {
+  Workload workload;  // its threads: one rank's
+  Config knobs;       // the knobs that change the computation, tp included
+  int64_t batch_lo = 1, batch_hi = 1;
+};
+
+// Measures the profile (key, fingerprint and revision are the caller's to fill). Throws
+// Error(kRuntime) naming the step that failed.
+cost::Profile measure_profile(const ProfileRequest& request);
+
+}  // namespace slapo::runners

@@ -1,0 +1,39 @@
+#include "runners/simulated_group.h"
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+
+namespace slapo::runners {
+
+SimulatedGroup::SimulatedGroup(int size, std::string name) : size_(size), name_(std::move(name)) {
+  SLAPO_CHECK(size >= 1, ErrorCode::kInvalidArgument, "a simulated group of ", size, " ranks");
+}
+
+void SimulatedGroup::all_reduce(at::Tensor& tensor, schedule::ReduceOp) {
+  ++all_reduce_.calls;
+  all_reduce_.bytes += static_cast<double>(tensor.nbytes());
+}
+
+std::vector<at::Tensor> SimulatedGroup::all_gather(const at::Tensor& tensor) {
+  ++all_gather_.calls;
+  all_gather_.bytes += static_cast<double>(tensor.nbytes());
+  std::vector<at::Tensor> parts(static_cast<size_t>(size_), tensor);
+  for (size_t i = 1; i < parts.size(); ++i) parts[i] = tensor.clone();
+  return parts;
+}
+
+// Every rank starts from the same seed, so the root's tensor is this rank's already.
+void SimulatedGroup::broadcast(at::Tensor&, int) {}
+
+std::unique_ptr<schedule::SendHandle> SimulatedGroup::send(const at::Tensor&, int peer, int) {
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "send to rank ", peer, " in the simulated group '",
+             name_, "'");
+}
+
+void SimulatedGroup::recv(at::Tensor&, int peer, int) {
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "recv from rank ", peer, " in the simulated group '",
+             name_, "'");
+}
+
+}  // namespace slapo::runners
