@@ -2,7 +2,9 @@
 """The cost model's accuracy on configurations drawn at random from a space: predicted against
 measured step time and peak tensor memory, one trial at a time (never two at once).
 
-    /usr/bin/python3 benchmark/cost_accuracy.py SPACE.toml [--n 12] [--seed 1] [--tune build/slapo-tune]
+    /usr/bin/python3 benchmark/cost_accuracy.py SPACE.toml [--n 12] [--seed 1] [--nproc 1] [--tune build/slapo-tune]
+
+With --nproc 2, every trial is a job of two ranks (the space's layouts must fill them).
 
 Prints each configuration's prediction and measurement, then per space: the median absolute error
 of the peak memory, the largest under-prediction, the median absolute percentage error of the
@@ -59,6 +61,7 @@ def main():
     p.add_argument("space")
     p.add_argument("--n", type=int, default=12)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--nproc", type=int, default=1)
     p.add_argument("--tune", default="build/slapo-tune")
     args = p.parse_args()
     db = os.path.join(tempfile.mkdtemp(), "profiles.db")
@@ -72,7 +75,8 @@ def main():
         c = {k: v for k, v in c.items() if k != "index"}
         text = json.dumps(c)
         pred = json.loads(tune(args, "predict", "--space", args.space, "--config", text, "--db", db, "--json"))
-        meas = json.loads(tune(args, "trial", "--space", args.space, "--config", text, "--json"))
+        meas = json.loads(tune(args, "trial", "--space", args.space, "--config", text, "--nproc", str(args.nproc),
+                               "--json"))
         m = meas.get("metrics", {})
         # Measured with the workload's budget: an out-of-memory trial has its peak at the budget.
         row = {"config": text, "status": meas["status"], "pred_ms": pred["step_ms"], "pred_peak": pred["peak_bytes"],

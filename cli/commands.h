@@ -85,7 +85,10 @@ struct WorkerOptions {
   std::string config_json;
   bool serve = false;
   bool collectives = false;  // one rank of the collective profiling job
-  auto tie() const { return std::tie(help, workload_json, config_json, serve, collectives); }
+  std::string profile_json;  // one copy of a profiling run beside its peers
+  auto tie() const {
+    return std::tie(help, workload_json, config_json, serve, collectives, profile_json);
+  }
 };
 WorkerOptions parse_worker(const Args& args);
 int run_worker(const WorkerOptions& options, std::ostream& out, std::ostream& err);

@@ -76,13 +76,13 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
       << std::fixed << std::setprecision(1) << "step       " << pr.step_ms << " ms ("
       << pr.samples_per_s << " samples/s)\n";
   for (const auto& [name, ms] : pr.time_ms)
-    out << "  " << std::left << std::setw(12) << name << ms << " ms\n";
+    out << "  " << std::left << std::setw(16) << name << ms << " ms\n";
   out << "peak       " << format_bytes(pr.peak_bytes);
   if (budget > 0)
     out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget) << ")";
   out << "\n";
   for (const auto& [name, bytes] : pr.memory_bytes) {
-    out << "  " << std::left << std::setw(12) << name << format_bytes(bytes) << "\n";
+    out << "  " << std::left << std::setw(16) << name << format_bytes(bytes) << "\n";
   }
   if (pr.stages.size() > 1) {
     out << "stages\n";

@@ -1,5 +1,5 @@
 #pragma once
-// Small text utilities shared by error messages ("did you mean ...?").
+// Small text utilities: error messages ("did you mean ...?"), a child's last output line.
 
 #include <cstddef>
 #include <string>
@@ -8,5 +8,8 @@ namespace slapo {
 
 // Levenshtein distance: insertions, deletions and substitutions of one character each.
 size_t edit_distance(const std::string& a, const std::string& b);
+
+// The last non-empty line of `text` (without its newline); empty when there is none.
+std::string last_line(const std::string& text);
 
 }  // namespace slapo

@@ -33,7 +33,7 @@ struct CollectiveSample {
 
 struct CollectiveProfile {
   int ranks = 2;  // the group size measured
-  std::string fingerprint_json;
+  std::string fingerprint_json = "{}";
   std::string code_revision;
   std::vector<CollectiveSample> samples;
   double profile_s = 0;

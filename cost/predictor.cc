@@ -23,7 +23,7 @@ constexpr double kFloatBytes = 4;
 std::vector<const ProfilePoint*> plain_points(const Profile& p, int64_t layers) {
   std::vector<const ProfilePoint*> out;
   for (const ProfilePoint& q : p.points) {
-    if (q.layers == layers && q.ckpt_blocks == 0) out.push_back(&q);
+    if (q.layers == layers && q.ckpt_blocks == 0 && q.micro_batches == 1) out.push_back(&q);
   }
   return out;
 }
@@ -127,6 +127,16 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   fit_.outside_state = state_1 - fit_.block_state;
   fit_.block_act = (act_d - act_1) / (d - 1);
   fit_.outside_act = act_1 - fit_.block_act;
+  // Two GPipe micro-batches of x samples keep twice what one keeps until backward: the difference
+  // from one micro-batch of x is x · (a block's activations + what the loss keeps).
+  fit_.outside_kept = fit_.outside_act;
+  for (const ProfilePoint& q : profile_.points) {
+    if (q.layers != 1 || q.ckpt_blocks != 0 || q.micro_batches != 2) continue;
+    const double x = static_cast<double>(q.batch) / 2;
+    const double one = state_1 + act_1 * x;
+    fit_.outside_kept =
+        std::clamp((q.peak_bytes - one) / x - fit_.block_act, 0.0, fit_.outside_act);
+  }
 
   fit_.block_all_reduce = per_block(comm_line(deep_plain, true), comm_line(shallow, true), d - 1);
   fit_.outside_all_reduce = minus(comm_line(shallow, true), fit_.block_all_reduce);
@@ -142,7 +152,7 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   const ProfilePoint* all_checkpointed = nullptr;
   double least_peak = -1, least_act = -1;
   for (const ProfilePoint& q : profile_.points) {
-    if (q.layers != deep) continue;
+    if (q.layers != deep || q.micro_batches != 1) continue;
     const double x = static_cast<double>(q.batch);
     // The peak with the least activations (1 sample, every block checkpointed): what the optimizer
     // step and the rest need at the least, as a multiple of the state.
@@ -249,10 +259,14 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double in_flight =
       in.gpipe ? static_cast<double>(m) : static_cast<double>(std::min<int64_t>(m, p - stage));
   const double kept = (n - k) * fit_.block_act + k * fit_.ckpt_block_kept;
-  const double logits_per_sample = last ? fit_.outside_act : 0;
-  const double recomputed = k > 0 ? std::max(0.0, fit_.block_act - logits_per_sample) : 0;
-  st.logits = in_flight * x * logits_per_sample;
-  st.activations = x * (in_flight * kept + recomputed);
+  // On the last stage, the loss's kept part per micro-batch in flight; then, at once, either what
+  // the loss needs while running backward or one checkpointed block recomputed (the micro-batch's
+  // own kept loss part freed by then).
+  const double loss_kept = last ? fit_.outside_kept : 0;
+  const double loss_transient = last ? fit_.outside_act - fit_.outside_kept : 0;
+  const double at_once = std::max(loss_transient, k > 0 ? fit_.block_act - loss_kept : 0.0);
+  st.logits = x * (in_flight * loss_kept + loss_transient);
+  st.activations = x * (in_flight * kept + at_once - loss_transient);
   st.peak_bytes =
       std::max(st.state + st.activations + st.logits, fit_.least_ratio * st.state) * memory_scale_;
   return st;

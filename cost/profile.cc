@@ -17,6 +17,7 @@ void for_each_field(P& p, F&& f) {
   f("layers", p.layers);
   f("batch", p.batch);
   f("ckpt_blocks", p.ckpt_blocks);
+  f("micro_batches", p.micro_batches);
   f("step_ms", p.step_ms);
   f("peak_bytes", p.peak_bytes);
   f("all_reduce_calls", p.all_reduce_calls);
@@ -37,9 +38,9 @@ void for_each_shape_field(S& s, F&& f) {
 }  // namespace
 
 bool ProfilePoint::operator==(const ProfilePoint& o) const {
-  return std::tie(layers, batch, ckpt_blocks, step_ms, peak_bytes, all_reduce_calls,
+  return std::tie(layers, batch, ckpt_blocks, micro_batches, step_ms, peak_bytes, all_reduce_calls,
                   all_reduce_bytes, all_gather_calls, all_gather_bytes) ==
-         std::tie(o.layers, o.batch, o.ckpt_blocks, o.step_ms, o.peak_bytes, o.all_reduce_calls,
+         std::tie(o.layers, o.batch, o.ckpt_blocks, o.micro_batches, o.step_ms, o.peak_bytes, o.all_reduce_calls,
                   o.all_reduce_bytes, o.all_gather_calls, o.all_gather_bytes);
 }
 

@@ -16,11 +16,12 @@
 namespace slapo::cost {
 
 // One measured step of `batch` samples of the variant of `layers` blocks, the first `ckpt_blocks`
-// checkpointed, in one process, one micro-batch.
+// checkpointed, in one process, in `micro_batches` GPipe micro-batches.
 struct ProfilePoint {
   int64_t layers = 0;
   int64_t batch = 0;
   int64_t ckpt_blocks = 0;
+  int64_t micro_batches = 1;
   double step_ms = 0;     // median over the timed steps
   double peak_bytes = 0;  // the tracking allocator's peak: parameters, gradients, optimizer state,
                           // activations
@@ -43,8 +44,8 @@ struct Profile {
   // What the measurements depend on (canonical JSON): the workload without its batch size, the
   // knobs that change the computation (attention, fusions, sequence length), the tensor-parallel
   // degree and the threads of a rank.
-  std::string key_json;
-  std::string fingerprint_json;  // the machine (runners/system_info.h), compared on reuse
+  std::string key_json = "{}";
+  std::string fingerprint_json = "{}";  // the machine (runners/system_info.h), compared on reuse
   std::string code_revision;     // slapo's git revision: another revision profiles again
   int64_t layers = 0;            // blocks of the workload's model (what is predicted)
   int64_t tp = 1;                // the tensor-parallel degree of the measured rank

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,12 @@ namespace {
 // computation) changes the computation and is part of the profile key.
 // A rank's threads: the workload's are the trial's, shared by its ranks (runners/worker.h).
 int threads_per_rank(const Workload& w, int world) { return std::max(1, w.threads / world); }
+
+// A rank of a job is profiled beside as many copies of itself as the job runs at once on this
+// machine: they share its cores, memory bandwidth and caches.
+int ranks_beside(int world) {
+  return std::min<int>(world, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
 
 bool predicted_across(const std::string& knob) {
   static const char* const kKnobs[] = {"batch_size", "ckpt_ratio", "ckpt_layers",
@@ -100,6 +107,7 @@ std::string WorkloadCostModel::profile_key(const Config& config, int world) cons
   key["workload"] = nlohmann::ordered_json::parse(w.to_json());
   key["knobs"] = nlohmann::ordered_json::parse(computation_knobs(config).canonical_json());
   key["batches"] = {batch_lo_, batch_hi_};
+  key["ranks_beside"] = ranks_beside(world);
   return key.dump();
 }
 
@@ -125,7 +133,8 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.knobs = computation_knobs(config);
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
-  cost::Profile profile = runners::measure_profile(request);
+  cost::Profile profile = measure_profile_beside_peers(
+      request, ranks_beside(mapping(config).world), {self_executable(), "worker"});
   profile.key_json = key;
   profile.fingerprint_json = fingerprint_;
   profile.code_revision = kGitRevision;

@@ -5,14 +5,20 @@
 #include <memory>
 #include <set>
 
+#include <cstdlib>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "core/metrics.h"
 #include "core/stats.h"
 #include "models/template_config.h"
 #include "models/templates.h"
 #include "models/zoo.h"
+#include "dist/launcher.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
 #include "schedule/runtime/pipeline.h"
@@ -137,20 +143,25 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   profile.tp = tp;
   profile.shape = model_shape(w, request.knobs, tp);
   // (depth, batch, checkpointed blocks), the cheap ones first.
-  std::vector<std::array<int64_t, 3>> points = {{1, 1, 0}, {1, lo, 0}, {1, hi, 0}, {deep, 1, 0},
-                                                {deep, lo, 0}};
-  if (mid > lo && mid < hi) points.push_back({deep, mid, 0});
-  points.push_back({deep, hi, 0});
-  points.push_back({deep, hi, deep});
-  points.push_back({deep, 1, deep});
-  std::set<std::array<int64_t, 3>> seen;
-  for (const auto& [depth, batch, ckpt] : points) {
-    if (!seen.insert({depth, batch, ckpt}).second) continue;
+  // (depth, batch, checkpointed blocks, GPipe micro-batches), the cheap ones first.
+  std::vector<std::array<int64_t, 4>> points = {{1, 1, 0, 1},      {1, lo, 0, 1},  {1, hi, 0, 1},
+                                                {1, 2 * lo, 0, 2}, {deep, 1, 0, 1}, {deep, lo, 0, 1}};
+  if (mid > lo && mid < hi) points.push_back({deep, mid, 0, 1});
+  points.push_back({deep, hi, 0, 1});
+  points.push_back({deep, hi, deep, 1});
+  points.push_back({deep, 1, deep, 1});
+  std::set<std::array<int64_t, 4>> seen;
+  for (const auto& [depth, batch, ckpt, micro] : points) {
+    if (!seen.insert({depth, batch, ckpt, micro}).second) continue;
     Workload variant = w;
     variant.layers = depth;
     Config c = request.knobs;
     c.set("batch_size", Value(batch));
     c.set("ckpt_layers", Value(ckpt));
+    if (micro > 1) {
+      c.set("micro_batches", Value(micro));
+      c.set("pipeline_schedule", Value(std::string("gpipe")));
+    }
     std::shared_ptr<SimulatedGroup> group;
     const dist::ParallelGroups groups = simulated_groups(tp, &group);
     const TrialResult r = measure_trial(variant, c, groups);
@@ -161,6 +172,7 @@ cost::Profile measure_profile(const ProfileRequest& request) {
     p.layers = depth;
     p.batch = batch;
     p.ckpt_blocks = ckpt;
+    p.micro_batches = micro;
     p.step_ms = r.metrics.at(metric::kStepMsMedian);
     p.peak_bytes = r.metrics.at(metric::kPeakBytes);
     if (group) {
@@ -179,6 +191,50 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
   return profile;
+}
+
+std::string ProfileRequest::to_json() const {
+  nlohmann::ordered_json j;
+  j["workload"] = nlohmann::ordered_json::parse(workload.to_json());
+  j["knobs"] = nlohmann::ordered_json::parse(knobs.to_json());
+  j["batch_lo"] = batch_lo;
+  j["batch_hi"] = batch_hi;
+  return j.dump();
+}
+
+ProfileRequest ProfileRequest::from_json(const std::string& json, const std::string& origin) {
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  SLAPO_CHECK(j.is_object() && j.contains("workload") && j.contains("knobs") &&
+                  j.value("batch_lo", 0) >= 1 && j.value("batch_hi", 0) >= 1,
+              ErrorCode::kInvalidArgument, origin,
+              ": not a profile request (workload, knobs, batch_lo, batch_hi)");
+  ProfileRequest r;
+  r.workload = Workload::from_json(j["workload"].dump(), origin);
+  r.knobs = Config::from_json(j["knobs"].dump(), origin);
+  r.batch_lo = j["batch_lo"].get<int64_t>();
+  r.batch_hi = j["batch_hi"].get<int64_t>();
+  return r;
+}
+
+void run_profile_worker(const std::string& request_json, std::ostream& out) {
+  const cost::Profile profile =
+      measure_profile(ProfileRequest::from_json(request_json, "--profile"));
+  const char* rank = std::getenv("RANK");
+  if (!rank || std::string(rank) == "0") out << profile.to_json() << std::endl;
+}
+
+cost::Profile measure_profile_beside_peers(const ProfileRequest& request, int ranks,
+                                           const std::vector<std::string>& worker) {
+  if (ranks <= 1) return measure_profile(request);
+  dist::LaunchOptions launch;
+  launch.nproc = ranks;
+  launch.argv = worker;
+  launch.argv.push_back("--profile");
+  launch.argv.push_back(request.to_json());
+  launch.env.emplace("OMP_WAIT_POLICY", "passive");
+  const dist::LaunchResult job = dist::launch_ranks(launch);
+  SLAPO_CHECK(job.ok(), ErrorCode::kRuntime, "profiling failed: ", job.failure());
+  return cost::Profile::from_json(last_line(job.ranks[0].out), "the profiling job");
 }
 
 }  // namespace slapo::runners

@@ -6,7 +6,9 @@
 //
 //   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
 //                  the largest batch and 1 sample with every block checkpointed
-//   one block      1 sample, the smallest and the largest batch without checkpointing
+//   one block      1 sample, the smallest and the largest batch without checkpointing; twice the
+//                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
+//                  until its backward, against what it needs only while running backward)
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
@@ -14,6 +16,9 @@
 // embeddings' forward and backward per sample.
 
 #include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "cost/profile.h"
@@ -25,10 +30,24 @@ struct ProfileRequest {
   Workload workload;  // its threads: one rank's
   Config knobs;       // the knobs that change the computation, tp included
   int64_t batch_lo = 1, batch_hi = 1;
+
+  std::string to_json() const;
+  // Throws Error(kInvalidArgument) naming `origin` for text that is not a request.
+  static ProfileRequest from_json(const std::string& json, const std::string& origin);
 };
 
-// Measures the profile (key, fingerprint and revision are the caller's to fill). Throws
-// Error(kRuntime) naming the step that failed.
+// Measures the profile in this process (key, fingerprint and revision are the caller's to fill).
+// Throws Error(kRuntime) naming the step that failed.
 cost::Profile measure_profile(const ProfileRequest& request);
+
+// The same, as one rank among `ranks` identical copies that run at once — the ranks of a job share
+// the machine's cores, memory bandwidth and caches, and a rank profiled alone runs faster than it
+// will beside its peers. Launches `worker` + {"--profile", request} (`slapo-tune worker --profile`,
+// which calls run_profile_worker) `ranks` times and returns rank 0's profile. Throws
+// Error(kRuntime) naming the failing rank.
+cost::Profile measure_profile_beside_peers(const ProfileRequest& request, int ranks,
+                                           const std::vector<std::string>& worker);
+// One copy: measures, and prints the profile as one JSON line on `out` when it is rank 0 (RANK).
+void run_profile_worker(const std::string& request_json, std::ostream& out);
 
 }  // namespace slapo::runners

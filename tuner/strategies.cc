@@ -354,8 +354,8 @@ const std::vector<StrategyEntry>& registry() {
       {"model",
        [](CostModel* m) {
          SLAPO_CHECK(m != nullptr, ErrorCode::kInvalidArgument,
-                     "the model strategy needs a cost model: only built-in workloads of one rank "
-                     "are predicted");
+                     "the model strategy needs a cost model: only built-in workloads are "
+                     "predicted");
          return make_model_strategy(m);
        }},
       {"bayes", [](CostModel*) { return make_model_based_strategy(); }},
