@@ -1,6 +1,7 @@
 #include "cost/cut_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -49,8 +50,10 @@ std::optional<CutSearch> best_cuts(const Predictor& predictor, const PredictInpu
   unique_sorted(tails);
   const double m = static_cast<double>(std::max<int64_t>(1, in.micro_batches));
   constexpr double kNone = std::numeric_limits<double>::infinity();
-  // best[s][begin]: the least Σ t of stages s.. covering blocks begin..layers − 1.
+  // best[s][begin]: the least Σ t of stages s.. covering blocks begin..layers − 1; among equal
+  // sums (stages of equal cost make many), the least Σ t² — the most even split.
   std::vector<double> best(static_cast<size_t>((p + 1) * (layers + 1)), kNone);
+  std::vector<double> squares(best.size(), 0);
   std::vector<int64_t> choice(best.size(), 0);
   auto cell = [&](int64_t s, int64_t begin) { return static_cast<size_t>(s * (layers + 1) + begin); };
   double best_value = kNone;
@@ -64,20 +67,26 @@ std::optional<CutSearch> best_cuts(const Predictor& predictor, const PredictInpu
       ++tried;
       std::fill(best.begin(), best.end(), kNone);
       best[cell(p, layers)] = 0;
+      squares[cell(p, layers)] = 0;
       for (int64_t s = p - 1; s >= 0; --s) {
         for (int64_t begin = 0; begin < layers; ++begin) {
-          double v = kNone;
+          double v = kNone, v2 = kNone;
           int64_t pick = 0;
           for (int64_t len = lo; len <= hi && begin + len <= layers; ++len) {
             const Option& o = options[at(s, begin, len)];
             if (!o.fits || o.t > bound_t || o.tail > bound_tail) continue;
-            const double rest = best[cell(s + 1, begin + len)];
-            if (rest + o.t < v) {
-              v = rest + o.t;
+            const size_t next = cell(s + 1, begin + len);
+            if (best[next] == kNone) continue;
+            const double sum = best[next] + o.t, sum2 = squares[next] + o.t * o.t;
+            const double tolerance = 1e-12 * std::max(1.0, std::abs(sum));
+            if (sum < v - tolerance || (sum <= v + tolerance && sum2 < v2)) {
+              v = sum;
+              v2 = sum2;
               pick = len;
             }
           }
           best[cell(s, begin)] = v;
+          squares[cell(s, begin)] = v2;
           choice[cell(s, begin)] = pick;
         }
       }

@@ -8,7 +8,8 @@
 // block) finds the least Σ t_s among the splits whose every stage fits the memory budget and both
 // bounds; the optimum is the least Σ + (m − 1)·M + R over the bounds the stages can take (the
 // distinct values of t_s and tail_s), so the split found is optimal for the model — exactly, not
-// approximately — in O(|M| · |R| · stages · layers · (max − min + 1)).
+// approximately — in O(|M| · |R| · stages · layers · (max − min + 1)). Among splits of equal
+// predicted step the most even (least Σ t_s²) is chosen.
 
 #include <cstdint>
 #include <optional>

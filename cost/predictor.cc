@@ -116,9 +116,15 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
       forward_backward_ms(deep_plain, profile_.optimizer_ms_per_param * params_of_variant(d));
 
   // Memory: affine in the batch at each depth; the difference of the depths is the blocks'.
+  // The one-sample points are left out: there the optimizer step's own need, not the activations,
+  // can be the peak (the least ratio below covers them).
   auto memory_line = [](const std::vector<const ProfilePoint*>& points) {
     std::vector<std::pair<double, double>> xy;
-    for (const ProfilePoint* q : points) xy.emplace_back(static_cast<double>(q->batch), q->peak_bytes);
+    for (const ProfilePoint* q : points) {
+      if (q->batch > 1) xy.emplace_back(static_cast<double>(q->batch), q->peak_bytes);
+    }
+    SLAPO_CHECK(xy.size() >= 2, ErrorCode::kInvalidArgument,
+                "profile: needs two batch sizes above one sample without checkpointing");
     return fit_line(xy);
   };
   const auto [state_1, act_1] = memory_line(shallow);

@@ -135,7 +135,9 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   const int tp = tc.parallel.layout.tp;
   const int64_t layers = w.spec().layers;
   const int64_t deep = std::clamp<int64_t>(layers, 2, 8);
-  const int64_t lo = request.batch_lo, hi = request.batch_hi;
+  // Two batches above one sample, whatever the space's (memory is fitted over them).
+  const int64_t hi = std::max<int64_t>(request.batch_hi, 3);
+  const int64_t lo = std::clamp<int64_t>(request.batch_lo, 2, hi - 1);
   const int64_t mid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(lo * hi))));
 
   cost::Profile profile;
