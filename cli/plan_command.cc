@@ -113,8 +113,8 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
     out << std::setw(4) << rank++ << std::setw(12) << std::setprecision(1)
         << c.prediction.samples_per_s << std::setw(11) << c.prediction.step_ms << std::setw(12)
         << format_bytes(c.prediction.peak_bytes) << std::setw(9) << part("recompute") << " ms"
-        << std::setw(9) << part("collectives") << " ms" << std::setw(9) << part("bubble")
-        << " ms  " << c.config.to_string() << "\n";
+        << std::setw(9) << part("collectives") << " ms" << std::setw(9) << part("bubble") << " ms  "
+        << c.config.to_string() << "\n";
   }
   return plan.top.empty() ? kExitFailure : kExitOk;
 }

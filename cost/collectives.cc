@@ -39,8 +39,8 @@ CollectiveProfile CollectiveProfile::from_json(const std::string& json, const st
           {s.at("op").get<std::string>(), s.at("bytes").get<double>(), s.at("ms").get<double>()});
     }
   } catch (const nlohmann::json::exception& e) {
-    SLAPO_FAIL(ErrorCode::kParse, origin, ": a collective profile with a missing or mistyped field: ",
-               e.what());
+    SLAPO_FAIL(ErrorCode::kParse, origin,
+               ": a collective profile with a missing or mistyped field: ", e.what());
   }
   return p;
 }

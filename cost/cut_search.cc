@@ -55,7 +55,9 @@ std::optional<CutSearch> best_cuts(const Predictor& predictor, const PredictInpu
   std::vector<double> best(static_cast<size_t>((p + 1) * (layers + 1)), kNone);
   std::vector<double> squares(best.size(), 0);
   std::vector<int64_t> choice(best.size(), 0);
-  auto cell = [&](int64_t s, int64_t begin) { return static_cast<size_t>(s * (layers + 1) + begin); };
+  auto cell = [&](int64_t s, int64_t begin) {
+    return static_cast<size_t>(s * (layers + 1) + begin);
+  };
   double best_value = kNone;
   IntList best_cuts_found;
   uint64_t tried = 0;

@@ -21,8 +21,8 @@
 namespace slapo::cost {
 
 struct CutSearch {
-  IntList cuts;             // where stages 2, 3, ... begin
-  Prediction prediction;    // of the input with these cuts
+  IntList cuts;           // where stages 2, 3, ... begin
+  Prediction prediction;  // of the input with these cuts
   uint64_t bounds_tried = 0;
 };
 

@@ -32,9 +32,8 @@ class TopK {
     ranked_.push_back(std::move(c));
     // A partial sort whenever the list doubles.
     if (ranked_.size() >= 2 * std::max<size_t>(options_.top, 1)) {
-      std::nth_element(ranked_.begin(),
-                       ranked_.begin() + static_cast<std::ptrdiff_t>(options_.top), ranked_.end(),
-                       [&](const PlannedConfig& a, const PlannedConfig& b) {
+      std::nth_element(ranked_.begin(), ranked_.begin() + static_cast<std::ptrdiff_t>(options_.top),
+                       ranked_.end(), [&](const PlannedConfig& a, const PlannedConfig& b) {
                          return options_.objective.better(a.objective, b.objective);
                        });
       ranked_.resize(options_.top);

@@ -188,15 +188,16 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
               "profiled without checkpointing");
   fit_.recompute_share = std::max(0.0, share_num / share_den);
   const double x = static_cast<double>(all_checkpointed->batch);
-  fit_.ckpt_block_kept = std::max(
-      0.0, ((all_checkpointed->peak_bytes - state_d) / x - std::max(fit_.outside_act, fit_.block_act)) /
-               d);
+  fit_.ckpt_block_kept = std::max(0.0, ((all_checkpointed->peak_bytes - state_d) / x -
+                                        std::max(fit_.outside_act, fit_.block_act)) /
+                                           d);
   fit_.least_ratio = state_d > 0 ? std::max(1.0, least_peak / state_d) : 1.0;
 }
 
 double Predictor::block_ms(double samples) const {
-  return std::max(0.0, (polyline_at(fit_.deep_ms, samples) - polyline_at(fit_.shallow_ms, samples)) /
-                           static_cast<double>(fit_.deep_layers - 1));
+  return std::max(0.0,
+                  (polyline_at(fit_.deep_ms, samples) - polyline_at(fit_.shallow_ms, samples)) /
+                      static_cast<double>(fit_.deep_layers - 1));
 }
 
 double Predictor::outside_ms(double samples) const {
@@ -204,8 +205,8 @@ double Predictor::outside_ms(double samples) const {
 }
 
 void Predictor::check_layout(const PredictInput& in) const {
-  SLAPO_CHECK(std::max<int64_t>(1, in.tp) == profile_.tp, ErrorCode::kInvalidArgument, "tp = ", in.tp,
-              " is not the profile's tp = ", profile_.tp);
+  SLAPO_CHECK(std::max<int64_t>(1, in.tp) == profile_.tp, ErrorCode::kInvalidArgument,
+              "tp = ", in.tp, " is not the profile's tp = ", profile_.tp);
   const int64_t world = profile_.tp * std::max<int64_t>(1, in.pp) * std::max<int64_t>(1, in.dp);
   SLAPO_CHECK(world == 1 || collectives_, ErrorCode::kInvalidArgument, "a layout of ", world,
               " ranks needs the machine's collectives profiled");
@@ -219,8 +220,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const ModelShape& shape = profile_.shape;
   const bool first = stage == 0, last = stage == p - 1;
   const double n = static_cast<double>(end - begin);
-  const double k =
-      static_cast<double>(std::max<int64_t>(0, std::min(in.ckpt_blocks, end) - begin));
+  const double k = static_cast<double>(std::max<int64_t>(0, std::min(in.ckpt_blocks, end) - begin));
   auto comm_ms = [&](const CommLine& ar, const CommLine& ag, double times) {
     if (tp <= 1 || times <= 0) return 0.0;
     return times *
@@ -330,7 +330,8 @@ Prediction Predictor::raw(const PredictInput& in) const {
                       {"activations", big.peak_bytes - state - logits},
                       {"logits", logits}};
   for (size_t s = 0; s < stages.size(); ++s)
-    out.stages.push_back({begins[s + 1] - begins[s], stages[s].micro_batch_ms, stages[s].peak_bytes});
+    out.stages.push_back(
+        {begins[s + 1] - begins[s], stages[s].micro_batch_ms, stages[s].peak_bytes});
   if (collectives_) {
     for (int64_t ranks : {profile_.tp, std::max<int64_t>(1, in.dp), p}) {
       if (collectives_->extrapolates(ranks)) {

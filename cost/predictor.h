@@ -101,14 +101,14 @@ class Predictor {
     int64_t deep_layers = 0;
     // A step's forward and backward (the optimizer taken out), by batch, of the two variants.
     std::vector<std::pair<double, double>> shallow_ms, deep_ms;
-    double recompute_share = 0;  // ρ
+    double recompute_share = 0;                 // ρ
     double block_state = 0, outside_state = 0;  // bytes
     double block_act = 0, outside_act = 0;      // bytes per sample
     // Of outside_act, what the loss keeps from its forward to its backward (the rest it needs only
     // while running backward): a GPipe last stage keeps it for every micro-batch.
     double outside_kept = 0;
-    double ckpt_block_kept = 0;                 // bytes per sample a checkpointed block keeps
-    double least_ratio = 1;  // the least peak (1 sample, all checkpointed) over the state
+    double ckpt_block_kept = 0;  // bytes per sample a checkpointed block keeps
+    double least_ratio = 1;      // the least peak (1 sample, all checkpointed) over the state
     CommLine block_all_reduce, outside_all_reduce, block_all_gather, outside_all_gather;
     CommLine recompute_all_reduce;  // per checkpointed block
   };

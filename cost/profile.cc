@@ -40,8 +40,8 @@ void for_each_shape_field(S& s, F&& f) {
 bool ProfilePoint::operator==(const ProfilePoint& o) const {
   return std::tie(layers, batch, ckpt_blocks, micro_batches, step_ms, peak_bytes, all_reduce_calls,
                   all_reduce_bytes, all_gather_calls, all_gather_bytes) ==
-         std::tie(o.layers, o.batch, o.ckpt_blocks, o.micro_batches, o.step_ms, o.peak_bytes, o.all_reduce_calls,
-                  o.all_reduce_bytes, o.all_gather_calls, o.all_gather_bytes);
+         std::tie(o.layers, o.batch, o.ckpt_blocks, o.micro_batches, o.step_ms, o.peak_bytes,
+                  o.all_reduce_calls, o.all_reduce_bytes, o.all_gather_calls, o.all_gather_bytes);
 }
 
 bool ModelShape::operator==(const ModelShape& o) const {
@@ -84,9 +84,8 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
     p.code_revision = j.value("code_revision", "");
     p.layers = j.at("layers").get<int64_t>();
     p.tp = j.at("tp").get<int64_t>();
-    for_each_shape_field(p.shape, [&](const char* name, double& v) {
-      v = j.at("shape").at(name).get<double>();
-    });
+    for_each_shape_field(
+        p.shape, [&](const char* name, double& v) { v = j.at("shape").at(name).get<double>(); });
     p.optimizer_ms_per_param = j.at("optimizer_ms_per_param").get<double>();
     p.prologue_ms_per_sample = j.at("prologue_ms_per_sample").get<double>();
     p.profile_s = j.value("profile_s", 0.0);

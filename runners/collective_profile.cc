@@ -6,8 +6,8 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/text.h"
 #include "core/stats.h"
+#include "core/text.h"
 #include "dist/launcher.h"
 #include "dist/world.h"
 
@@ -80,8 +80,8 @@ cost::CollectiveProfile profile_collectives(int ranks, const std::vector<std::st
   const auto start = std::chrono::steady_clock::now();
   const dist::LaunchResult job = dist::launch_ranks(launch);
   SLAPO_CHECK(job.ok(), ErrorCode::kRuntime, "profiling the collectives failed: ", job.failure());
-  cost::CollectiveProfile profile =
-      cost::CollectiveProfile::from_json(last_line(job.ranks[0].out), "the collective profiling job");
+  cost::CollectiveProfile profile = cost::CollectiveProfile::from_json(
+      last_line(job.ranks[0].out), "the collective profiling job");
   profile.profile_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return profile;

@@ -8,9 +8,9 @@
 
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/process.h"
 #include "core/version.h"
 #include "models/templates.h"
-#include "core/process.h"
 #include "runners/collective_profile.h"
 #include "runners/profiler.h"
 #include "runners/system_info.h"
@@ -19,8 +19,6 @@ namespace slapo::runners {
 
 namespace {
 
-// Knobs the model predicts across: everything else (tp included: a rank's shard is another
-// computation) changes the computation and is part of the profile key.
 // A rank's threads: the workload's are the trial's, shared by its ranks (runners/worker.h).
 int threads_per_rank(const Workload& w, int world) { return std::max(1, w.threads / world); }
 
@@ -30,10 +28,12 @@ int ranks_beside(int world) {
   return std::min<int>(world, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
+// Knobs the model predicts across: everything else (tp included: a rank's shard is another
+// computation) changes the computation and is part of the profile key.
 bool predicted_across(const std::string& knob) {
-  static const char* const kKnobs[] = {"batch_size", "ckpt_ratio", "ckpt_layers",
-                                       "micro_batches", "pp", "pipeline_schedule",
-                                       "dp", "cuts"};
+  static const char* const kKnobs[] = {
+      "batch_size", "ckpt_ratio",        "ckpt_layers", "micro_batches",
+      "pp",         "pipeline_schedule", "dp",          "cuts"};
   for (const char* k : kKnobs) {
     if (knob == k) return true;
   }
@@ -117,8 +117,7 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
     const Mapping& m = mapping(c);
     if (!m.why_not.empty()) return;
     try {
-      cost::Predictor& predictor = predictor_for(m.key, c);
-      if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
+      predictor_for(m.key, c);
     } catch (const Error&) {
       // A configuration whose key cannot be profiled is unpredictable; predict() says why.
     }
@@ -133,8 +132,8 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.knobs = computation_knobs(config);
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
-  cost::Profile profile = measure_profile_beside_peers(
-      request, ranks_beside(mapping(config).world), {self_executable(), "worker"});
+  cost::Profile profile = measure_profile_beside_peers(request, ranks_beside(mapping(config).world),
+                                                       {self_executable(), "worker"});
   profile.key_json = key;
   profile.fingerprint_json = fingerprint_;
   profile.code_revision = kGitRevision;
@@ -182,8 +181,13 @@ const cost::CollectiveModel& WorkloadCostModel::collectives() {
 }
 
 cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const Config& config) {
+  // A layout of several ranks needs the machine's collectives (a key may serve one rank too).
+  const bool ranks = mapping(config).world > 1;
   auto it = predictors_.find(key);
-  if (it != predictors_.end()) return *it->second;
+  if (it != predictors_.end()) {
+    if (ranks && !it->second->has_collectives()) it->second->set_collectives(collectives());
+    return *it->second;
+  }
   std::optional<cost::Profile> profile;
   if (database_ && !reprofile_) {
     if (const std::optional<std::string> stored = database_->profile(key)) {
@@ -215,7 +219,7 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     }
   }
   std::optional<cost::CollectiveModel> comm;
-  if (mapping(config).world > 1) comm = collectives();
+  if (ranks) comm = collectives();
   auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));
   return *predictors_.emplace(key, std::move(predictor)).first->second;
 }
@@ -247,15 +251,13 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
 
 cost::Predicted WorkloadCostModel::predict(const Config& config) {
   cost::Predicted out;
-  const Mapping& m = mapping(config);
-  if (!m.why_not.empty()) {
-    out.why_not = m.why_not;
+  const cost::Composable c = compose(config);
+  if (!c.predictor) {
+    out.why_not = c.why_not;
     return out;
   }
   try {
-    cost::Predictor& predictor = predictor_for(m.key, config);
-    if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
-    out.prediction = predictor.predict(m.input);
+    out.prediction = c.predictor->predict(c.input);
   } catch (const Error& e) {
     out.why_not = e.what();
   }
@@ -270,9 +272,7 @@ cost::Composable WorkloadCostModel::compose(const Config& config) {
     return out;
   }
   try {
-    cost::Predictor& predictor = predictor_for(m.key, config);
-    if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
-    out.predictor = &predictor;
+    out.predictor = &predictor_for(m.key, config);
     out.input = m.input;
   } catch (const Error& e) {
     out.why_not = e.what();
@@ -284,7 +284,6 @@ void WorkloadCostModel::calibrate(const Config& config, const TrialResult& resul
   const Mapping& m = mapping(config);
   if (!m.why_not.empty()) return;
   cost::Predictor& predictor = predictor_for(m.key, config);
-  if (m.world > 1 && !predictor.has_collectives()) predictor.set_collectives(collectives());
   if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
       result.metrics.count(metric::kPeakBytes)) {
     predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),

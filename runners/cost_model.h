@@ -7,9 +7,9 @@
 // limits, the knobs that change the computation (attention, fusions, decompose, sequence length,
 // tp) and the threads of one rank. Batch size, checkpointing, micro-batches, pp, dp, the pipeline
 // schedule and the cuts are what the model predicts across. Layouts of more than one rank also
-// need the machine's collectives, profiled once by a job of two ranks (runners/collective_profile.h)
-// and stored beside the profiles. A stored profile from another machine or another revision of
-// slapo is not reused: it is measured again, and `on_note` says so.
+// need the machine's collectives, profiled once by a job of two ranks
+// (runners/collective_profile.h) and stored beside the profiles. A stored profile from another
+// machine or another revision of slapo is not reused: it is measured again, and `on_note` says so.
 //
 // Profiling one key: runners/profiler.h.
 
@@ -78,7 +78,8 @@ class WorkloadCostModel {
   // The profile key of `config` on `world` ranks.
   std::string profile_key(const Config& config, int world) const;
   const Mapping& mapping(const Config& config);
-  // The predictor of profile `key` (`config` is one of its configurations), profiled when needed.
+  // The predictor of profile `key` (`config` is one of its configurations), profiled when needed,
+  // with the machine's collectives when `config` runs on several ranks.
   cost::Predictor& predictor_for(const std::string& key, const Config& config);
   cost::Profile measure_profile(const Config& config, const std::string& key);
   // The machine's collectives, measured or loaded once.

@@ -27,8 +27,8 @@ std::vector<at::Tensor> SimulatedGroup::all_gather(const at::Tensor& tensor) {
 void SimulatedGroup::broadcast(at::Tensor&, int) {}
 
 std::unique_ptr<schedule::SendHandle> SimulatedGroup::send(const at::Tensor&, int peer, int) {
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "send to rank ", peer, " in the simulated group '",
-             name_, "'");
+  SLAPO_FAIL(ErrorCode::kInvalidArgument, "send to rank ", peer, " in the simulated group '", name_,
+             "'");
 }
 
 void SimulatedGroup::recv(at::Tensor&, int peer, int) {

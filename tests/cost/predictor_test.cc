@@ -47,14 +47,14 @@ Profile synthetic_profile(int64_t layers = kLayers) {
   p.prologue_ms_per_sample = 0.5;
   // The points the profiler measures.
   for (auto [d, b, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 0},
-                                                           {1, 4, 0},
-                                                           {1, 32, 0},
-                                                           {kLayers, 1, 0},
-                                                           {kLayers, 4, 0},
-                                                           {kLayers, 11, 0},
-                                                           {kLayers, 32, 0},
-                                                           {kLayers, 32, kLayers},
-                                                           {kLayers, 1, kLayers}}) {
+                                                            {1, 4, 0},
+                                                            {1, 32, 0},
+                                                            {kLayers, 1, 0},
+                                                            {kLayers, 4, 0},
+                                                            {kLayers, 11, 0},
+                                                            {kLayers, 32, 0},
+                                                            {kLayers, 32, kLayers},
+                                                            {kLayers, 1, kLayers}}) {
     ProfilePoint q;
     q.layers = d;
     q.batch = b;
@@ -100,8 +100,8 @@ TEST(PredictorTest, OneRankIsTheProfiledModelAtAnyBatchCheckpointingAndMicroBatc
         const Prediction p = predictor.predict({b, n, m});
         const int64_t x = b / m;
         // m micro-batches, the optimizer once.
-        const double step = m * (true_step(kLayers, x, n) - optimizer_ms(kLayers)) +
-                            optimizer_ms(kLayers);
+        const double step =
+            m * (true_step(kLayers, x, n) - optimizer_ms(kLayers)) + optimizer_ms(kLayers);
         EXPECT_NEAR(p.step_ms, step, 1e-6) << b << " " << n << " " << m;
         EXPECT_NEAR(p.peak_bytes, true_peak(kLayers, x, n), 1) << b << " " << n << " " << m;
         EXPECT_NEAR(p.samples_per_s, b / (step / 1000), 1e-6);
@@ -153,8 +153,8 @@ TEST(PredictorTest, PipelineStagesDataParallelismAndTheirMessages) {
   PredictInput dp{16, 0, 1};
   dp.dp = 2;
   const double grads = 4 * (4e6 + 2.5e6);
-  EXPECT_NEAR(predictor.predict(dp).step_ms,
-              true_step(kLayers, 8, 0) + (0.1 + grads / 1e6) + loss, 1e-9);
+  EXPECT_NEAR(predictor.predict(dp).step_ms, true_step(kLayers, 8, 0) + (0.1 + grads / 1e6) + loss,
+              1e-9);
   // Without the collectives, a layout of two ranks is refused.
   EXPECT_THROW(Predictor(synthetic_profile()).predict(dp), Error);
   PredictInput tp{16, 0, 1};
@@ -169,8 +169,8 @@ TEST(PredictorTest, TensorParallelCollectivesArePricedFromTheRanksCalls) {
   // checkpointed block repeats 2 of its own.
   for (ProfilePoint& q : profile.points) {
     q.all_reduce_calls = 4.0 * static_cast<double>(q.layers) + 2 + 2.0 * q.ckpt_blocks;
-    q.all_reduce_bytes = static_cast<double>(q.batch) *
-                         (4000.0 * q.layers + 4000 + 2000.0 * q.ckpt_blocks);
+    q.all_reduce_bytes =
+        static_cast<double>(q.batch) * (4000.0 * q.layers + 4000 + 2000.0 * q.ckpt_blocks);
   }
   const Predictor predictor(profile, synthetic_collectives());
   PredictInput in{8, 1, 1};
@@ -324,10 +324,10 @@ TEST(PlannerTest, RanksTheWholeSpaceAndLeavesOutWhatDoesNotFit) {
 }
 
 TEST(PlannerTest, ChoosesCutPointsByTheSearchAsEnumerationWould) {
-  const space::CompiledSpace compiled = space::CompiledSpace::compile(space::parse_space(
-      "[knobs]\npp = { values = [2, 3] }\nmicro_batches = { values = [1, 4] }\n"
-      "cuts = { layers = 12, stages = \"pp\", min = 2, max = 7 }\n",
-      "s.toml"));
+  const space::CompiledSpace compiled = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\npp = { values = [2, 3] }\nmicro_batches = { values = [1, 4] }\n"
+                         "cuts = { layers = 12, stages = \"pp\", min = 2, max = 7 }\n",
+                         "s.toml"));
   const Predictor predictor(synthetic_profile(12), synthetic_collectives());
   auto input = [](const Config& c) {
     PredictInput in{32, 5, std::get<int64_t>(*c.find("micro_batches"))};

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "models/model_spec.h"
 #include "runners/command_runner.h"
 #include "runners/inprocess_runner.h"
 #include "runners/runner_spec.h"
@@ -173,6 +174,21 @@ TEST(WorkloadTest, TheCanonicalJsonIsTheRecordedTaskKey) {
       R"({"model":"gpt-tiny","template":"gpt","batch_size":8,"seq_len":8,"vocab":64,"dtype":"float32",)"
       R"("optimizer":"adamw","lr":0.0001,"warmup":2,"steps":5,"threads":2,"seed":3,"memory_budget":1024,)"
       R"("data":"t.bin","data_dtype":"int32"})");
+}
+
+TEST(WorkloadTest, LayersMakeADeeperOrShallowerVariantOfThePreset) {
+  const Workload deep = Workload::from_json(R"({"model": "gpt-tiny", "layers": 5})", "s.toml");
+  EXPECT_EQ(deep.spec().layers, 5);
+  EXPECT_NE(deep.to_json().find("\"layers\":5"), std::string::npos);
+  EXPECT_EQ(Workload::from_json(deep.to_json(), "s").spec().layers, 5);
+  EXPECT_EQ(Workload::from_json(R"({"model": "gpt-tiny"})", "s").spec().layers,
+            models::model_preset("gpt-tiny").layers);
+  try {
+    Workload::from_json(R"({"model": "gpt-tiny", "layers": 0})", "s.toml");
+    FAIL() << "layers = 0 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layers"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RunnerSpecTest, RoundTripsThroughJsonAndFromTheTaskRecord) {
