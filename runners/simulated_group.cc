@@ -18,8 +18,12 @@ void SimulatedGroup::all_reduce(at::Tensor& tensor, schedule::ReduceOp) {
 std::vector<at::Tensor> SimulatedGroup::all_gather(const at::Tensor& tensor) {
   ++all_gather_.calls;
   all_gather_.bytes += static_cast<double>(tensor.nbytes());
-  std::vector<at::Tensor> parts(static_cast<size_t>(size_), tensor);
-  for (size_t i = 1; i < parts.size(); ++i) parts[i] = tensor.clone();
+  // What the real group allocates, so that the rank's peak is the real one's: an output per rank
+  // (dist/gloo_communicator.cc), and inside Gloo's all-gather one flat buffer of every rank's part,
+  // copied out when the gather is done.
+  std::vector<at::Tensor> parts;
+  for (int i = 0; i < size_; ++i) parts.push_back(tensor.clone());
+  const at::Tensor flat = at::empty({size_ * tensor.numel()}, tensor.options());
   return parts;
 }
 
