@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -124,6 +125,29 @@ TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   EXPECT_NEAR(p["peak_bytes"].get<double>() / m["metrics"]["peak_bytes"].get<double>(), 1.0, 0.25)
       << p.dump() << "\n"
       << m.dump();
+}
+
+TEST(CostCliTest, AutoTunesLayoutsWithTheModelFirst) {
+  const std::string space =
+      std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-single-node.toml";
+  const std::string db = temp_db("auto_layouts");
+  Outcome r = run("single-node --nproc 2 --space " + space + " --db " + db + " --trials 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("cost model: profiled"), std::string::npos) << r.err;
+  std::vector<nlohmann::json> trials;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("index")) trials.push_back(j);
+  }
+  ASSERT_FALSE(trials.empty()) << r.out;
+  Outcome recorded = run("db trials --db " + db + " --format json");
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  EXPECT_EQ(nlohmann::json::parse(recorded.out).at(0)["strategy"], "auto/model") << recorded.out;
+  // The first trial is the plan's best (the plan reads the profiles the run stored).
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(trials[0]["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
 }
 
 TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {

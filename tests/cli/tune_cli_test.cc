@@ -139,8 +139,9 @@ TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
   const std::string db = temp_db("single_node");
   const std::string space =
       std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-single-node.toml";
-  Outcome tuned =
-      run("single-node --nproc 2 --space " + space + " --db " + db + " --trials 3 --json");
+  // auto would use the cost model and may stop before 3 trials: random measures 3.
+  Outcome tuned = run("single-node --nproc 2 --space " + space + " --db " + db +
+                      " --trials 3 --strategy random --json");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
   const auto summary = nlohmann::json::parse(last_line(tuned.out));
   EXPECT_EQ(summary["measured"], 3);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -65,6 +66,43 @@ TEST(CompiledSpaceTest, ScalarAndArrayCutPointsAgree) {
     for (size_t j = 0; j < cuts.size(); ++j)
       EXPECT_EQ(std::get<int64_t>(c.at("c" + std::to_string(j + 1))), cuts[j]);
   }
+}
+
+TEST(CompiledSpaceTest, CutFamiliesWalkTheOtherKnobsWithTheirSplits) {
+  const CompiledSpace space = compile_text(R"(
+[parameters]
+layers = 12
+[knobs]
+cuts = { layers = "layers", stages = "pp", min = 2, max = "layers // pp + 1" }
+pp = { values = [1, 2, 3, 4] }
+m = { values = [1, 2] }
+[constraints]
+enough = "m <= pp"
+)");
+  EXPECT_EQ(space.cut_knob(), "cuts");
+  // Every family is a configuration of pp and m (no cuts) with the splits its pp allows; their
+  // counts add up to the space.
+  uint64_t total = 0, families = 0;
+  space.for_each_cut_family([&](const Config& c, const StageSplits& splits) {
+    EXPECT_EQ(c.find("cuts"), nullptr);
+    const int64_t pp = std::get<int64_t>(*c.find("pp"));
+    EXPECT_LE(std::get<int64_t>(*c.find("m")), pp);
+    EXPECT_EQ(splits.stages(), pp);
+    EXPECT_EQ(splits.max_len(), std::min<int64_t>(12, 12 / pp + 1));  // at most the layers
+    total += splits.count();
+    ++families;
+    return true;
+  });
+  EXPECT_EQ(families, 7u);  // pp 1: m 1; pp 2-4: m 1, 2
+  EXPECT_EQ(total, space.size());
+  EXPECT_EQ(compile_text("[knobs]\nx = { values = [1] }\n").cut_knob(), "");
+  EXPECT_THROW(compile_text(R"(
+[knobs]
+a = { layers = 8, stages = 2 }
+b = { layers = 8, stages = 2 }
+)")
+                   .cut_knob(),
+               Error);
 }
 
 TEST(CompiledSpaceTest, CutPointsFollowAStageKnob) {
