@@ -182,11 +182,13 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
     if (q.ckpt_blocks == deep && (!all_checkpointed || q.batch > all_checkpointed->batch))
       all_checkpointed = &q;
   }
-  SLAPO_CHECK(share_den > 0 && all_checkpointed != nullptr && all_checkpointed->batch > 1,
+  SLAPO_CHECK(all_checkpointed != nullptr && all_checkpointed->batch > 1 &&
+                  plain_at.count(all_checkpointed->batch),
               ErrorCode::kInvalidArgument,
               "profile: needs a step with every block checkpointed at a batch of two or more also "
               "profiled without checkpointing");
-  fit_.recompute_share = std::max(0.0, share_num / share_den);
+  // A block too small to time (B(x) = 0 within the noise) recomputes in no measurable time.
+  fit_.recompute_share = share_den > 0 ? std::max(0.0, share_num / share_den) : 0.0;
   const double x = static_cast<double>(all_checkpointed->batch);
   fit_.ckpt_block_kept = std::max(0.0, ((all_checkpointed->peak_bytes - state_d) / x -
                                         std::max(fit_.outside_act, fit_.block_act)) /

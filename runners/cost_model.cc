@@ -283,13 +283,18 @@ cost::Composable WorkloadCostModel::compose(const Config& config) {
 void WorkloadCostModel::calibrate(const Config& config, const TrialResult& result) {
   const Mapping& m = mapping(config);
   if (!m.why_not.empty()) return;
-  cost::Predictor& predictor = predictor_for(m.key, config);
-  if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
-      result.metrics.count(metric::kPeakBytes)) {
-    predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),
-                        result.metrics.at(metric::kPeakBytes));
-  } else if (result.status == TrialStatus::kOom && workload_.memory_budget > 0) {
-    predictor.calibrate_oom(m.input, static_cast<double>(workload_.memory_budget));
+  try {
+    cost::Predictor& predictor = predictor_for(m.key, config);
+    if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
+        result.metrics.count(metric::kPeakBytes)) {
+      predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),
+                          result.metrics.at(metric::kPeakBytes));
+    } else if (result.status == TrialStatus::kOom && workload_.memory_budget > 0) {
+      predictor.calibrate_oom(m.input, static_cast<double>(workload_.memory_budget));
+    }
+  } catch (const Error&) {
+    // A measurement the model cannot learn from (its key cannot be profiled or composed) leaves
+    // the model as it is: the tuning run goes on, and predict() says why for that key.
   }
 }
 

@@ -208,6 +208,17 @@ TEST(PredictorTest, AProfileWithoutWhatTheModelNeedsIsRefused) {
   EXPECT_THROW(Predictor{no_checkpointing}, Error);
 }
 
+TEST(PredictorTest, BlocksTooSmallToTimeRecomputeInNoTime) {
+  // A tiny model: the deep variant is no slower than the shallow one within the noise (B = 0).
+  Profile p = synthetic_profile();
+  for (ProfilePoint& q : p.points) {
+    q.step_ms = 1.0 + optimizer_ms(static_cast<double>(q.layers)) / 1000;
+  }
+  const Predictor predictor(p);
+  EXPECT_EQ(predictor.fit().recompute_share, 0);
+  EXPECT_GT(predictor.predict({8, 2, 1}).step_ms, 0);
+}
+
 TEST(ProfileTest, RoundTripsThroughJson) {
   Profile p = synthetic_profile();
   p.tp = 2;
