@@ -62,12 +62,13 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
   auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
-  const double profile_s = model->profile_space(compiled);
   cost::PlanOptions options;
   options.top = o.top;
   options.objective = {o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective,
                        o.minimize};
   options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
+  cost::check_plannable(compiled, options, /*can_compose=*/true);  // before profiling for it
+  const double profile_s = model->profile_space(compiled);
   const cost::Plan plan = cost::plan(compiled, model->as_function(), options, model->as_composer());
   if (o.json) {
     nlohmann::ordered_json j;

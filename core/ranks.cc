@@ -9,17 +9,11 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace slapo {
 
 namespace {
-
-std::string last_line(const std::string& text) {
-  std::string t = text;
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  const size_t nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
 
 bool failed(const ProcessResult& r) {
   return !r.started || r.timed_out || r.signal != 0 || r.exit_code != 0;

@@ -21,7 +21,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 std::string last_line(const std::string& text) {
-  const size_t end = text.find_last_not_of('\n');
+  const size_t end = text.find_last_not_of("\n ");
   if (end == std::string::npos) return "";
   const size_t newline = text.rfind('\n', end);
   const size_t begin = newline == std::string::npos ? 0 : newline + 1;

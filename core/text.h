@@ -9,7 +9,8 @@ namespace slapo {
 // Levenshtein distance: insertions, deletions and substitutions of one character each.
 size_t edit_distance(const std::string& a, const std::string& b);
 
-// The last non-empty line of `text` (without its newline); empty when there is none.
+// The last non-empty line of `text`, without the newlines and spaces that end it; empty when
+// there is none.
 std::string last_line(const std::string& text);
 
 }  // namespace slapo

@@ -98,19 +98,15 @@ void search_cuts(const space::CompiledSpace& space, const ConfigComposer& compos
 
 }  // namespace
 
-Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
-          const PlanOptions& options, const ConfigComposer& composer) {
-  const auto start = std::chrono::steady_clock::now();
+bool searches_cuts(const space::CompiledSpace& space, const PlanOptions& options,
+                   bool can_compose) {
+  return can_compose && !space.cut_knob().empty() && is_time(options.objective.metric);
+}
+
+void check_plannable(const space::CompiledSpace& space, const PlanOptions& options,
+                     bool can_compose) {
   predicted_metric(Prediction{}, options.objective.metric);  // an unknown objective fails first
-  Plan result;
-  TopK top(options);
-  if (composer && !space.cut_knob().empty() && is_time(options.objective.metric)) {
-    search_cuts(space, composer, options, &result, &top);
-    result.top = top.take();
-    result.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return result;
-  }
+  if (searches_cuts(space, options, can_compose)) return;
   uint64_t size = 0;
   try {
     size = space.size();
@@ -121,6 +117,21 @@ Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
               size == UINT64_MAX ? std::string("over 2^64") : std::to_string(size),
               " configurations, too many to enumerate (at most ", kMaxEnumerated,
               "); the cut-point search applies to spaces with a cut knob and a time objective");
+}
+
+Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
+          const PlanOptions& options, const ConfigComposer& composer) {
+  const auto start = std::chrono::steady_clock::now();
+  check_plannable(space, options, static_cast<bool>(composer));
+  Plan result;
+  TopK top(options);
+  if (searches_cuts(space, options, static_cast<bool>(composer))) {
+    search_cuts(space, composer, options, &result, &top);
+    result.top = top.take();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
   uint64_t index = 0;
   space.for_each([&](const space::PointView& point) {
     const uint64_t i = index++;

@@ -72,4 +72,10 @@ Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
 // Spaces larger than this are not enumerated.
 constexpr uint64_t kMaxEnumerated = 100'000'000;
 
+// What plan() checks before it predicts anything, for callers that profile first: throws its
+// Error(kInvalidArgument) for an objective the model does not predict and for a space too large
+// to enumerate that the cut search (`can_compose`: a composer is given) does not apply to.
+void check_plannable(const space::CompiledSpace& space, const PlanOptions& options,
+                     bool can_compose);
+
 }  // namespace slapo::cost

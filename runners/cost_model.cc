@@ -81,17 +81,12 @@ WorkloadCostModel::~WorkloadCostModel() = default;
 void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
   mappings_.clear();  // the profile keys name the batches
   for (const space::KnobInfo& knob : space.knobs()) {
-    if (knob.name != "batch_size") continue;
-    int64_t lo = INT64_MAX, hi = 0;
-    for_each_but_cuts(space, [&](const Config& c) {
-      const int64_t b = workload_.batch_size_for(c);
-      lo = std::min(lo, b);
-      hi = std::max(hi, b);
-    });
-    if (hi > 0) {
-      batch_lo_ = lo;
-      batch_hi_ = hi;
-    }
+    // The knob's domain (ascending), not the walk over the space: as good a range to profile, and
+    // it costs nothing in a space of 10^10 configurations.
+    if (knob.name != "batch_size" || knob.domain.empty() || !is_number(knob.domain.front()))
+      continue;
+    batch_lo_ = std::max<int64_t>(1, static_cast<int64_t>(as_number(knob.domain.front())));
+    batch_hi_ = std::max<int64_t>(1, static_cast<int64_t>(as_number(knob.domain.back())));
   }
   if (batch_lo_ == batch_hi_) batch_lo_ = std::max<int64_t>(1, batch_hi_ / 2);
 }
@@ -113,6 +108,17 @@ std::string WorkloadCostModel::profile_key(const Config& config, int world) cons
 
 double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
   const double before = profile_seconds_;
+  if (space.cut_knob().empty()) {
+    uint64_t size = UINT64_MAX;
+    try {
+      size = space.size();
+    } catch (const Error&) {
+    }
+    if (size > cost::kMaxEnumerated) {
+      if (on_note_) on_note_("the space is too large to profile up front: profiles as needed");
+      return 0;
+    }
+  }
   for_each_but_cuts(space, [&](const Config& c) {
     const Mapping& m = mapping(c);
     if (!m.why_not.empty()) return;
@@ -128,12 +134,12 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
 cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std::string& key) {
   ProfileRequest request;
   request.workload = workload_;
-  request.workload.threads = threads_per_rank(workload_, mapping(config).world);
+  request.workload.threads = threads_per_rank(workload_, mapping(config).world());
   request.knobs = computation_knobs(config);
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
-  cost::Profile profile = measure_profile_beside_peers(request, ranks_beside(mapping(config).world),
-                                                       {self_executable(), "worker"});
+  cost::Profile profile = measure_profile_beside_peers(
+      request, ranks_beside(mapping(config).world()), {self_executable(), "worker"});
   profile.key_json = key;
   profile.fingerprint_json = fingerprint_;
   profile.code_revision = kGitRevision;
@@ -182,7 +188,7 @@ const cost::CollectiveModel& WorkloadCostModel::collectives() {
 
 cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const Config& config) {
   // A layout of several ranks needs the machine's collectives (a key may serve one rank too).
-  const bool ranks = mapping(config).world > 1;
+  const bool ranks = mapping(config).world() > 1;
   auto it = predictors_.find(key);
   if (it != predictors_.end()) {
     if (ranks && !it->second->has_collectives()) it->second->set_collectives(collectives());
@@ -233,8 +239,7 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
     const models::TemplateConfig tc =
         models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
     const models::ParallelKnobs& p = tc.parallel;
-    m.world = p.world();
-    m.key = profile_key(config, m.world);
+    m.key = profile_key(config, p.world());
     m.input.batch = workload_.batch_size_for(config);
     m.input.ckpt_blocks = tc.checkpointed_blocks;
     m.input.micro_batches = p.micro_batches;

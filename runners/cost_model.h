@@ -38,11 +38,12 @@ class WorkloadCostModel {
                     std::function<void(const std::string&)> on_note = {});
   ~WorkloadCostModel();
 
-  // The batch sizes to profile at: the smallest and the largest of the space (the workload's when
-  // the space has no batch_size knob).
+  // The batch sizes to profile at: the smallest and the largest of the batch_size knob's domain
+  // (half the workload's and the workload's when the space has no batch_size knob).
   void use_batches_of(const space::CompiledSpace& space);
-  // Measures (or loads) the profile of every key the space's configurations need, up front; returns
-  // the seconds spent profiling now.
+  // Measures (or loads) the profile of every key the space's configurations need, up front (a
+  // space of more than cost::kMaxEnumerated configurations without a cut knob: none, each is
+  // profiled when first predicted); returns the seconds spent profiling now.
   double profile_space(const space::CompiledSpace& space);
   // Re-measures every profile this model uses even when one is stored.
   void set_reprofile(bool reprofile) { reprofile_ = reprofile; }
@@ -72,7 +73,7 @@ class WorkloadCostModel {
   struct Mapping {
     std::string key;  // the profile's (canonical JSON)
     cost::PredictInput input;
-    int world = 1;
+    int world() const { return static_cast<int>(input.tp * input.pp * input.dp); }
     std::string why_not;
   };
   // The profile key of `config` on `world` ranks.

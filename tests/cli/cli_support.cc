@@ -44,12 +44,6 @@ std::string temp_db(const std::string& name) {
   return path;
 }
 
-std::string last_line(const std::string& text) {
-  std::string s = text;
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
-}
-
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + name;
   std::ofstream(path) << text;

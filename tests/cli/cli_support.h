@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "core/text.h"
+
 namespace slapo::testing {
 
 struct Outcome {
@@ -13,7 +15,7 @@ struct Outcome {
 
 // Runs slapo-tune with `args` (already shell-quoted where needed), standard input closed.
 Outcome run(const std::string& args);
-std::string last_line(const std::string& text);
+using slapo::last_line;  // the one core/text.h has
 // A database path of this process in the test's temporary directory, removed first.
 std::string temp_db(const std::string& name);
 // Writes `text` to a file of the test's temporary directory; returns its path.

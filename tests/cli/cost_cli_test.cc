@@ -158,6 +158,17 @@ TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
   EXPECT_NE(command.err.find("no [workload]: the cost model predicts the built-in workloads only"),
             std::string::npos)
       << command.err;
+  // Too large to enumerate, no cut knob: said before anything is profiled.
+  const std::string huge = slapo::testing::write_temp(
+      "huge.toml",
+      "[workload]\nmodel = \"gpt-tiny\"\n[knobs]\nbatch_size = { range = [1, 20000] }\n"
+      "steps = { range = [1, 20000] }\n");
+  Outcome too_large = run("plan --space " + huge);
+  EXPECT_EQ(too_large.exit_code, 2);
+  EXPECT_NE(too_large.err.find("400000000 configurations, too many to enumerate"),
+            std::string::npos)
+      << too_large.err;
+  EXPECT_EQ(too_large.err.find("cost model: profiled"), std::string::npos) << too_large.err;
   Outcome objective = run("plan --space " + kSpace + " --objective loss_last");
   EXPECT_EQ(objective.exit_code, 2);
   EXPECT_NE(objective.err.find("--objective loss_last: the cost model predicts samples_per_s"),

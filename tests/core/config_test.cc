@@ -109,6 +109,13 @@ TEST(TextTest, EditDistance) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("fc_in", ""), 5u);
 }
+TEST(TextTest, LastLineIsTheLastNonEmptyOneTrimmed) {
+  EXPECT_EQ(last_line("a\nb\n"), "b");
+  EXPECT_EQ(last_line("a\n{\"x\": 1}  \n\n"), "{\"x\": 1}");
+  EXPECT_EQ(last_line("only"), "only");
+  EXPECT_EQ(last_line("\n\n"), "");
+  EXPECT_EQ(last_line(""), "");
+}
 }  // namespace
 }  // namespace slapo
 

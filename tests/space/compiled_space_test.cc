@@ -68,17 +68,19 @@ TEST(CompiledSpaceTest, ScalarAndArrayCutPointsAgree) {
   }
 }
 
-TEST(CompiledSpaceTest, CutFamiliesWalkTheOtherKnobsWithTheirSplits) {
-  const CompiledSpace space = compile_text(R"(
+// 12 layers cut into pp stages of 2 to 12 / pp + 1 layers, the cut knob declared before pp.
+constexpr const char* kCutsByPp = R"(
 [parameters]
 layers = 12
 [knobs]
 cuts = { layers = "layers", stages = "pp", min = 2, max = "layers // pp + 1" }
 pp = { values = [1, 2, 3, 4] }
-m = { values = [1, 2] }
-[constraints]
-enough = "m <= pp"
-)");
+)";
+
+TEST(CompiledSpaceTest, CutFamiliesWalkTheOtherKnobsWithTheirSplits) {
+  const CompiledSpace space = compile_text(std::string(kCutsByPp) +
+                                           "m = { values = [1, 2] }\n"
+                                           "[constraints]\nenough = \"m <= pp\"\n");
   EXPECT_EQ(space.cut_knob(), "cuts");
   // Every family is a configuration of pp and m (no cuts) with the splits its pp allows; their
   // counts add up to the space.
@@ -106,13 +108,7 @@ b = { layers = 8, stages = 2 }
 }
 
 TEST(CompiledSpaceTest, CutPointsFollowAStageKnob) {
-  const CompiledSpace space = compile_text(R"(
-[parameters]
-layers = 12
-[knobs]
-cuts = { layers = "layers", stages = "pp", min = 2, max = "layers // pp + 1" }
-pp = { values = [1, 2, 3, 4] }
-)");
+  const CompiledSpace space = compile_text(kCutsByPp);
   // The cut points were declared first but depend on pp: the loop order puts them after it.
   EXPECT_EQ(space.knobs()[0].name, "pp");
   uint64_t expected = 0;
