@@ -13,6 +13,7 @@
 #include "cli/count_option.h"
 #include "core/error.h"
 #include "space/compiled_space.h"
+#include "tuner/model_strategy.h"
 
 namespace slapo::cli {
 
@@ -200,7 +201,20 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   // several): profiled first, its time counted against the run's time limit.
   std::unique_ptr<runners::WorkloadCostModel> cost_model;
   std::unique_ptr<TunerCostModel> tuner_cost_model;
-  const bool wants_model = options.strategy == "model" || options.strategy == "auto";
+  uint64_t size = UINT64_MAX;
+  try {
+    size = compiled.size();
+  } catch (const Error&) {
+  }
+  SLAPO_CHECK(
+      options.strategy != "model" || size <= tuner::kMaxModelRanked, ErrorCode::kInvalidArgument,
+      o.space.file, ": ", size == UINT64_MAX ? std::string("over 2^64") : std::to_string(size),
+      " configurations are too many for the model strategy, which ranks the whole space "
+      "after every trial (at most ",
+      tuner::kMaxModelRanked, "): `slapo-tune plan` searches it, or choose another strategy");
+  // auto: the model where it can rank the space, its own search elsewhere.
+  const bool wants_model =
+      options.strategy == "model" || (options.strategy == "auto" && size <= tuner::kMaxModelRanked);
   if (wants_model && spec.workload) {
     cost_model =
         make_cost_model(declared, compiled, database.get(), o.reprofile, o.json ? err : out);

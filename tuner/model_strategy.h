@@ -4,12 +4,18 @@
 // and stops when no remaining prediction beats the measured best by more than the measurement
 // noise. `auto` uses it whenever the tuner has a cost model that predicts the space.
 
+#include <cstdint>
 #include <memory>
 
 #include "tuner/cost_model.h"
 #include "tuner/strategy.h"
 
 namespace slapo::tuner {
+
+// The model strategy ranks the whole space after every measurement: spaces up to this size (the
+// same bound under which the tuner records predicted out-of-memory configurations as pruned).
+// Larger spaces are for `slapo-tune plan`.
+constexpr uint64_t kMaxModelRanked = 100'000;
 
 struct ModelStrategyOptions {
   // A remaining configuration is worth measuring only if its prediction beats the measured best by

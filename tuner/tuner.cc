@@ -7,6 +7,7 @@
 #include "tuner/confirmation.h"
 #include "tuner/measure.h"
 #include "tuner/memory_dominance.h"
+#include "tuner/model_strategy.h"
 
 namespace slapo::tuner {
 
@@ -15,8 +16,6 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-// Spaces up to this size are predicted whole for the cost model's out-of-memory verdicts.
-constexpr uint64_t kMaxPrunedByPrediction = 100'000;
 std::string mib(double bytes) {
   return std::to_string(static_cast<int64_t>(bytes / (1024 * 1024) + 0.5)) + " MiB";
 }
@@ -87,7 +86,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   // pruned, with the prediction as the reason, and never run (spaces small enough to predict
   // whole; the model strategy skips the others' too).
   const double budget = options.cost_model ? options.cost_model->memory_budget_bytes() : 0;
-  if (budget > 0 && space.size() <= kMaxPrunedByPrediction) {
+  if (budget > 0 && space.size() <= kMaxModelRanked) {
     space.for_each([&](const space::PointView& point) {
       const Config config = point.to_config();
       if (is_known(config)) return true;

@@ -162,13 +162,21 @@ TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
   const std::string huge = slapo::testing::write_temp(
       "huge.toml",
       "[workload]\nmodel = \"gpt-tiny\"\n[knobs]\nbatch_size = { range = [1, 20000] }\n"
-      "steps = { range = [1, 20000] }\n");
+      "seq_len = { range = [1, 20000] }\n");
   Outcome too_large = run("plan --space " + huge);
   EXPECT_EQ(too_large.exit_code, 2);
   EXPECT_NE(too_large.err.find("400000000 configurations, too many to enumerate"),
             std::string::npos)
       << too_large.err;
   EXPECT_EQ(too_large.err.find("cost model: profiled"), std::string::npos) << too_large.err;
+  // The model strategy ranks the whole space after every trial: refused on such a space, in one
+  // line, before anything runs (auto searches it without the model).
+  Outcome model = run("single-device --space " + huge + " --db " + temp_db("huge") +
+                      " --strategy model --trials 1");
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_NE(model.err.find("400000000 configurations are too many for the model strategy"),
+            std::string::npos)
+      << model.err;
   Outcome objective = run("plan --space " + kSpace + " --objective loss_last");
   EXPECT_EQ(objective.exit_code, 2);
   EXPECT_NE(objective.err.find("--objective loss_last: the cost model predicts samples_per_s"),
