@@ -25,6 +25,7 @@ namespace slapo::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;  // the work itself failed
 constexpr int kExitUsage = 2;    // bad input or usage
+constexpr int kExitInterrupted = 130;  // SIGINT/SIGTERM: what was recorded is kept
 
 using Args = std::vector<std::string>;
 

@@ -26,11 +26,12 @@ struct TuneOptions {
   std::string objective;  // empty: the runner's natural objective
   bool json = false;
   bool reprofile = false;  // the cost model measures its profiles again
+  std::string study;       // the task's name
   RunnerArgs runner;
   auto tie() const {
     return std::tie(help, single_node, space, db, tuner.strategy, tuner.trials, tuner.time_limit_s,
                     tuner.patience, tuner.seed, tuner.objective.minimize, tuner.confirm,
-                    tuner.confirm_rounds, objective, json, reprofile, runner);
+                    tuner.confirm_rounds, objective, json, reprofile, study, runner);
   }
 };
 TuneOptions parse_single_device(const Args& args);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/task_diff.h"
 #include "cli/config_table.h"
 #include "cli/count_option.h"
 #include "core/error.h"
@@ -71,7 +72,9 @@ std::string model_of(const db::TaskRecord& t) {
              : "-";
 }
 
-void print_trials(std::ostream& out, Format format, const std::vector<db::TrialRecord>& trials) {
+// `every_metric`: a column per metric any trial reported and the start time (export).
+void print_trials(std::ostream& out, Format format, const std::vector<db::TrialRecord>& trials,
+                  bool every_metric = false) {
   if (format == Format::kJson) {
     nlohmann::ordered_json all = nlohmann::ordered_json::array();
     for (const auto& t : trials) all.push_back(trial_json(t));
@@ -91,6 +94,18 @@ void print_trials(std::ostream& out, Format format, const std::vector<db::TrialR
   std::vector<std::string> header = {"index", "status", "objective"};
   if (confirmed) header.insert(header.end(), {"median", "measured"});
   header.insert(header.end(), knobs.begin(), knobs.end());
+  std::vector<std::string> metric_names;
+  if (every_metric) {
+    for (const auto& t : trials) {
+      for (const auto& [name, value] : t.result.metrics) {
+        if (std::find(metric_names.begin(), metric_names.end(), name) == metric_names.end())
+          metric_names.push_back(name);
+      }
+    }
+    std::sort(metric_names.begin(), metric_names.end());
+    header.insert(header.end(), metric_names.begin(), metric_names.end());
+    header.push_back("started_at");
+  }
   header.insert(header.end(), {"duration_s", "strategy", "error"});
   rows.push_back(header);
   for (const auto& t : trials) {
@@ -102,6 +117,11 @@ void print_trials(std::ostream& out, Format format, const std::vector<db::TrialR
       const Value* v = t.config.find(k);
       row.push_back(v ? cell_text(*v) : "");
     }
+    for (const std::string& name : metric_names) {
+      const auto it = t.result.metrics.find(name);
+      row.push_back(it == t.result.metrics.end() ? "" : number(it->second));
+    }
+    if (every_metric) row.push_back(t.started_at);
     std::string error = t.result.error.substr(0, t.result.error.find('\n'));
     if (format == Format::kTable && error.size() > 60) error = error.substr(0, 57) + "...";
     if (t.pruned_by) error = "implied by trial " + std::to_string(*t.pruned_by);
@@ -184,19 +204,32 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
              {"minimize", t.objective.minimize},
              {"trials", t.trial_count},
              {"created_at", t.created_at},
+             {"study", t.study.empty() ? nlohmann::ordered_json(nullptr)
+                                       : nlohmann::ordered_json(t.study)},
              {"workload", nlohmann::ordered_json::parse(t.key.workload_json, nullptr, false)}});
       }
       out << j.dump(1) << "\n";
       return kExitOk;
     }
     std::vector<std::vector<std::string>> rows = {
-        {"id", "model", "runner", "world", "objective", "trials", "created_at"}};
+        {"id", "study", "model", "runner", "world", "objective", "trials", "created_at"}};
     for (const auto& t : tasks) {
-      rows.push_back({std::to_string(t.id), model_of(t), t.key.runner,
-                      std::to_string(t.key.world_size), t.objective.to_string(),
+      rows.push_back({std::to_string(t.id), t.study.empty() ? "-" : t.study, model_of(t),
+                      t.key.runner, std::to_string(t.key.world_size), t.objective.to_string(),
                       std::to_string(t.trial_count), t.created_at});
     }
     print_table(out, format, rows);
+    if (format != Format::kTable) return kExitOk;
+    // Tasks of one space look alike in the table: say what tells each from the first of them.
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        if (tasks[j].key.space_hash != tasks[i].key.space_hash) continue;
+        out << "task " << tasks[i].id << " differs from task " << tasks[j].id << " (same space):\n";
+        for (const std::string& d : key_differences(tasks[j].key, tasks[i].key))
+          out << "  " << d << "\n";
+        break;
+      }
+    }
     return kExitOk;
   }
 
@@ -215,7 +248,7 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
                                   [&](const auto& t) { return t.result.status != *status; }),
                    trials.end());
     }
-    print_trials(out, format, trials);
+    print_trials(out, format, trials, action == "export");
     return kExitOk;
   }
   if (action == "best") {
@@ -270,6 +303,9 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
     j["fingerprint"] = nlohmann::ordered_json::parse(task.key.fingerprint_json, nullptr, false);
     j["created_at"] = task.created_at;
     j["trials"] = task.trial_count;
+    if (!task.study.empty()) j["study"] = task.study;
+    if (!task.runner_spec_json.empty())
+      j["runner_spec"] = nlohmann::ordered_json::parse(task.runner_spec_json, nullptr, false);
     out << j.dump(2) << "\n";
     return kExitOk;
   }

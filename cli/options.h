@@ -84,38 +84,55 @@ struct SpaceArgs {
   space::Space load() const;
 };
 
-// --db FILE and --task ID: the database and the task a query is about.
+// --db FILE and --task ID or --study NAME: the database and the task a query is about.
 struct TaskArgs {
   std::string db;
   std::optional<int64_t> task;
-  auto tie() const { return std::tie(db, task); }
+  std::string study;
+  auto tie() const { return std::tie(db, task, study); }
   void declare(OptionSet& set);
-  // --task, or the only task of the database; Error(kInvalidArgument) for a database of several
-  // tasks, saying how to choose (`command` names the command in the message).
+  // --task, --study, or the only task of the database; Error(kInvalidArgument) for a database of
+  // several tasks, saying how to choose, or an unknown study (`command` names the command).
   int64_t resolve(db::Database& database, const std::string& command) const;
 };
 
 // The runner flags: --runner, --nproc, --no-fork-server, --memory-budget, --timeout, and the
-// command runner's --metric-regex, --oom-exit-code, --oom-pattern; the command after --.
+// command runner's --metric, --metric-regex, --metric-rank, --oom-exit-code, --oom-pattern, --env,
+// --bool-format, --early-stop*; the command after --.
 struct RunnerArgs {
   std::string runner = "subprocess";
   int nproc = 1;
   bool no_fork_server = false;
   std::string memory_budget;
   double timeout_s = 0;  // set from defaults::kTrialTimeoutS by declare
-  std::string metric_regex;
+  std::vector<std::string> metrics;  // NAME=REGEX
+  std::string metric_regex;          // the objective's regex
+  std::string metric_rank = "0";     // a rank, or "all"
   std::string oom_pattern;
   std::optional<int> oom_exit_code;
+  std::vector<std::string> env;  // NAME=VALUE
+  std::string bool_format = "1/0";
+  bool early_stop = false;
+  size_t early_stop_warmup = 2;
+  size_t early_stop_min_trials = 3;
   Args command;  // after --
   auto tie() const {
-    return std::tie(runner, nproc, no_fork_server, memory_budget, timeout_s, metric_regex,
-                    oom_pattern, oom_exit_code, command);
+    return std::tie(runner, nproc, no_fork_server, memory_budget, timeout_s, metrics, metric_regex,
+                    metric_rank, oom_pattern, oom_exit_code, env, bool_format, early_stop,
+                    early_stop_warmup, early_stop_min_trials, command);
   }
   void declare(OptionSet& set);
-  // The runner spec these flags ask for on `space` (its [workload], or the command). With the
-  // built-in workload, every knob of the space is checked against the template first
-  // (Error(kInvalidArgument) before anything runs). Errors name the flag at fault.
-  runners::RunnerSpec spec(const space::Space& space) const;
+  // The runner spec these flags ask for on `space` (its [workload], or the command) to optimize
+  // `objective` (empty: the runner's natural one; its direction for early stopping). With the
+  // built-in workload, every knob of the space is checked against the template first; with a
+  // command, every {placeholder} against the space's knobs (Error(kInvalidArgument) before
+  // anything runs). Errors name the flag at fault.
+  runners::RunnerSpec spec(const space::Space& space, const std::string& objective = "",
+                           bool minimize = false) const;
+
+ private:
+  runners::CommandOptions command_options(const space::Space& space, const std::string& objective,
+                                          bool minimize) const;
 };
 
 struct CatalogueOptions;

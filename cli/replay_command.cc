@@ -1,5 +1,6 @@
 // slapo-tune replay: re-measure a recorded configuration from the record alone.
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -7,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/tune_run.h"
+#include "core/interrupt.h"
 #include "core/error.h"
 #include "core/metrics.h"
 #include "db/database.h"
@@ -83,8 +86,15 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
     recorded = best[0];
   }
 
-  runners::RunnerSpec spec = runners::RunnerSpec::from_task(
-      task.key.workload_json, task.key.runner, task.key.world_size, task.objective.metric);
+  // The spec the task's last run used (its directory, environment, limits), else the one its key
+  // implies (tasks recorded before specs were kept).
+  runners::RunnerSpec spec =
+      task.runner_spec_json.empty()
+          ? runners::RunnerSpec::from_task(task.key.workload_json, task.key.runner,
+                                           task.key.world_size, task.objective.metric)
+          : runners::RunnerSpec::from_json(task.runner_spec_json,
+                                           o.task.db + ": task " + std::to_string(task_id));
+  if (spec.command) spec.command->early_stopping.enabled = false;  // one measurement, whole
   if (spec.workload && o.steps) spec.workload->steps = *o.steps;
   if (o.print_schedule) {
     SLAPO_CHECK(spec.workload.has_value(), ErrorCode::kInvalidArgument, "--print-schedule: task ",
@@ -102,9 +112,11 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
   for (const std::string& change : fingerprint_changes(task.key.fingerprint_json, fingerprint)) {
     err << "warning: this machine differs from the one recorded: " << change << "\n";
   }
+  install_interrupt_handlers();
   const TrialResult measured = runner->run({recorded.config})[0];
   out << "task " << task_id << ", trial " << recorded.index << ": " << recorded.config.to_string()
       << "\n"
+      << "reproduce " << reproduce_line(spec, recorded, o.task.db, task_id) << "\n"
       << "status    recorded " << to_string(recorded.result.status) << ", measured "
       << to_string(measured.status) << "\n";
   if (!measured.error.empty()) out << "error     " << measured.error << "\n";
@@ -125,23 +137,39 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
           << "%" << std::defaultfloat << std::setprecision(6);
     out << "\n";
   }
-  // Drift: beyond the recorded step-time spread (p10..p90 around the median), and at least 5%.
+  // Drift: against what ranked the trial (the median of its measurements when re-measured), beyond
+  // the noise the record shows — the spread of those measurements, or of its step times — and at
+  // least 5%.
   const auto& rm = recorded.result.metrics;
   const auto objective = measured.metrics.find(task.objective.metric);
-  if (recorded.objective && objective != measured.metrics.end() && *recorded.objective != 0) {
+  const std::optional<double> reference = recorded.ranking_objective();
+  if (reference && objective != measured.metrics.end() && *reference != 0) {
     double noise = 0.05;
+    std::vector<double> values = {*recorded.objective};
+    for (const db::Remeasurement& r : database->remeasurements(task_id, recorded.index))
+      if (r.objective) values.push_back(*r.objective);
+    if (values.size() > 1) {
+      const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+      noise = std::max(noise, (*hi - *lo) / std::fabs(*reference));
+    }
     if (rm.count(metric::kStepMsP10) && rm.count(metric::kStepMsP90) &&
         rm.count(metric::kStepMsMedian) && rm.at(metric::kStepMsMedian) > 0) {
       noise = std::max(noise, (rm.at(metric::kStepMsP90) - rm.at(metric::kStepMsP10)) /
                                   rm.at(metric::kStepMsMedian));
     }
-    const double drift = std::fabs(objective->second / *recorded.objective - 1);
+    const double drift = std::fabs(objective->second / *reference - 1);
+    out << "against  " << (values.size() > 1 ? "the median of " + std::to_string(values.size()) +
+                                                    " measurements, "
+                                              : std::string("the measurement, "))
+        << *reference << "; recorded noise " << std::fixed << std::setprecision(1)
+        << 100 * noise << "%" << std::defaultfloat << std::setprecision(6) << "\n";
     if (drift > noise) {
       err << "warning: " << task.objective.metric << " drifted " << std::fixed
           << std::setprecision(1) << 100 * drift
           << "% from the record, beyond the recorded noise of " << 100 * noise << "%\n";
     }
   }
+  if (interrupt_requested()) return kExitInterrupted;
   return measured.status == TrialStatus::kOk ? kExitOk : kExitFailure;
 }
 

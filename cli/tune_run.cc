@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cost_setup.h"
+#include "cli/task_diff.h"
+#include "core/interrupt.h"
+#include "core/text.h"
 #include "cli/count_option.h"
 #include "core/error.h"
 #include "space/compiled_space.h"
@@ -136,6 +139,13 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
 
 }  // namespace
 
+std::string reproduce_line(const runners::RunnerSpec& spec, const db::TrialRecord& trial,
+                           const std::string& db, int64_t task) {
+  if (spec.command) return runners::CommandRunner(*spec.command).command_line(trial.config);
+  return "slapo-tune replay --db " + shell_quote(db) + " --task " + std::to_string(task) +
+         " --trial " + std::to_string(trial.index);
+}
+
 void declare_tune(TuneOptions* o, OptionSet& set) {
   std::string strategies;
   for (const std::string& name : tuner::strategy_names())
@@ -160,7 +170,10 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
        "re-measurements of each of the best K")
       ("json", po::bool_switch(&o->json), "one JSON object per trial, then the summary")
       ("reprofile", po::bool_switch(&o->reprofile),
-       "auto/model: measure the cost model's profiles again even when stored");
+       "auto/model: measure the cost model's profiles again even when stored")
+      ("study", po::value<std::string>(&o->study),
+       "name the task (db, replay and report take --study NAME); refused when the name is "
+       "another task's");
   // clang-format on
   o->runner.declare(set);
 }
@@ -191,11 +204,31 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, o.space.file,
               ": the space is empty");
-  const runners::RunnerSpec spec = o.runner.spec(declared);
+  const runners::RunnerSpec spec =
+      o.runner.spec(declared, o.objective, o.tuner.objective.minimize);
   const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
   tuner::TunerOptions options = o.tuner;
   options.objective.metric = o.objective.empty() ? spec.natural_objective() : o.objective;
   auto database = db::Database::open(o.db);
+  const db::TaskKey key = task_key(spec, *runner, declared);
+  if (!o.study.empty()) {
+    // A study is one task: a run whose measurements would not compare with its trials is refused.
+    if (const auto named = database->task_by_study(o.study); named && named->key.hash() != key.hash()) {
+      std::string why;
+      for (const std::string& d : key_differences(named->key, key)) why += "; " + d;
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, "--study ", o.study, ": it is task ", named->id,
+                 ", whose measurements this run's would not compare with (", why.substr(2),
+                 "); choose another name");
+    }
+  }
+  {
+    const db::TaskRecord task = database->find_or_create_task(key, options.objective);
+    if (!o.study.empty()) for_flag("--study", o.study, [&] { database->name_task(task.id, o.study); });
+    database->set_runner_spec(task.id, spec.to_json());
+  }
+  // Ctrl-C or SIGTERM: the running trial's process groups end, it is recorded as interrupted, the
+  // summary is printed; a second one exits at once.
+  install_interrupt_handlers();
 
   // The cost model, for `model` and for `auto` on a built-in workload (one rank or a layout of
   // several): profiled first, its time counted against the run's time limit.
@@ -231,9 +264,14 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
         << " " << options.objective.metric << ", db " << o.db << "\n";
   }
   const tuner::TuneSummary summary =
-      tuner::tune(compiled, *runner, *database, task_key(spec, *runner, declared), options,
+      tuner::tune(compiled, *runner, *database, key, options,
                   [&](const tuner::Progress& p) { print_progress(p, o, out); });
   print_summary(summary, o, options.objective, out);
+  if (summary.best && !o.json) out << "reproduce it: " << reproduce_line(spec, *summary.best, o.db, summary.task_id) << "\n";
+  if (interrupt_requested()) {
+    if (!o.json) out << "interrupted: run the same command again to resume (nothing recorded is measured again)\n";
+    return kExitInterrupted;
+  }
   return summary.best ? kExitOk : kExitFailure;
 }
 

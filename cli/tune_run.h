@@ -15,4 +15,9 @@ TuneOptions parse_tune(const Args& args, const char* command);
 // The help both commands print.
 std::string tune_help();
 
+// What reproduces a recorded trial by hand, ready to paste: a command's shell line (its directory,
+// environment and arguments), or `slapo-tune replay` for a built-in workload.
+std::string reproduce_line(const runners::RunnerSpec& spec, const db::TrialRecord& trial,
+                           const std::string& db, int64_t task);
+
 }  // namespace slapo::cli

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/process.h"
 
 namespace slapo {
@@ -44,6 +45,7 @@ std::unique_ptr<Coprocess> Coprocess::start(const std::vector<std::string>& argv
   }
   std::unique_ptr<Coprocess> c(new Coprocess());
   c->pid_ = pid;
+  register_child_group(pid);
   c->in_ = in_pipe[1];
   c->out_ = out_pipe[0];
   return c;
@@ -57,6 +59,7 @@ Coprocess::~Coprocess() {
     int status = 0;
     while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
+    unregister_child_group(pid_);
   }
 }
 

@@ -1,15 +1,19 @@
 #include "core/process.h"
 
 #include "core/error.h"
+#include "core/interrupt.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -23,55 +27,144 @@ namespace slapo {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 void append_capped(std::string* buffer, const char* data, size_t n, size_t cap) {
   buffer->append(data, n);
   if (buffer->size() > cap) buffer->erase(0, buffer->size() - cap);
 }
 
+// The kernel's count of processes its OOM killer killed (0 where the system does not say).
+int64_t oom_kill_count() {
+  FILE* f = std::fopen("/proc/vmstat", "r");
+  if (!f) return 0;
+  char name[64];
+  long long value = 0;
+  int64_t count = 0;
+  while (std::fscanf(f, "%63s %lld", name, &value) == 2) {
+    if (std::strcmp(name, "oom_kill") == 0) count = value;
+  }
+  std::fclose(f);
+  return count;
+}
+
+constexpr double kTickS = 0.25;        // how often a running child is looked at
+constexpr double kGraceAfterExitS = 1;  // output read after the child exited or was killed
+
+// Reads the child's output until both pipes close (or the grace after its end), enforcing the
+// time limit and the watcher; reaps it and kills what is left of its group.
 void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
-             std::chrono::steady_clock::time_point start, ProcessResult* out) {
+             Clock::time_point start, ProcessResult* out) {
   ProcessResult& result = *out;
+  register_child_group(pid);
+  const int64_t oom_kills_before = oom_kill_count();
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   bool open[2] = {true, true};
   char buffer[65536];
-  while (open[0] || open[1]) {
-    int wait_ms = -1;
-    if (options.timeout_s > 0) {
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (elapsed >= options.timeout_s) {
-        result.timed_out = true;
-        kill(-pid, SIGKILL);
-        break;
-      }
-      wait_ms = static_cast<int>((options.timeout_s - elapsed) * 1000) + 1;
+  int status = 0;
+  bool exited = false, killed = false;
+  Clock::time_point ended;  // when it exited or was killed
+  const auto end_group = [&] {
+    kill(-pid, SIGKILL);
+    if (!killed) ended = Clock::now();
+    killed = true;
+  };
+  const auto reap = [&](int flags) {
+    if (exited) return;
+    pid_t w;
+    while ((w = waitpid(pid, &status, flags)) < 0 && errno == EINTR) {
     }
+    if (w == pid) {
+      exited = true;
+      if (!killed) ended = Clock::now();
+    }
+  };
+  while (open[0] || open[1]) {
+    if (!killed && options.timeout_s > 0 && seconds_since(start) >= options.timeout_s) {
+      result.timed_out = true;
+      end_group();
+    }
+    reap(WNOHANG);
+    if ((exited || killed) && seconds_since(ended) > kGraceAfterExitS) break;
+    double wait_s = kTickS;
+    if (!killed && options.timeout_s > 0)
+      wait_s = std::min(wait_s, options.timeout_s - seconds_since(start));
     for (int i = 0; i < 2; ++i) fds[i].fd = open[i] ? (i == 0 ? out_fd : err_fd) : -1;
-    const int ready = poll(fds, 2, wait_ms);
+    const int ready = poll(fds, 2, static_cast<int>(std::max(0.0, wait_s) * 1000) + 1);
     if (ready < 0 && errno == EINTR) continue;
+    std::string fresh;
     for (int i = 0; i < 2; ++i) {
       if (!open[i] || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       const ssize_t n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         open[i] = false;
       } else {
         append_capped(i == 0 ? &result.out : &result.err, buffer, static_cast<size_t>(n),
                       options.max_output_bytes);
+        if (i == 0) fresh.assign(buffer, static_cast<size_t>(n));
       }
+    }
+    if (options.watch && !killed && !exited && options.watch(fresh)) {
+      result.stopped = true;
+      end_group();
     }
   }
   close(out_fd);
   close(err_fd);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // It closed its output but may still run: the time limit and the watcher still hold.
+  while (!exited) {
+    if (!killed && options.timeout_s > 0 && seconds_since(start) >= options.timeout_s) {
+      result.timed_out = true;
+      end_group();
+    }
+    if (!killed && options.watch && options.watch("")) {
+      result.stopped = true;
+      end_group();
+    }
+    reap(killed ? 0 : WNOHANG);
+    if (!exited) usleep(static_cast<useconds_t>(kTickS * 1e6 / 5));
   }
   // Whatever it left behind in its group goes too.
   kill(-pid, SIGKILL);
-  result.duration_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  unregister_child_group(pid);
+  result.duration_s = seconds_since(start);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  const bool failed = result.signal != 0 || result.exit_code != 0;
+  result.interrupted = failed && !result.timed_out && !result.stopped && interrupt_requested();
+  result.oom_killed = result.signal == SIGKILL && !result.timed_out && !result.stopped &&
+                      !result.interrupted && oom_kill_count() > oom_kills_before;
 }
+
+// In a forked child, before exec: only async-signal-safe calls. Its own process group, killed
+// when its parent dies, default signal handling, no input, output to the pipes.
+void prepare_child(pid_t parent, int out_fd, int err_fd) {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the parent died before the line above
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGCHLD}) sigaction(sig, &dfl, nullptr);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null >= 0) dup2(null, 0);
+  dup2(out_fd, 1);
+  dup2(err_fd, 2);
+}
+
+// The child's report of a failure before exec: which step and errno, on a close-on-exec pipe.
+struct ExecFailure {
+  int step;  // 0: chdir, 1: setrlimit, 2: exec
+  int error;
+};
 
 }  // namespace
 
@@ -114,38 +207,58 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     result.error = "empty command";
     return result;
   }
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+  int out_pipe[2], err_pipe[2], report[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      pipe2(report, O_CLOEXEC) != 0) {
     result.error = std::string("pipe: ") + std::strerror(errno);
     return result;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own process group, so a time-out kills it and everything it started.
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
-
-  SpawnArgs spawn(argv, options.env);
-  const auto start = std::chrono::steady_clock::now();
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, spawn.argv()[0], &actions, &attr, spawn.argv(), spawn.envp());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  SpawnArgs spawn(argv, options.env);  // built before the fork: the child must not allocate
+  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
+  rlimit limit{static_cast<rlim_t>(options.address_space_bytes),
+               static_cast<rlim_t>(options.address_space_bytes)};
+  const pid_t parent = getpid();
+  const auto start = Clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prepare_child(parent, out_pipe[1], err_pipe[1]);
+    ExecFailure failure{0, 0};
+    if (cwd && chdir(cwd) != 0) {
+      failure = {0, errno};
+    } else if (options.address_space_bytes > 0 && setrlimit(RLIMIT_AS, &limit) != 0) {
+      failure = {1, errno};
+    } else {
+      execvpe(spawn.argv()[0], spawn.argv(), spawn.envp());
+      failure = {2, errno};
+    }
+    (void)!write(report[1], &failure, sizeof failure);
+    _exit(127);
+  }
   close(out_pipe[1]);
   close(err_pipe[1]);
-  if (rc != 0) {
+  close(report[1]);
+  if (pid < 0) {
+    result.error = std::string("fork: ") + std::strerror(errno);
     close(out_pipe[0]);
     close(err_pipe[0]);
-    result.error = "cannot run '" + argv[0] + "': " + std::strerror(rc);
+    close(report[0]);
+    return result;
+  }
+  ExecFailure failure{};
+  ssize_t n;
+  while ((n = read(report[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof failure)) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    close(out_pipe[0]);
+    close(err_pipe[0]);
+    const std::string why = std::strerror(failure.error);
+    result.error = failure.step == 0   ? "cannot enter the directory '" + options.cwd + "': " + why
+                   : failure.step == 1 ? "cannot limit the address space: " + why
+                                       : "cannot run '" + argv[0] + "': " + why;
     return result;
   }
   result.started = true;
@@ -160,20 +273,16 @@ ProcessResult fork_and_run(const std::function<int()>& body, const ProcessOption
     result.error = std::string("pipe: ") + std::strerror(errno);
     return result;
   }
-  const auto start = std::chrono::steady_clock::now();
+  const pid_t parent = getpid();
+  const auto start = Clock::now();
   const pid_t pid = fork();
   if (pid < 0) {
     result.error = std::string("fork: ") + std::strerror(errno);
     return result;
   }
   if (pid == 0) {
-    // The child: its own process group, output to the pipes, no input, the environment added.
-    setpgid(0, 0);
-    signal(SIGPIPE, SIG_DFL);
-    const int null = open("/dev/null", O_RDONLY);
-    dup2(null, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
+    // The child: as an exec'd one (prepare_child), then the body.
+    prepare_child(parent, out_pipe[1], err_pipe[1]);
     for (const auto& [k, v] : options.env) setenv(k.c_str(), v.c_str(), 1);
     int code = 1;
     try {

@@ -1,10 +1,15 @@
 #pragma once
-// Running a child process: argv (never a shell), extra environment, a time limit that kills its
-// whole process group, and its output captured. Used by the subprocess and command runners.
+// Running a child process: argv (never a shell), extra environment, a working directory, an
+// address-space limit, a time limit that kills its whole process group, a watcher that may end it
+// early, and its output captured. Used by the subprocess and command runners.
 //
-// The child is started with posix_spawn (fork+exec): a bare fork of a process that has run an
-// OpenMP region deadlocks in the child (libgomp).
+// The child is fork+exec'd with only async-signal-safe calls between the two (a fork of a process
+// that has run an OpenMP region must not run OpenMP: exec at once is safe). It leads its own
+// process group, is registered for interruption (core/interrupt.h) and dies with this process
+// (PR_SET_PDEATHSIG). Its output is read until both pipes close, or for at most a second after it
+// exited: a grandchild that left its group cannot hold the run open.
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -16,11 +21,21 @@ struct ProcessOptions {
   std::map<std::string, std::string> env;  // added to (or overriding) this process's environment
   double timeout_s = 0;                    // 0: no limit
   size_t max_output_bytes = 64 << 20;      // output beyond this is dropped (the tail is kept)
+  std::string cwd;                         // the child's working directory; empty: this one's
+  uint64_t address_space_bytes = 0;        // RLIMIT_AS of the child (virtual memory); 0: none
+  // Called with each new piece of standard output, and with an empty one at least every 250 ms
+  // while the child runs; returning true ends the child's process group (ProcessResult::stopped).
+  std::function<bool(const std::string& chunk)> watch;
 };
 
 struct ProcessResult {
   bool started = false;    // false: the executable could not be started (see error)
   bool timed_out = false;  // killed (with its process group) at the time limit
+  bool stopped = false;    // killed (with its process group) because `watch` asked
+  bool interrupted = false;  // ended by an interrupt of this process (core/interrupt.h)
+  // Killed by SIGKILL that this process did not send while the kernel's count of out-of-memory
+  // kills (/proc/vmstat oom_kill) went up: the kernel's OOM killer.
+  bool oom_killed = false;
   int exit_code = -1;      // when it exited normally
   int signal = 0;          // when a signal ended it
   std::string out;         // standard output

@@ -68,6 +68,7 @@ std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
     po.env["MASTER_ADDR"] = options.master_addr;
     po.env["MASTER_PORT"] = std::to_string(port);
     po.timeout_s = options.timeout_s;
+    if (options.per_rank) options.per_rank(rank, &po);
     threads.emplace_back([&results, &options, rank, po] {
       results[static_cast<size_t>(rank)] = run_process(options.argv, po);
     });

@@ -4,6 +4,7 @@
 // MASTER_ADDR and MASTER_PORT set, run at once and waited for. No LibTorch here: the command
 // runner uses it for any external program; dist/launcher.h adds a store it hosts itself.
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ struct RanksOptions {
   double timeout_s = 0;                    // each rank is killed (with its group) after it; 0: none
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free port (free_tcp_port())
+  // Completes each rank's options (its own environment, working directory, limits, watcher) after
+  // the variables above are set.
+  std::function<void(int rank, ProcessOptions* options)> per_rank;
 };
 
 // Starts the ranks and waits for all of them. Results by rank.

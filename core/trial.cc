@@ -24,6 +24,7 @@ constexpr struct {
     {TrialStatus::kTimeout, "timeout"},
     {TrialStatus::kCrashed, "crashed"},
     {TrialStatus::kPruned, "pruned"},
+    {TrialStatus::kInterrupted, "interrupted"},
 };
 }  // namespace
 

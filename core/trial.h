@@ -17,7 +17,9 @@ enum class TrialStatus {
   kRuntimeError,   // training failed (exception, NaN loss, non-zero exit)
   kTimeout,        // killed after its time limit
   kCrashed,        // the process died by a signal or produced garbled output
-  kPruned,         // never run: another trial proves its outcome (OOM dominance)
+  kPruned,  // not run to its end: proven by another trial (OOM dominance), predicted out of memory,
+            // or stopped early by its intermediate values (the reason says which)
+  kInterrupted,  // the user interrupted the run during it: not a measurement; measured on resume
 };
 
 const char* to_string(TrialStatus status);

@@ -43,6 +43,8 @@ struct TaskRecord {
       metric::kDefaultObjective};  // the metric the tuner optimizes, and its direction
   std::string created_at;          // UTC, ISO 8601
   int64_t trial_count = 0;
+  std::string study;             // the task's name (--study), empty when unnamed
+  std::string runner_spec_json;  // the runner spec of its last run (replay), empty before v4
 };
 
 struct TrialRecord {
@@ -104,9 +106,16 @@ class Database {
   virtual std::vector<TaskRecord> tasks() = 0;
   // Throws Error(kNotFound) listing the task ids when absent.
   virtual TaskRecord task(int64_t id) = 0;
+  // The task named `study`, if any.
+  virtual std::optional<TaskRecord> task_by_study(const std::string& study) = 0;
+  // Names a task; Error(kInvalidArgument) when another task has that name.
+  virtual void name_task(int64_t id, const std::string& study) = 0;
+  // Records the runner spec (runners/runner_spec.h, JSON) the task's run used: what replay runs.
+  virtual void set_runner_spec(int64_t id, const std::string& runner_spec_json) = 0;
 
   // Records a trial; assigns and returns its index. A configuration already recorded in the task
-  // is not recorded twice: its existing index is returned.
+  // is not recorded twice: its existing index is returned — except over an `interrupted` trial,
+  // which was never measured: the new record replaces it under the same index.
   virtual int64_t add_trial(TrialRecord trial) = 0;
   // The recorded trial of `config` in `task`, if any (indexed by the config's hash).
   virtual std::optional<TrialRecord> find_trial(int64_t task, const Config& config) = 0;

@@ -26,7 +26,8 @@ namespace {
 // be completed by concatenation).
 #define SLAPO_DB_TASK_SELECT                                                                    \
   "SELECT t.id, t.workload, t.space_hash, t.runner, t.world_size, t.fingerprint, t.objective, " \
-  "t.minimize, t.created_at, (SELECT count(*) FROM trials WHERE task_id = t.id) FROM tasks t "
+  "t.minimize, t.created_at, (SELECT count(*) FROM trials WHERE task_id = t.id), "       \
+  "COALESCE(t.study, ''), COALESCE(t.runner_spec, '') FROM tasks t "
 #define SLAPO_DB_TRIAL_SELECT                                                                  \
   "SELECT task_id, idx, config, status, objective, metrics, error, log_tail, strategy, seed, " \
   "started_at, duration_s, pruned_by, confirmed, "                                             \
@@ -44,7 +45,7 @@ namespace {
   "trials.idx "                                                                                    \
   "AND r.status != 'ok') "
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 constexpr int32_t kApplicationId = 0x534c4150;  // "SLAP"
 constexpr int kBusyTimeoutMs = 30000;
 
@@ -79,6 +80,10 @@ const char* const kMigrations[] = {
     // 2 → 3: profiles of the cost model (cost/profile.h), by what they depend on
     "CREATE TABLE profiles ("
     "  key TEXT PRIMARY KEY, profile TEXT NOT NULL, created_at TEXT NOT NULL);",
+    // 3 → 4: a task's study name (unique) and the runner spec its last run used (replay)
+    "ALTER TABLE tasks ADD COLUMN study TEXT;"
+    "ALTER TABLE tasks ADD COLUMN runner_spec TEXT;"
+    "CREATE UNIQUE INDEX tasks_by_study ON tasks (study) WHERE study IS NOT NULL;",
 };
 
 class Connection {
@@ -273,6 +278,34 @@ class SqliteDatabase : public Database {
     return out;
   }
 
+  std::optional<TaskRecord> task_by_study(const std::string& study) override {
+    Statement s(c_, SLAPO_DB_TASK_SELECT "WHERE t.study = ?");
+    s.bind(1, study);
+    if (s.step()) return read_task(s);
+    return std::nullopt;
+  }
+
+  void name_task(int64_t id, const std::string& study) override {
+    SLAPO_CHECK(!study.empty(), ErrorCode::kInvalidArgument, "a study's name cannot be empty");
+    Transaction tx(c_);
+    if (const auto other = task_by_study(study)) {
+      SLAPO_CHECK(other->id == id, ErrorCode::kInvalidArgument, c_.path(), ": study '", study,
+                  "' is task ", other->id, ", not task ", id);
+    }
+    Statement s(c_, "UPDATE tasks SET study = ? WHERE id = ?");
+    s.bind(1, study).bind(2, id);
+    s.step();
+    tx.commit();
+  }
+
+  void set_runner_spec(int64_t id, const std::string& runner_spec_json) override {
+    Transaction tx(c_);
+    Statement s(c_, "UPDATE tasks SET runner_spec = ? WHERE id = ?");
+    s.bind(1, runner_spec_json).bind(2, id);
+    s.step();
+    tx.commit();
+  }
+
   TaskRecord task(int64_t id) override {
     Statement s(c_, SLAPO_DB_TASK_SELECT "WHERE t.id = ?");
     s.bind(1, id);
@@ -285,16 +318,26 @@ class SqliteDatabase : public Database {
 
   int64_t add_trial(TrialRecord t) override {
     Transaction tx(c_);
+    std::optional<int64_t> replaced;
     {
-      Statement find(c_, "SELECT idx FROM trials WHERE task_id = ? AND config_hash = ?");
+      Statement find(c_, "SELECT idx, status FROM trials WHERE task_id = ? AND config_hash = ?");
       find.bind(1, t.task_id).bind(2, t.config_hash());
       if (find.step()) {
         const int64_t existing = find.integer(0);
-        tx.commit();
-        return existing;
+        if (find.text(1) != to_string(TrialStatus::kInterrupted)) {
+          tx.commit();
+          return existing;
+        }
+        replaced = existing;
       }
     }
-    const int64_t index = [&] {
+    if (replaced) {
+      // An interrupted trial was never measured: its configuration's measurement takes its place.
+      Statement drop(c_, "DELETE FROM trials WHERE task_id = ? AND idx = ?");
+      drop.bind(1, t.task_id).bind(2, *replaced);
+      drop.step();
+    }
+    const int64_t index = replaced ? *replaced : [&] {
       Statement next(c_, "SELECT COALESCE(MAX(idx), -1) + 1 FROM trials WHERE task_id = ?");
       next.bind(1, t.task_id);
       next.step();
@@ -537,6 +580,8 @@ class SqliteDatabase : public Database {
     t.objective = {s.text(6), s.integer(7) != 0};
     t.created_at = s.text(8);
     t.trial_count = s.integer(9);
+    t.study = s.text(10);
+    t.runner_spec_json = s.text(11);
     return t;
   }
 

@@ -25,8 +25,8 @@ class Runner {
   virtual int world_size() const { return 1; }
 };
 
-// One trial run as several ranks: the result of the rank that shows the cause (out of memory,
-// crashed, timed out, ... in that order, its error prefixed by "rank N: "), else rank 0's.
+// One trial run as several ranks: the result of the rank that shows the cause (interrupted, stopped
+// early, out of memory, crashed, timed out, ... in that order, its error prefixed by "rank N: "), else rank 0's.
 TrialResult combine_ranks(const std::vector<TrialResult>& ranks);
 
 }  // namespace slapo::runners

@@ -14,30 +14,53 @@ namespace {
 
 const char* const kWorkloadKinds[] = {"inprocess", "subprocess", "single-node"};
 
+// What decides a command's measurements. Fields at their defaults are left out, so the keys of
+// tasks recorded before a field existed stay the same.
 nlohmann::ordered_json command_key(const CommandOptions& c) {
-  nlohmann::ordered_json key{
-      {"command", c.argv},
-      {"metric_regex", c.metric_regex},
-      {"oom_pattern", c.oom_pattern},
-      {"oom_exit_code", c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code)
-                                        : nlohmann::ordered_json(nullptr)},
-      {"timeout_s", c.timeout_s}};
-  if (c.nproc > 1)
-    key["nproc"] = c.nproc;  // (absent for one rank: keys recorded before stay the same)
+  nlohmann::ordered_json key{{"command", c.argv}};
+  if (c.metrics.size() == 1) {
+    key["metric_regex"] = c.metrics[0].regex;  // its name is the task's objective
+  } else {
+    nlohmann::ordered_json metrics = nlohmann::ordered_json::array();
+    for (const MetricPattern& m : c.metrics) metrics.push_back({m.name, m.regex});
+    key["metrics"] = metrics;
+  }
+  key["oom_pattern"] = c.oom_pattern;
+  key["oom_exit_code"] =
+      c.oom_exit_code ? nlohmann::ordered_json(*c.oom_exit_code) : nlohmann::ordered_json(nullptr);
+  key["timeout_s"] = c.timeout_s;
+  if (c.nproc > 1) key["nproc"] = c.nproc;
+  if (c.metric_rank != 0) key["metric_rank"] = c.metric_rank;
+  if (c.memory_budget_bytes > 0) key["memory_budget_bytes"] = c.memory_budget_bytes;
+  if (!c.env.empty()) key["env"] = c.env;
+  if (c.bool_true != "1" || c.bool_false != "0") key["booleans"] = {c.bool_true, c.bool_false};
   return key;
 }
 
 CommandOptions command_from_key(const nlohmann::json& key, const std::string& metric_name) {
   CommandOptions c;
   c.argv = key.at("command").get<std::vector<std::string>>();
-  c.metric_regex = key.value("metric_regex", c.metric_regex);
   if (!metric_name.empty()) c.metric_name = metric_name;
+  if (key.contains("metrics")) {
+    c.metrics.clear();
+    for (const auto& m : key["metrics"])
+      c.metrics.push_back({m.at(0).get<std::string>(), m.at(1).get<std::string>()});
+  } else {
+    c.metrics = {{c.metric_name, key.value("metric_regex", std::string(kDefaultMetricRegex))}};
+  }
   c.oom_pattern = key.value("oom_pattern", c.oom_pattern);
   if (key.contains("oom_exit_code") && key["oom_exit_code"].is_number_integer()) {
     c.oom_exit_code = key["oom_exit_code"].get<int>();
   }
   c.timeout_s = key.value("timeout_s", 0.0);
   c.nproc = key.value("nproc", 1);
+  c.metric_rank = key.value("metric_rank", 0);
+  c.memory_budget_bytes = key.value("memory_budget_bytes", uint64_t{0});
+  if (key.contains("env")) c.env = key["env"].get<std::map<std::string, std::string>>();
+  if (key.contains("booleans")) {
+    c.bool_true = key["booleans"].at(0).get<std::string>();
+    c.bool_false = key["booleans"].at(1).get<std::string>();
+  }
   return c;
 }
 
@@ -90,6 +113,14 @@ std::string RunnerSpec::to_json() const {
   if (command) {
     j["command"] = command_key(*command);
     j["metric_name"] = command->metric_name;
+    // Not part of the task's key, but of how it ran: replay runs it the same way.
+    if (!command->cwd.empty()) j["cwd"] = command->cwd;
+    if (command->early_stopping.enabled) {
+      j["early_stopping"] = {{"metric", command->early_stopping.metric},
+                             {"minimize", command->early_stopping.minimize},
+                             {"warmup", command->early_stopping.warmup},
+                             {"min_trials", command->early_stopping.min_trials}};
+    }
   }
   j["nproc"] = nproc;
   j["timeout_s"] = timeout_s;
@@ -102,8 +133,19 @@ RunnerSpec RunnerSpec::from_json(const std::string& json, const std::string& ori
   SLAPO_CHECK(j.is_object() && j.contains("kind") && j["kind"].is_string(), ErrorCode::kParse,
               origin, ": not a runner spec (a JSON object with a kind)");
   try {
-    if (j.contains("command"))
-      return for_command(command_from_key(j["command"], j.value("metric_name", "")));
+    if (j.contains("command")) {
+      CommandOptions c = command_from_key(j["command"], j.value("metric_name", ""));
+      c.cwd = j.value("cwd", "");
+      if (j.contains("early_stopping")) {
+        const auto& e = j["early_stopping"];
+        c.early_stopping.enabled = true;
+        c.early_stopping.metric = e.value("metric", c.metric_name);
+        c.early_stopping.minimize = e.value("minimize", false);
+        c.early_stopping.warmup = e.value("warmup", c.early_stopping.warmup);
+        c.early_stopping.min_trials = e.value("min_trials", c.early_stopping.min_trials);
+      }
+      return for_command(c);
+    }
     SLAPO_CHECK(j.contains("workload"), ErrorCode::kParse, origin,
                 ": a runner spec needs a workload or a command");
     return for_workload(Workload::from_json(j["workload"].dump(), origin),

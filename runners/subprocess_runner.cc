@@ -1,6 +1,7 @@
 #include "runners/subprocess_runner.h"
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "runners/worker_protocol.h"
 
 namespace slapo::runners {
@@ -14,7 +15,10 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
   SLAPO_CHECK(p.started, ErrorCode::kNotFound, "worker: ", p.error);
   const std::string log = tail_lines(p.err + p.out, log_lines);
   TrialResult r;
-  if (p.timed_out) {
+  const bool failed = p.signal != 0 || p.exit_code != 0;
+  if (p.interrupted || (failed && !p.timed_out && interrupt_requested())) {
+    r = failed_trial(TrialStatus::kInterrupted, "interrupted by the user");
+  } else if (p.timed_out) {
     r = failed_trial(TrialStatus::kTimeout,
                      "killed after the time limit of " + std::to_string(timeout_s) + " s");
   } else if (p.signal != 0) {
@@ -58,12 +62,14 @@ ProcessResult SubprocessRunner::run_forked(const Config& config) {
 
 std::vector<TrialResult> SubprocessRunner::run(const std::vector<Config>& candidates) {
   std::vector<TrialResult> results;
+  ProcessOptions one_shot;
+  one_shot.env = options_.env;
+  one_shot.timeout_s = options_.timeout_s;
   for (const Config& config : candidates) {
     const ProcessResult p =
         options_.fork_server
             ? run_forked(config)
-            : run_process(worker_argv(options_.worker, options_.workload_json, config),
-                          {options_.env, options_.timeout_s});
+            : run_process(worker_argv(options_.worker, options_.workload_json, config), one_shot);
     SLAPO_CHECK(p.started, ErrorCode::kNotFound, "subprocess runner: ", p.error);
     results.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
   }

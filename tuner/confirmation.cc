@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/interrupt.h"
 #include "tuner/measure.h"
 
 namespace slapo::tuner {
@@ -13,16 +14,15 @@ ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
   ConfirmationCounts counts;
   if (options.confirm == 0 || options.confirm_rounds == 0) return counts;
   const auto rounds = static_cast<int64_t>(options.confirm_rounds);
-  std::set<int64_t> chosen;  // trials taken into the confirmation (by this run or an earlier one)
-  for (const db::TrialRecord& t : database.trials(task.id)) {
-    if (t.remeasured > 0) chosen.insert(t.index);
-  }
+  std::set<int64_t> chosen;  // trials this run took into the confirmation
+
   for (;;) {
     // One round: every trial of the current top that lacks rounds is measured once more.
     std::vector<db::TrialRecord> due;
     for (db::TrialRecord& t : database.best(task.id, options.confirm)) {
       if (t.remeasured >= rounds) continue;
-      if (!chosen.count(t.index) && chosen.size() >= 2 * options.confirm) continue;  // the cap
+      // The cap, on what this run takes in (an earlier run's confirmed trials do not use it up).
+      if (!chosen.count(t.index) && chosen.size() >= 2 * options.confirm) continue;
       due.push_back(std::move(t));
     }
     if (due.empty()) return counts;
@@ -31,12 +31,20 @@ ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
         counts.out_of_time = true;
         return counts;
       }
+      if (interrupt_requested()) {
+        counts.interrupted = true;
+        return counts;
+      }
       chosen.insert(t.index);
       db::Remeasurement r;
       r.task_id = task.id;
       r.trial_index = t.index;
       r.started_at = db::utc_now();
       const Measurement m = measure(runner, t.config, options.objective);
+      if (m.result.status == TrialStatus::kInterrupted) {
+        counts.interrupted = true;
+        return counts;
+      }
       r.result = m.result;
       r.objective = m.objective;
       r.duration_s = m.duration_s;

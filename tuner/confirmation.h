@@ -6,8 +6,9 @@
 // each round measures every one of them once, so a drift of the machine weighs on all alike — and
 // the task's best is then the best median (Database::best ranks by it). A trial that fails a
 // re-measurement is left out of the ranking, and the next one takes its place in the top, so the
-// confirmation goes on until the top `confirm` all have their rounds, or `2 · confirm` trials have
-// been confirmed.
+// confirmation goes on until the top `confirm` all have their rounds, or this run has taken
+// `2 · confirm` trials into it. On a resumed run the same holds: a new trial whose single
+// measurement would rank among the confirmed medians is confirmed before it can be reported best.
 //
 // Re-measurements are recorded (Database::add_remeasurement); running the task again re-measures
 // nothing already recorded.
@@ -25,6 +26,7 @@ struct ConfirmationCounts {
   size_t remeasured = 0;  // measurements made by this call
   size_t failed = 0;      // ... of which failed
   bool out_of_time = false;
+  bool interrupted = false;
 };
 
 ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,

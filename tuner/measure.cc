@@ -13,8 +13,12 @@ Measurement measure(runners::Runner& runner, const Config& config, const Objecti
   if (m.result.status == TrialStatus::kOk && it != m.result.metrics.end()) {
     m.objective = it->second;
   } else if (m.result.status == TrialStatus::kOk) {
+    std::string reported;
+    for (const auto& [name, value] : m.result.metrics)
+      reported += (reported.empty() ? "" : ", ") + name;
     m.result = failed_trial(TrialStatus::kRuntimeError,
-                            "the trial reported no '" + objective.metric + "'");
+                            "the trial reported no '" + objective.metric + "' (it reported: " +
+                                (reported.empty() ? "nothing" : reported) + ")");
   }
   return m;
 }

@@ -1,9 +1,12 @@
 #include "tuner/tuner.h"
 
 #include <chrono>
+#include <cmath>
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/interrupt.h"
+#include "core/stats.h"
 #include "tuner/confirmation.h"
 #include "tuner/measure.h"
 #include "tuner/memory_dominance.h"
@@ -18,6 +21,59 @@ double seconds_since(Clock::time_point t) {
 }
 std::string mib(double bytes) {
   return std::to_string(static_cast<int64_t>(bytes / (1024 * 1024) + 0.5)) + " MiB";
+}
+
+// Whether a recorded trial ran (a measurement, or one stopped early by its intermediate values),
+// as opposed to one pruned without running or interrupted.
+bool was_run(const db::TrialRecord& t) {
+  if (t.result.status == TrialStatus::kInterrupted) return false;
+  return t.result.status != TrialStatus::kPruned || t.duration_s > 0;
+}
+
+// The outlier check: |robust z| beyond this among at least that many ok trials.
+constexpr double kOutlierZ = 3.5;
+constexpr size_t kOutlierMinTrials = 5;
+constexpr int kOutlierRemeasurements = 2;
+
+struct OutlierCheck {
+  std::optional<double> value;  // the trial's median after the re-measurements (none: one failed)
+  size_t remeasured = 0;
+};
+
+// Measures an outlying trial twice more (recorded re-measurements).
+OutlierCheck remeasure_outlier(runners::Runner& runner, db::Database& database,
+                                        const db::TaskRecord& task, const db::TrialRecord& trial,
+                                        int64_t index, const TunerOptions& options,
+                                        const std::function<void(const Progress&)>& on_progress) {
+  OutlierCheck check;
+  for (int i = 0; i < kOutlierRemeasurements && !interrupt_requested(); ++i) {
+    db::Remeasurement r;
+    r.task_id = task.id;
+    r.trial_index = index;
+    r.started_at = db::utc_now();
+    const Measurement m = measure(runner, trial.config, options.objective);
+    if (m.result.status == TrialStatus::kInterrupted) break;
+    r.result = m.result;
+    r.objective = m.objective;
+    r.duration_s = m.duration_s;
+    r.round = database.add_remeasurement(r);
+    ++check.remeasured;
+    if (on_progress) {
+      Progress p;
+      p.index = index;
+      p.round = r.round;
+      p.config = trial.config;
+      p.status = r.result.status;
+      p.objective = r.objective;
+      p.error = "re-measuring an outlier";
+      if (const auto now = database.find_trial(task.id, trial.config))
+        p.confirmed = now->confirmed_objective;
+      on_progress(p);
+    }
+  }
+  const auto now = database.find_trial(task.id, trial.config);
+  if (now && now->remeasure_failed == 0) check.value = now->ranking_objective();
+  return check;
 }
 }  // namespace
 
@@ -45,13 +101,18 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   // Resume: what the task already holds.
   size_t measured_total = 0;
   std::vector<Observation> history;
+  std::vector<double> ok_objectives;  // of the ok trials, for the outlier check
   for (const db::TrialRecord& t : database.trials(task.id)) {
+    if (t.result.status == TrialStatus::kInterrupted) continue;  // never measured: proposed again
     known.insert(t.config.canonical_json());
     history.push_back({t.config, t.result.status, t.objective});
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
-    if (t.result.status != TrialStatus::kPruned) ++measured_total;
-    if (t.objective && t.result.status == TrialStatus::kOk && better(*t.objective))
-      best = t.objective;
+    if (was_run(t)) ++measured_total;
+    if (t.objective && t.result.status == TrialStatus::kOk) {
+      ok_objectives.push_back(*t.objective);
+      if (better(t.ranking_objective().value_or(*t.objective)))
+        best = t.ranking_objective().value_or(*t.objective);
+    }
     ++summary.resumed;
   }
   if (!history.empty()) strategy->observe(history);
@@ -76,8 +137,10 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     p.measured = measured_total;
     p.trials_left = options.trials > measured_total ? options.trials - measured_total : 0;
     p.elapsed_s = seconds_since(start);
+    // The confirmation's rounds are measurements too.
+    const size_t still = p.trials_left + options.confirm * options.confirm_rounds;
     p.eta_s = summary.measured > 0 ? measuring_s / static_cast<double>(summary.measured) *
-                                         static_cast<double>(p.trials_left)
+                                         static_cast<double>(still)
                                    : 0;
     on_progress(p);
   };
@@ -111,6 +174,10 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     });
   }
   for (;;) {
+    if (interrupt_requested()) {
+      summary.stopped_because = "interrupted";
+      break;
+    }
     if (options.trials > 0 && measured_total >= options.trials) {
       summary.stopped_because =
           "trial budget reached (" + std::to_string(options.trials) + " measured trials)";
@@ -150,26 +217,58 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       measuring_s += record.duration_s;
       ++summary.measured;
       ++measured_total;
+      if (record.result.status == TrialStatus::kInterrupted) {
+        // Not a measurement: recorded so the run shows what it was doing, measured on resume.
+        --summary.measured;
+        --measured_total;
+        record.duration_s = 0;
+        const int64_t index = database.add_trial(record);
+        report(record, index);
+        summary.stopped_because = "interrupted";
+        break;
+      }
       if (record.result.status != TrialStatus::kOk) ++summary.failed;
       if (options.cost_model) options.cost_model->observe(config, record.result);
     }
     const int64_t index = database.add_trial(record);
     known.insert(config.canonical_json());
     if (record.result.status == TrialStatus::kOom) dominance.add_oom(config, index);
-    // A pruned point is observed as what it is proven to be.
-    strategy->observe(
-        {{config,
-          record.result.status == TrialStatus::kPruned ? TrialStatus::kOom : record.result.status,
-          record.objective}});
-    if (record.result.status != TrialStatus::kPruned) {
-      if (record.objective && better(*record.objective)) {
-        best = record.objective;
+    // A point pruned by proof is observed as what it is proven to be; one stopped early as the
+    // failure it is.
+    strategy->observe({{config,
+                        record.pruned_by ? TrialStatus::kOom : record.result.status,
+                        record.objective}});
+    report(record, index);
+    if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
+    if (record.objective && record.result.status == TrialStatus::kOk) {
+      // An obvious outlier among the trials so far (a trial on a machine busy with something
+      // else) is measured twice more at once, so its median, not the fluke, ranks it.
+      std::optional<double> value = record.objective;
+      if (ok_objectives.size() >= kOutlierMinTrials &&
+          std::fabs(robust_z(ok_objectives, *record.objective)) > kOutlierZ) {
+        const OutlierCheck check = remeasure_outlier(runner, database, task, record, index,
+                                                     options, [&](Progress p) {
+                                                       p.measured = measured_total;
+                                                       p.elapsed_s = seconds_since(start);
+                                                       if (on_progress) on_progress(p);
+                                                     });
+        value = check.value;
+        summary.remeasured += check.remeasured;
+      }
+      ok_objectives.push_back(*record.objective);
+      if (value && better(*value)) {
+        best = value;
         since_improvement = 0;
-      } else {
-        ++since_improvement;
+        continue;
       }
     }
-    report(record, index);
+    ++since_improvement;
+  }
+  if (summary.stopped_because == "interrupted") {
+    summary.elapsed_s = seconds_since(start);
+    const auto top = database.best(task.id, 1);
+    if (!top.empty()) summary.best = top[0];
+    return summary;  // no confirmation: the user asked to stop
   }
   const ConfirmationCounts confirmed =
       confirm_best(runner, database, task, options, out_of_time, [&](Progress p) {
@@ -177,6 +276,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
         p.elapsed_s = seconds_since(start);
         if (on_progress) on_progress(p);
       });
+  if (confirmed.interrupted) summary.stopped_because += "; the confirmation was interrupted";
   summary.remeasured = confirmed.remeasured;
   summary.remeasure_failed = confirmed.failed;
   if (confirmed.out_of_time)

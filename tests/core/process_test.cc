@@ -2,10 +2,25 @@
 
 #include <csignal>
 
+#include "core/interrupt.h"
 #include "core/process.h"
+
+#include <thread>
 
 namespace slapo {
 namespace {
+
+ProcessOptions timeout(double s) {
+  ProcessOptions o;
+  o.timeout_s = s;
+  return o;
+}
+
+ProcessOptions env(std::map<std::string, std::string> vars) {
+  ProcessOptions o;
+  o.env = std::move(vars);
+  return o;
+}
 
 TEST(ProcessTest, CapturesOutputAndExitCode) {
   const ProcessResult r = run_process({"sh", "-c", "echo out; echo err >&2; exit 3"});
@@ -24,7 +39,7 @@ TEST(ProcessTest, SignalsAreReported) {
 
 TEST(ProcessTest, TimeoutKillsTheWholeGroup) {
   // The shell starts a grandchild that would outlive it; both must die at the time limit.
-  const ProcessResult r = run_process({"sh", "-c", "sleep 30 & sleep 30"}, {{}, 0.3});
+  const ProcessResult r = run_process({"sh", "-c", "sleep 30 & sleep 30"}, timeout(0.3));
   EXPECT_TRUE(r.timed_out);
   EXPECT_LT(r.duration_s, 5.0);
   EXPECT_EQ(r.signal, SIGKILL);
@@ -37,7 +52,7 @@ TEST(ProcessTest, ArgumentsAreNotInterpretedByAShell) {
 }
 
 TEST(ProcessTest, EnvironmentIsAdded) {
-  const ProcessResult r = run_process({"sh", "-c", "echo $SLAPO_TP"}, {{{"SLAPO_TP", "4"}}, 0});
+  const ProcessResult r = run_process({"sh", "-c", "echo $SLAPO_TP"}, env({{"SLAPO_TP", "4"}}));
   EXPECT_EQ(r.out, "4\n");
 }
 
@@ -52,6 +67,75 @@ TEST(ProcessTest, AForkedBodyThatThrowsSaysWhyOnItsStandardError) {
       fork_and_run([]() -> int { throw std::runtime_error("the model did not build"); });
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("uncaught exception: the model did not build"), std::string::npos) << r.err;
+}
+
+TEST(ProcessTest, RunsInTheGivenDirectory) {
+  ProcessOptions o;
+  o.cwd = "/tmp";
+  EXPECT_EQ(run_process({"pwd"}, o).out, "/tmp\n");
+  o.cwd = "/nonexistent/dir";
+  const ProcessResult r = run_process({"pwd"}, o);
+  EXPECT_FALSE(r.started);
+  EXPECT_NE(r.error.find("cannot enter the directory '/nonexistent/dir'"), std::string::npos)
+      << r.error;
+}
+
+TEST(ProcessTest, AnAddressSpaceLimitFailsABigAllocation) {
+  // 256 MiB of address space: a shell starts, a 1 GiB allocation in it does not.
+  ProcessOptions o;
+  o.address_space_bytes = 256 << 20;
+  const ProcessResult small = run_process({"sh", "-c", "echo fits"}, o);
+  EXPECT_EQ(small.exit_code, 0) << small.err;
+  const ProcessResult big =
+      run_process({"/usr/bin/python3", "-c", "b = bytearray(1 << 30); print(len(b))"}, o);
+  EXPECT_NE(big.exit_code, 0);
+  EXPECT_NE(big.err.find("MemoryError"), std::string::npos) << big.err;
+  EXPECT_FALSE(big.oom_killed);  // the allocation failed; nobody was killed
+}
+
+TEST(ProcessTest, AWatcherEndsTheGroupEarly) {
+  ProcessOptions o;
+  std::string seen;
+  o.watch = [&](const std::string& chunk) {
+    seen += chunk;
+    return seen.find("step 3") != std::string::npos;
+  };
+  const ProcessResult r = run_process(
+      {"sh", "-c", "for i in 1 2 3 4 5 6 7 8; do echo step $i; sleep 0.2; done; sleep 30 & wait"},
+      o);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_EQ(r.signal, SIGKILL);
+  EXPECT_LT(r.duration_s, 5.0);
+  EXPECT_EQ(r.out.find("step 8"), std::string::npos) << r.out;
+}
+
+TEST(ProcessTest, AGrandchildThatLeftTheGroupDoesNotHoldTheRunOpen) {
+  // setsid puts the sleeper in a group of its own, holding the output pipe: the run still ends
+  // about a second after the shell exits.
+  const ProcessResult r = run_process({"sh", "-c", "setsid sleep 20 & echo done"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "done\n");
+  EXPECT_LT(r.duration_s, 5.0);
+  std::system("pkill -f '^sleep 20$'");
+}
+
+TEST(ProcessTest, AnInterruptEndsTheRunningChildrenAndSaysSo) {
+  clear_interrupt();
+  std::thread interrupter([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    request_interrupt();
+  });
+  const ProcessResult r = run_process({"sh", "-c", "sleep 30 & sleep 30"});
+  interrupter.join();
+  EXPECT_TRUE(r.interrupted);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_LT(r.duration_s, 5.0);
+  // A child started while the flag is up is ended at once.
+  const ProcessResult late = run_process({"sleep", "30"});
+  EXPECT_TRUE(late.interrupted);
+  EXPECT_LT(late.duration_s, 5.0);
+  clear_interrupt();
+  EXPECT_EQ(run_process({"true"}).exit_code, 0);
 }
 
 TEST(ProcessTest, SelfExecutableIsThisTestProgram) {
