@@ -15,12 +15,12 @@ double percentile(std::vector<double> v, double p) {
 
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
-double robust_z(const std::vector<double>& v, double x) {
+double robust_z(const std::vector<double>& v, double x, double min_mad) {
   const double m = median(v);
   std::vector<double> deviations;
   deviations.reserve(v.size());
   for (double e : v) deviations.push_back(std::fabs(e - m));
-  const double mad = std::max(median(std::move(deviations)), 0.01 * std::fabs(m));
+  const double mad = std::max(median(std::move(deviations)), min_mad);
   if (mad == 0) return x == m ? 0 : (x > m ? HUGE_VAL : -HUGE_VAL);
   return 0.6745 * (x - m) / mad;
 }

@@ -11,9 +11,9 @@ double percentile(std::vector<double> v, double p);
 // percentile(v, 0.5): the middle value, or the mean of the two middle ones.
 double median(std::vector<double> v);
 // How far `x` lies from the values `v`, robustly: 0.6745 · (x − median) / MAD, the median absolute
-// deviation (Iglewicz and Hoaglin: |z| > 3.5 is an outlier). The MAD is floored at 1% of the
-// median's magnitude, so values that agree to the digit do not make every small step an outlier.
-// REQUIRES: !v.empty().
-double robust_z(const std::vector<double>& v, double x);
+// deviation (Iglewicz and Hoaglin: |z| > 3.5 is an outlier). The MAD is floored at `min_mad`, so
+// values that agree to the digit do not make every small difference an outlier; with a MAD of 0,
+// any other x is infinitely far. REQUIRES: !v.empty().
+double robust_z(const std::vector<double>& v, double x, double min_mad = 0);
 
 }  // namespace slapo

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "core/error.h"
@@ -30,10 +31,31 @@ bool was_run(const db::TrialRecord& t) {
   return t.result.status != TrialStatus::kPruned || t.duration_s > 0;
 }
 
-// The outlier check: |robust z| beyond this among at least that many ok trials.
+// The outlier check. Knobs change speed by factors (a batch twice as large may well be twice as
+// fast), so a measurement is compared with its measured neighbours in the space (one step in one
+// knob) in log space: with at least kOutlierMinNeighbours of them, a |robust z| of its logarithm
+// beyond kOutlierZ — their spread taken as at least a factor kNeighbourSpread, so it must lie some
+// 3.2 times away from what they agree on — makes it an outlier, measured kOutlierRemeasurements
+// more times. Objectives that are not all positive are not checked.
 constexpr double kOutlierZ = 3.5;
-constexpr size_t kOutlierMinTrials = 5;
+constexpr size_t kOutlierMinNeighbours = 2;
+constexpr double kNeighbourSpread = 1.25;
 constexpr int kOutlierRemeasurements = 2;
+
+// Whether `value` of `config` lies far outside what its measured neighbours say.
+bool is_outlier(const space::CompiledSpace& space, const Config& config, double value,
+                const std::unordered_map<std::string, double>& measured) {
+  if (!(value > 0)) return false;
+  std::vector<double> around;
+  for (const Config& n : space.neighbours(config)) {
+    const auto it = measured.find(n.canonical_json());
+    if (it == measured.end()) continue;
+    if (!(it->second > 0)) return false;
+    around.push_back(std::log(it->second));
+  }
+  return around.size() >= kOutlierMinNeighbours &&
+         std::fabs(robust_z(around, std::log(value), std::log(kNeighbourSpread))) > kOutlierZ;
+}
 
 struct OutlierCheck {
   std::optional<double> value;  // the trial's median after the re-measurements (none: one failed)
@@ -101,7 +123,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   // Resume: what the task already holds.
   size_t measured_total = 0;
   std::vector<Observation> history;
-  std::vector<double> ok_objectives;  // of the ok trials, for the outlier check
+  std::unordered_map<std::string, double> ok_objectives;  // by configuration (outlier check)
   for (const db::TrialRecord& t : database.trials(task.id)) {
     if (t.result.status == TrialStatus::kInterrupted) continue;  // never measured: proposed again
     known.insert(t.config.canonical_json());
@@ -109,7 +131,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
     if (was_run(t)) ++measured_total;
     if (t.objective && t.result.status == TrialStatus::kOk) {
-      ok_objectives.push_back(*t.objective);
+      ok_objectives[t.config.canonical_json()] = t.ranking_objective().value_or(*t.objective);
       if (better(t.ranking_objective().value_or(*t.objective)))
         best = t.ranking_objective().value_or(*t.objective);
     }
@@ -244,8 +266,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       // An obvious outlier among the trials so far (a trial on a machine busy with something
       // else) is measured twice more at once, so its median, not the fluke, ranks it.
       std::optional<double> value = record.objective;
-      if (ok_objectives.size() >= kOutlierMinTrials &&
-          std::fabs(robust_z(ok_objectives, *record.objective)) > kOutlierZ) {
+      if (is_outlier(space, config, *record.objective, ok_objectives)) {
         const OutlierCheck check = remeasure_outlier(runner, database, task, record, index,
                                                      options, [&](Progress p) {
                                                        p.measured = measured_total;
@@ -255,7 +276,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
         value = check.value;
         summary.remeasured += check.remeasured;
       }
-      ok_objectives.push_back(*record.objective);
+      if (value) ok_objectives[config.canonical_json()] = *value;
       if (value && better(*value)) {
         best = value;
         since_improvement = 0;
@@ -277,8 +298,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
         if (on_progress) on_progress(p);
       });
   if (confirmed.interrupted) summary.stopped_because += "; the confirmation was interrupted";
-  summary.remeasured = confirmed.remeasured;
-  summary.remeasure_failed = confirmed.failed;
+  summary.remeasured += confirmed.remeasured;
+  summary.remeasure_failed += confirmed.failed;
   if (confirmed.out_of_time)
     summary.stopped_because += "; the confirmation stopped at the time limit";
   const auto top = database.best(task.id, 1);

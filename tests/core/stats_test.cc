@@ -24,6 +24,8 @@ TEST(StatsTest, RobustZFlagsTheObviousOutlierOnly) {
   EXPECT_GT(robust_z(rates, 480), 3.5);    // an impossible one
   EXPECT_LT(std::fabs(robust_z(rates, 123)), 3.5);  // the best, honestly measured
   EXPECT_EQ(robust_z({5, 5, 5}, 5), 0);
+  EXPECT_TRUE(std::isinf(robust_z({5, 5, 5}, 5.01)));
+  EXPECT_LT(std::fabs(robust_z({5, 5, 5}, 5.01, 0.1)), 3.5);  // the floor: a spread of at least 0.1
 }
 
 }  // namespace

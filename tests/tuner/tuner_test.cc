@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "db/database.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
@@ -468,6 +469,112 @@ TEST(ConfirmationTest, StopsAtTheTimeLimit) {
   EXPECT_NE(summary.stopped_because.find("the confirmation stopped at the time limit"),
             std::string::npos)
       << summary.stopped_because;
+}
+
+TEST(ConfirmationTest, HoldsAcrossAResume) {
+  NoisyBench s;
+  // The first run stops before it meets the lucky runner-up or the optimum (the last of the
+  // exhaustive walk's order among the largest batches), and confirms its best two.
+  TunerOptions first = s.options(2);
+  first.trials = 30;
+  const TuneSummary before = tune(s.space, s.noisy, *s.database, s.key, first);
+  ASSERT_GT(before.remeasured, 0u);
+  // Resumed over the whole space with --confirm 1 (the two trials confirmed before do not use up
+  // this run's share): the lucky runner-up's single 78.1 ranks above every confirmed median, so it
+  // is measured again before it could be reported best (median 69.0), and the optimum is
+  // confirmed in its place.
+  const TuneSummary after = tune(s.space, s.noisy, *s.database, s.key, s.options(1));
+  ASSERT_TRUE(after.best.has_value());
+  EXPECT_EQ(after.best->config, s.optimum_config);
+  EXPECT_EQ(after.best->remeasured, 2);
+  EXPECT_EQ(s.noisy.runs[s.runner_up.canonical_json()], 2);
+}
+
+// Returns kInterrupted (having raised the interrupt, as a signal would) on its `interrupt_at`-th
+// run; counts the configurations it measured to the end.
+class InterruptingRunner : public FakeRunner {
+ public:
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    if (++calls == interrupt_at) {
+      request_interrupt();
+      return {failed_trial(TrialStatus::kInterrupted, "interrupted by the user")};
+    }
+    return FakeRunner::run(candidates);
+  }
+  int calls = 0, interrupt_at = -1;
+};
+
+TEST(TunerTest, AnInterruptedTrialIsRecordedAndMeasuredOnResumeNothingTwice) {
+  Bench s;
+  InterruptingRunner runner;
+  runner.space_ = &s.space;
+  runner.interrupt_at = 4;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 10;
+  o.confirm = 1;
+  const TuneSummary stopped = tune(s.space, runner, *s.database, s.key, o);
+  EXPECT_EQ(stopped.stopped_because, "interrupted");
+  EXPECT_EQ(stopped.measured, 3u);
+  EXPECT_EQ(stopped.remeasured, 0u);  // no confirmation after an interrupt
+  const auto recorded = s.database->trials(stopped.task_id);
+  ASSERT_EQ(recorded.size(), 4u);
+  EXPECT_EQ(recorded[3].result.status, TrialStatus::kInterrupted);
+  const Config interrupted = recorded[3].config;
+  clear_interrupt();
+  // Resumed: the interrupted configuration is measured (under its index), nothing else again.
+  o.confirm = 0;  // (a confirmation would measure the best again, which FakeRunner forbids)
+  const TuneSummary resumed = tune(s.space, runner, *s.database, s.key, o);
+  EXPECT_EQ(resumed.resumed, 3u);
+  EXPECT_EQ(resumed.measured, 7u);
+  const auto after = s.database->find_trial(resumed.task_id, interrupted);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->index, 3);
+  EXPECT_NE(after->result.status, TrialStatus::kInterrupted);
+  EXPECT_EQ(s.database->trials(resumed.task_id).size(), 10u);
+  // (FakeRunner fails the test if any configuration is measured twice.)
+}
+
+// The fake objective with one glitch: the first measurement of `glitch` comes out 50 times low, as
+// a trial does when something else takes the machine.
+class GlitchRunner : public FakeRunner {
+ public:
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    std::vector<TrialResult> out;
+    for (const Config& c : candidates) {
+      TrialResult r;
+      r.metrics["samples_per_s"] = throughput(c) * (c == glitch && !glitched ? 0.02 : 1.0);
+      if (c == glitch) glitched = true;
+      out.push_back(r);
+    }
+    return out;
+  }
+  Config glitch;
+  bool glitched = false;
+};
+
+TEST(TunerTest, AnObviousOutlierIsMeasuredAgainAndRankedByItsMedian) {
+  Bench s;
+  GlitchRunner runner;
+  runner.space_ = &s.space;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 0;
+  const std::string space = R"(
+[knobs]
+batch_size = { values = [20, 24, 28, 32, 36, 40, 44] }
+ckpt       = { values = [0.0, 0.5, 1.0] }
+attn       = { choice = ["naive"] }
+)";
+  const space::CompiledSpace narrow =
+      space::CompiledSpace::compile(space::parse_space(space, "narrow.toml"));
+  runner.glitch = narrow.at(narrow.size() - 1);  // measured last: beside its neighbours
+  const TuneSummary summary = tune(narrow, runner, *s.database, s.key, o);
+  EXPECT_EQ(summary.remeasured, 2u);  // the glitch, twice; nothing else
+  const auto glitched = s.database->find_trial(summary.task_id, runner.glitch);
+  ASSERT_TRUE(glitched.has_value());
+  EXPECT_NEAR(*glitched->objective, throughput(runner.glitch) * 0.02, 1e-9);  // kept as measured
+  EXPECT_NEAR(*glitched->confirmed_objective, throughput(runner.glitch), 1e-9);
 }
 
 // auto starts with the frontier ladder: from the first configuration no saving knob can lower
