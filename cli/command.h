@@ -23,8 +23,8 @@ namespace slapo::cli {
 
 // Exit codes of slapo-tune.
 constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;  // the work itself failed
-constexpr int kExitUsage = 2;    // bad input or usage
+constexpr int kExitFailure = 1;        // the work itself failed
+constexpr int kExitUsage = 2;          // bad input or usage
 constexpr int kExitInterrupted = 130;  // SIGINT/SIGTERM: what was recorded is kept
 
 using Args = std::vector<std::string>;

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/task_diff.h"
 #include "cli/config_table.h"
 #include "cli/count_option.h"
+#include "cli/task_diff.h"
 #include "core/error.h"
 #include "db/database.h"
 
@@ -204,8 +204,8 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
              {"minimize", t.objective.minimize},
              {"trials", t.trial_count},
              {"created_at", t.created_at},
-             {"study", t.study.empty() ? nlohmann::ordered_json(nullptr)
-                                       : nlohmann::ordered_json(t.study)},
+             {"study",
+              t.study.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.study)},
              {"workload", nlohmann::ordered_json::parse(t.key.workload_json, nullptr, false)}});
       }
       out << j.dump(1) << "\n";

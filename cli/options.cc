@@ -52,8 +52,8 @@ int64_t TaskArgs::resolve(db::Database& database, const std::string& command) co
     for (const db::TaskRecord& t : database.tasks())
       if (!t.study.empty()) names += (names.empty() ? "" : ", ") + t.study;
     SLAPO_FAIL(ErrorCode::kNotFound, command, ": --study ", study, ": ", db,
-               " has no study of that name (", names.empty() ? "it names none" : "studies: " + names,
-               ")");
+               " has no study of that name (",
+               names.empty() ? "it names none" : "studies: " + names, ")");
   }
   const auto tasks = database.tasks();
   SLAPO_CHECK(tasks.size() == 1, ErrorCode::kInvalidArgument, command, ": ", db, " has ",
@@ -102,15 +102,15 @@ void RunnerArgs::declare(OptionSet& set) {
 }
 
 runners::CommandOptions RunnerArgs::command_options(const space::Space& space,
-                                                   const std::string& objective,
-                                                   bool minimize) const {
+                                                    const std::string& objective,
+                                                    bool minimize) const {
   runners::CommandOptions c;
   c.argv = command;
   // The metrics: --metric NAME=REGEX, and --metric-regex for the objective.
   std::vector<runners::MetricPattern> patterns;
   for (const std::string& m : metrics)
     patterns.push_back(runners::parse_metric_pattern(m, "--metric"));
-  c.metric_name = !objective.empty()   ? objective
+  c.metric_name = !objective.empty()  ? objective
                   : !patterns.empty() ? patterns[0].name
                                       : std::string(metric::kThroughput);
   if (!metric_regex.empty()) {
@@ -133,8 +133,7 @@ runners::CommandOptions RunnerArgs::command_options(const space::Space& space,
   }
   c.oom_exit_code = oom_exit_code;
   if (!oom_pattern.empty()) c.oom_pattern = oom_pattern;
-  if (!memory_budget.empty())
-    c.memory_budget_bytes = parse_bytes(memory_budget, "--memory-budget");
+  if (!memory_budget.empty()) c.memory_budget_bytes = parse_bytes(memory_budget, "--memory-budget");
   for (const std::string& e : env) {
     const size_t eq = e.find('=');
     SLAPO_CHECK(eq != std::string::npos && eq > 0, ErrorCode::kInvalidArgument, "--env ", e,
@@ -162,8 +161,8 @@ runners::CommandOptions RunnerArgs::command_options(const space::Space& space,
   for (const std::string& name : runners::placeholders(command)) {
     if (std::find(knobs.begin(), knobs.end(), name) != knobs.end()) continue;
     const std::string near = space::nearest_name(name, knobs);
-    SLAPO_FAIL(ErrorCode::kInvalidArgument, "the command's placeholder {", name, "}: ",
-               space.origin, " declares no knob '", name, "'",
+    SLAPO_FAIL(ErrorCode::kInvalidArgument, "the command's placeholder {", name,
+               "}: ", space.origin, " declares no knob '", name, "'",
                near.empty() ? "" : " (did you mean {" + near + "}?)");
   }
   return c;
@@ -179,8 +178,8 @@ runners::RunnerSpec RunnerArgs::spec(const space::Space& space, const std::strin
   SLAPO_CHECK(!(runner == "inprocess" && nproc > 1), ErrorCode::kInvalidArgument,
               "--runner inprocess runs one rank; --nproc ", nproc,
               " needs processes (single-node)");
-  if (!command.empty()) return runners::RunnerSpec::for_command(
-      command_options(space, objective, minimize));
+  if (!command.empty())
+    return runners::RunnerSpec::for_command(command_options(space, objective, minimize));
   SLAPO_CHECK(metrics.empty() && metric_regex.empty() && env.empty() && !early_stop,
               ErrorCode::kInvalidArgument,
               "--metric, --metric-regex, --env and --early-stop are for a command (after --); the "

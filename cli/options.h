@@ -104,7 +104,7 @@ struct RunnerArgs {
   int nproc = 1;
   bool no_fork_server = false;
   std::string memory_budget;
-  double timeout_s = 0;  // set from defaults::kTrialTimeoutS by declare
+  double timeout_s = 0;              // set from defaults::kTrialTimeoutS by declare
   std::vector<std::string> metrics;  // NAME=REGEX
   std::string metric_regex;          // the objective's regex
   std::string metric_rank = "0";     // a rank, or "all"

@@ -9,8 +9,8 @@
 
 #include "cli/commands.h"
 #include "cli/tune_run.h"
-#include "core/interrupt.h"
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "core/metrics.h"
 #include "db/database.h"
 #include "models/templates.h"
@@ -158,11 +158,11 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
                                   rm.at(metric::kStepMsMedian));
     }
     const double drift = std::fabs(objective->second / *reference - 1);
-    out << "against  " << (values.size() > 1 ? "the median of " + std::to_string(values.size()) +
-                                                    " measurements, "
-                                              : std::string("the measurement, "))
-        << *reference << "; recorded noise " << std::fixed << std::setprecision(1)
-        << 100 * noise << "%" << std::defaultfloat << std::setprecision(6) << "\n";
+    out << "against  "
+        << (values.size() > 1 ? "the median of " + std::to_string(values.size()) + " measurements, "
+                              : std::string("the measurement, "))
+        << *reference << "; recorded noise " << std::fixed << std::setprecision(1) << 100 * noise
+        << "%" << std::defaultfloat << std::setprecision(6) << "\n";
     if (drift > noise) {
       err << "warning: " << task.objective.metric << " drifted " << std::fixed
           << std::setprecision(1) << 100 * drift

@@ -47,8 +47,7 @@ std::vector<std::string> key_differences(const db::TaskKey& a, const db::TaskKey
   if (a.space_hash != b.space_hash) out.push_back("space: another space file or parameters");
   if (a.runner != b.runner) out.push_back("runner: " + a.runner + " → " + b.runner);
   if (a.world_size != b.world_size)
-    out.push_back("ranks: " + std::to_string(a.world_size) + " → " +
-                  std::to_string(b.world_size));
+    out.push_back("ranks: " + std::to_string(a.world_size) + " → " + std::to_string(b.world_size));
   if (a.fingerprint_json != b.fingerprint_json) {
     std::vector<std::string> machine;
     json_differences(nlohmann::json::parse(a.fingerprint_json, nullptr, false),

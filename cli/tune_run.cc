@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cost_setup.h"
+#include "cli/count_option.h"
 #include "cli/task_diff.h"
+#include "core/error.h"
 #include "core/interrupt.h"
 #include "core/text.h"
-#include "cli/count_option.h"
-#include "core/error.h"
 #include "space/compiled_space.h"
 #include "tuner/model_strategy.h"
 
@@ -204,8 +204,7 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, o.space.file,
               ": the space is empty");
-  const runners::RunnerSpec spec =
-      o.runner.spec(declared, o.objective, o.tuner.objective.minimize);
+  const runners::RunnerSpec spec = o.runner.spec(declared, o.objective, o.tuner.objective.minimize);
   const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
   tuner::TunerOptions options = o.tuner;
   options.objective.metric = o.objective.empty() ? spec.natural_objective() : o.objective;
@@ -213,7 +212,8 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const db::TaskKey key = task_key(spec, *runner, declared);
   if (!o.study.empty()) {
     // A study is one task: a run whose measurements would not compare with its trials is refused.
-    if (const auto named = database->task_by_study(o.study); named && named->key.hash() != key.hash()) {
+    if (const auto named = database->task_by_study(o.study);
+        named && named->key.hash() != key.hash()) {
       std::string why;
       for (const std::string& d : key_differences(named->key, key)) why += "; " + d;
       SLAPO_FAIL(ErrorCode::kInvalidArgument, "--study ", o.study, ": it is task ", named->id,
@@ -223,7 +223,8 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   }
   {
     const db::TaskRecord task = database->find_or_create_task(key, options.objective);
-    if (!o.study.empty()) for_flag("--study", o.study, [&] { database->name_task(task.id, o.study); });
+    if (!o.study.empty())
+      for_flag("--study", o.study, [&] { database->name_task(task.id, o.study); });
     database->set_runner_spec(task.id, spec.to_json());
   }
   // Ctrl-C or SIGTERM: the running trial's process groups end, it is recorded as interrupted, the
@@ -267,9 +268,11 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
       tuner::tune(compiled, *runner, *database, key, options,
                   [&](const tuner::Progress& p) { print_progress(p, o, out); });
   print_summary(summary, o, options.objective, out);
-  if (summary.best && !o.json) out << "reproduce it: " << reproduce_line(spec, *summary.best, o.db, summary.task_id) << "\n";
+  if (summary.best && !o.json)
+    out << "reproduce it: " << reproduce_line(spec, *summary.best, o.db, summary.task_id) << "\n";
   if (interrupt_requested()) {
-    if (!o.json) out << "interrupted: run the same command again to resume (nothing recorded is measured again)\n";
+    if (!o.json)
+      out << "interrupted: run the same command again to resume (nothing recorded is measured again)\n";
     return kExitInterrupted;
   }
   return summary.best ? kExitOk : kExitFailure;

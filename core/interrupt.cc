@@ -1,8 +1,8 @@
 #include "core/interrupt.h"
 
 #include <signal.h>
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 #include <atomic>
 

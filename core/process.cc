@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -52,7 +52,7 @@ int64_t oom_kill_count() {
   return count;
 }
 
-constexpr double kTickS = 0.25;        // how often a running child is looked at
+constexpr double kTickS = 0.25;         // how often a running child is looked at
 constexpr double kGraceAfterExitS = 1;  // output read after the child exited or was killed
 
 // Reads the child's output until both pipes close (or the grace after its end), enforcing the

@@ -29,18 +29,19 @@ struct ProcessOptions {
 };
 
 struct ProcessResult {
-  bool started = false;    // false: the executable could not be started (see error)
-  bool timed_out = false;  // killed (with its process group) at the time limit
-  bool stopped = false;    // killed (with its process group) because `watch` asked
+  bool started = false;      // false: the executable could not be started (see error)
+  bool timed_out = false;    // killed (with its process group) at the time limit
+  bool stopped = false;      // killed (with its process group) because `watch` asked
   bool interrupted = false;  // ended by an interrupt of this process (core/interrupt.h)
+  bool peer_failed = false;  // a rank ended because another rank of its job failed (run_ranks)
   // Killed by SIGKILL that this process did not send while the kernel's count of out-of-memory
   // kills (/proc/vmstat oom_kill) went up: the kernel's OOM killer.
   bool oom_killed = false;
-  int exit_code = -1;      // when it exited normally
-  int signal = 0;          // when a signal ended it
-  std::string out;         // standard output
-  std::string err;         // standard error
-  std::string error;       // why it could not start
+  int exit_code = -1;  // when it exited normally
+  int signal = 0;      // when a signal ended it
+  std::string out;     // standard output
+  std::string err;     // standard error
+  std::string error;   // why it could not start
   double duration_s = 0;
 };
 

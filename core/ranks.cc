@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -24,7 +26,9 @@ std::string describe(size_t rank, const ProcessResult& r) {
   if (!r.started) return who + " could not start: " + r.error;
   const std::string log = last_line(r.err.empty() ? r.out : r.err);
   std::string what;
-  if (r.timed_out)
+  if (r.peer_failed)
+    what = who + " was ended after another rank failed";
+  else if (r.timed_out)
     what = who + " was killed at the time limit";
   else if (r.signal != 0)
     what = who + " was killed by " + signal_name(r.signal);
@@ -58,6 +62,10 @@ std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
   const int port = options.master_port > 0 ? options.master_port : free_tcp_port();
   std::vector<ProcessResult> results(static_cast<size_t>(options.nproc));
   std::vector<std::thread> threads;
+  using Clock = std::chrono::steady_clock;
+  std::atomic<bool> failed{false};
+  std::atomic<Clock::rep> failed_at{0};
+  std::vector<char> ended_by_peer(static_cast<size_t>(options.nproc), 0);
   for (int rank = 0; rank < options.nproc; ++rank) {
     ProcessOptions po;
     po.env = options.env;
@@ -69,21 +77,46 @@ std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
     po.env["MASTER_PORT"] = std::to_string(port);
     po.timeout_s = options.timeout_s;
     if (options.per_rank) options.per_rank(rank, &po);
-    threads.emplace_back([&results, &options, rank, po] {
-      results[static_cast<size_t>(rank)] = run_process(options.argv, po);
+    // End this rank some seconds after another one failed.
+    po.watch = [&, rank, inner = po.watch](const std::string& chunk) {
+      if (inner && inner(chunk)) return true;
+      if (!failed) return false;
+      const double since = std::chrono::duration<double>(
+                               Clock::now() - Clock::time_point(Clock::duration(failed_at.load())))
+                               .count();
+      if (since < kPeerGraceS) return false;
+      ended_by_peer[static_cast<size_t>(rank)] = 1;
+      return true;
+    };
+    threads.emplace_back([&, rank, po] {
+      ProcessResult& r = results[static_cast<size_t>(rank)];
+      r = run_process(options.argv, po);
+      if ((r.signal != 0 || r.exit_code != 0 || !r.started) &&
+          !ended_by_peer[static_cast<size_t>(rank)]) {
+        Clock::rep unset = 0;  // the first failure's time, then the flag the watchers read
+        failed_at.compare_exchange_strong(unset, Clock::now().time_since_epoch().count());
+        failed = true;
+      }
     });
   }
   for (std::thread& t : threads) t.join();
+  for (size_t rank = 0; rank < results.size(); ++rank) {
+    if (!ended_by_peer[rank]) continue;
+    results[rank].stopped = false;
+    results[rank].peer_failed = true;
+  }
   return results;
 }
 
 std::string first_rank_failure(const std::vector<ProcessResult>& ranks) {
   // A rank that died on its own explains more than the peers that failed because of it.
   for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].signal != 0 || !ranks[i].started) return describe(i, ranks[i]);
+    if ((ranks[i].signal != 0 && !ranks[i].peer_failed) || !ranks[i].started)
+      return describe(i, ranks[i]);
   }
   for (size_t i = 0; i < ranks.size(); ++i) {
-    if (failed(ranks[i]) && !ranks[i].timed_out) return describe(i, ranks[i]);
+    if (failed(ranks[i]) && !ranks[i].timed_out && !ranks[i].peer_failed)
+      return describe(i, ranks[i]);
   }
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (failed(ranks[i])) return describe(i, ranks[i]);

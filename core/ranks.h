@@ -25,7 +25,11 @@ struct RanksOptions {
   std::function<void(int rank, ProcessOptions* options)> per_rank;
 };
 
-// Starts the ranks and waits for all of them. Results by rank.
+// Starts the ranks and waits for all of them. Results by rank. As torchrun does, once a rank fails
+// (a non-zero exit or a signal) the others are ended — after kPeerGraceS, so each can still say
+// what it saw — and marked peer_failed: a rank blocked in a collective with a dead peer would
+// otherwise wait for its time limit.
+inline constexpr double kPeerGraceS = 3;
 std::vector<ProcessResult> run_ranks(const RanksOptions& options);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick for port 0). Another

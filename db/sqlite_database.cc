@@ -26,7 +26,7 @@ namespace {
 // be completed by concatenation).
 #define SLAPO_DB_TASK_SELECT                                                                    \
   "SELECT t.id, t.workload, t.space_hash, t.runner, t.world_size, t.fingerprint, t.objective, " \
-  "t.minimize, t.created_at, (SELECT count(*) FROM trials WHERE task_id = t.id), "       \
+  "t.minimize, t.created_at, (SELECT count(*) FROM trials WHERE task_id = t.id), "              \
   "COALESCE(t.study, ''), COALESCE(t.runner_spec, '') FROM tasks t "
 #define SLAPO_DB_TRIAL_SELECT                                                                  \
   "SELECT task_id, idx, config, status, objective, metrics, error, log_tail, strategy, seed, " \

@@ -54,7 +54,8 @@ std::string matching_line(const std::string& output, const std::regex& re) {
   const size_t begin = output.rfind('\n', at);
   const size_t end = output.find('\n', at);
   const size_t from = begin == std::string::npos ? 0 : begin + 1;
-  return output.substr(from, std::min<size_t>(200, (end == std::string::npos ? output.size() : end) - from));
+  return output.substr(
+      from, std::min<size_t>(200, (end == std::string::npos ? output.size() : end) - from));
 }
 
 }  // namespace
@@ -161,6 +162,8 @@ TrialResult CommandRunner::judge(const ProcessResult& p, const MetricReports& re
   } else if (p.stopped) {
     r = failed_trial(TrialStatus::kPruned,
                      stop_reason.empty() ? "stopped early with its peers" : stop_reason);
+  } else if (p.peer_failed) {
+    r = failed_trial(TrialStatus::kRuntimeError, kEndedByPeerError);
   } else if (p.timed_out) {
     r = failed_trial(TrialStatus::kTimeout,
                      "killed after the time limit of " + std::to_string(options_.timeout_s) + " s");
@@ -176,9 +179,9 @@ TrialResult CommandRunner::judge(const ProcessResult& p, const MetricReports& re
     r = failed_trial(TrialStatus::kCrashed, "command killed by " + signal_name(p.signal) +
                                                 (last.empty() ? "" : ": " + last));
   } else if (p.exit_code != 0) {
-    r = failed_trial(TrialStatus::kRuntimeError,
-                     "command exited with code " + std::to_string(p.exit_code) +
-                         (last.empty() ? "" : ": " + last));
+    r = failed_trial(TrialStatus::kRuntimeError, "command exited with code " +
+                                                     std::to_string(p.exit_code) +
+                                                     (last.empty() ? "" : ": " + last));
   } else if (reports_metrics && !reports.problems.empty()) {
     r = failed_trial(TrialStatus::kRuntimeError, reports.problems.front());
   } else if (reports_metrics && reports.final_metrics.empty()) {
@@ -187,9 +190,8 @@ TrialResult CommandRunner::judge(const ProcessResult& p, const MetricReports& re
       regexes += (regexes.empty() ? "/" : ", /") + m.regex + "/";
     r = failed_trial(TrialStatus::kRuntimeError,
                      "the command reported no metric: no output line matched " +
-                         (regexes.empty() ? std::string("(no regex)") : regexes) +
-                         ", and no '" + kMetricsLinePrefix + "' line or $" + kMetricsFileEnv +
-                         " report came");
+                         (regexes.empty() ? std::string("(no regex)") : regexes) + ", and no '" +
+                         kMetricsLinePrefix + "' line or $" + kMetricsFileEnv + " report came");
   } else if (reports_metrics) {
     r.metrics = reports.final_metrics;
   }
@@ -250,8 +252,8 @@ TrialResult CommandRunner::run_one(const Config& config) {
   }
   std::vector<TrialResult> per_rank;
   for (size_t rank = 0; rank < processes.size(); ++rank) {
-    const bool counts = options_.metric_rank == kAllRanks ||
-                        static_cast<int>(rank) == options_.metric_rank;
+    const bool counts =
+        options_.metric_rank == kAllRanks || static_cast<int>(rank) == options_.metric_rank;
     per_rank.push_back(judge(processes[rank], reports[rank], counts, stop_reason));
   }
   TrialResult result = per_rank.size() == 1 ? per_rank[0] : combine_ranks(per_rank);

@@ -52,8 +52,8 @@ struct CommandOptions {
   int metric_rank = 0;  // whose metrics count; kAllRanks: every rank's, averaged
   std::optional<int> oom_exit_code;
   std::string oom_pattern = kDefaultOomPattern;
-  uint64_t memory_budget_bytes = 0;  // each rank's address-space limit; 0: none
-  std::string cwd;                   // where it runs; empty: here
+  uint64_t memory_budget_bytes = 0;        // each rank's address-space limit; 0: none
+  std::string cwd;                         // where it runs; empty: here
   std::map<std::string, std::string> env;  // added to its environment (recorded with the task)
   std::string bool_true = "1", bool_false = "0";  // how a boolean knob is written
   double timeout_s = 0;                           // 0: none

@@ -44,10 +44,10 @@ std::optional<std::string> MedianStopping::should_stop(
   if (!m_last || !m_before) return std::nullopt;
   if (!worse(last->second, *m_last) || !worse(before->second, *m_before)) return std::nullopt;
   std::ostringstream why;
-  why << "stopped early at step " << last->first << ": " << options_.metric << " "
-      << last->second << " is " << (options_.minimize ? "above" : "below") << " the median "
-      << *m_last << " of " << finished_.size() << " finished trials at that step (and was at step "
-      << before->first << ")";
+  why << "stopped early at step " << last->first << ": " << options_.metric << " " << last->second
+      << " is " << (options_.minimize ? "above" : "below") << " the median " << *m_last << " of "
+      << finished_.size() << " finished trials at that step (and was at step " << before->first
+      << ")";
   return why.str();
 }
 

@@ -3,11 +3,11 @@
 // time) that settles as training runs, after Optuna's MedianPruner.
 //
 // A trial reports its objective every few steps (slapo_tune.report(step=k, samples_per_s=...)).
-// Once it has reported `warmup` times, and at least `min_trials` earlier trials of this run finished
-// with reports of their own, each new report is compared with the median of those trials' values at
-// the same step (each one's latest report at or before it). Worse than that median on two reports
-// in a row — one report on a busy moment is not enough — and the trial is stopped: recorded as
-// `pruned`, with the reason. The best configuration is never below the median, so it is not
+// Once it has reported `warmup` times, and at least `min_trials` earlier trials of this run
+// finished with reports of their own, each new report is compared with the median of those trials'
+// values at the same step (each one's latest report at or before it). Worse than that median on two
+// reports in a row — one report on a busy moment is not enough — and the trial is stopped: recorded
+// as `pruned`, with the reason. The best configuration is never below the median, so it is not
 // stopped; what is saved is the time of the clearly slower half.
 
 #include <cstddef>

@@ -26,7 +26,12 @@ class Runner {
 };
 
 // One trial run as several ranks: the result of the rank that shows the cause (interrupted, stopped
-// early, out of memory, crashed, timed out, ... in that order, its error prefixed by "rank N: "), else rank 0's.
+// early, out of memory, crashed, timed out, ... in that order, its error prefixed by "rank N: "),
+// else rank 0's. A rank's peers that were ended because it failed (core/ranks.h) are never the
+// explanation.
 TrialResult combine_ranks(const std::vector<TrialResult>& ranks);
+
+// The error of a rank ended because another rank of its job failed.
+inline constexpr const char* kEndedByPeerError = "ended after another rank failed";
 
 }  // namespace slapo::runners

@@ -18,6 +18,8 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
   const bool failed = p.signal != 0 || p.exit_code != 0;
   if (p.interrupted || (failed && !p.timed_out && interrupt_requested())) {
     r = failed_trial(TrialStatus::kInterrupted, "interrupted by the user");
+  } else if (p.peer_failed) {
+    r = failed_trial(TrialStatus::kRuntimeError, kEndedByPeerError);
   } else if (p.timed_out) {
     r = failed_trial(TrialStatus::kTimeout,
                      "killed after the time limit of " + std::to_string(timeout_s) + " s");

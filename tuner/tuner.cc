@@ -64,9 +64,9 @@ struct OutlierCheck {
 
 // Measures an outlying trial twice more (recorded re-measurements).
 OutlierCheck remeasure_outlier(runners::Runner& runner, db::Database& database,
-                                        const db::TaskRecord& task, const db::TrialRecord& trial,
-                                        int64_t index, const TunerOptions& options,
-                                        const std::function<void(const Progress&)>& on_progress) {
+                               const db::TaskRecord& task, const db::TrialRecord& trial,
+                               int64_t index, const TunerOptions& options,
+                               const std::function<void(const Progress&)>& on_progress) {
   OutlierCheck check;
   for (int i = 0; i < kOutlierRemeasurements && !interrupt_requested(); ++i) {
     db::Remeasurement r;
@@ -161,9 +161,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     p.elapsed_s = seconds_since(start);
     // The confirmation's rounds are measurements too.
     const size_t still = p.trials_left + options.confirm * options.confirm_rounds;
-    p.eta_s = summary.measured > 0 ? measuring_s / static_cast<double>(summary.measured) *
-                                         static_cast<double>(still)
-                                   : 0;
+    p.eta_s = summary.measured > 0
+                  ? measuring_s / static_cast<double>(summary.measured) * static_cast<double>(still)
+                  : 0;
     on_progress(p);
   };
 
@@ -257,9 +257,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (record.result.status == TrialStatus::kOom) dominance.add_oom(config, index);
     // A point pruned by proof is observed as what it is proven to be; one stopped early as the
     // failure it is.
-    strategy->observe({{config,
-                        record.pruned_by ? TrialStatus::kOom : record.result.status,
-                        record.objective}});
+    strategy->observe(
+        {{config, record.pruned_by ? TrialStatus::kOom : record.result.status, record.objective}});
     report(record, index);
     if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
     if (record.objective && record.result.status == TrialStatus::kOk) {
@@ -267,12 +266,12 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       // else) is measured twice more at once, so its median, not the fluke, ranks it.
       std::optional<double> value = record.objective;
       if (is_outlier(space, config, *record.objective, ok_objectives)) {
-        const OutlierCheck check = remeasure_outlier(runner, database, task, record, index,
-                                                     options, [&](Progress p) {
-                                                       p.measured = measured_total;
-                                                       p.elapsed_s = seconds_since(start);
-                                                       if (on_progress) on_progress(p);
-                                                     });
+        const OutlierCheck check =
+            remeasure_outlier(runner, database, task, record, index, options, [&](Progress p) {
+              p.measured = measured_total;
+              p.elapsed_s = seconds_since(start);
+              if (on_progress) on_progress(p);
+            });
         value = check.value;
         summary.remeasured += check.remeasured;
       }

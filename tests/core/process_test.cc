@@ -4,6 +4,7 @@
 
 #include "core/interrupt.h"
 #include "core/process.h"
+#include "core/ranks.h"
 
 #include <thread>
 
@@ -136,6 +137,23 @@ TEST(ProcessTest, AnInterruptEndsTheRunningChildrenAndSaysSo) {
   EXPECT_LT(late.duration_s, 5.0);
   clear_interrupt();
   EXPECT_EQ(run_process({"true"}).exit_code, 0);
+}
+
+TEST(RanksTest, WhenARankFailsItsPeersAreEndedAfterAGrace) {
+  RanksOptions o;
+  o.nproc = 3;
+  o.argv = {"sh", "-c", "[ \"$RANK\" = 1 ] && { echo 'rank one broke' >&2; exit 4; }; sleep 30"};
+  const std::vector<ProcessResult> r = run_ranks(o);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[1].exit_code, 4);
+  EXPECT_FALSE(r[1].peer_failed);
+  for (int i : {0, 2}) {
+    EXPECT_TRUE(r[i].peer_failed) << i;
+    EXPECT_FALSE(r[i].stopped) << i;
+    EXPECT_GE(r[i].duration_s, kPeerGraceS - 0.5);
+    EXPECT_LT(r[i].duration_s, kPeerGraceS + 5);
+  }
+  EXPECT_EQ(first_rank_failure(r), "rank 1 exited with 4: rank one broke");
 }
 
 TEST(ProcessTest, SelfExecutableIsThisTestProgram) {

@@ -20,8 +20,8 @@ TEST(StatsTest, PercentilesInterpolateBetweenRanks) {
 
 TEST(StatsTest, RobustZFlagsTheObviousOutlierOnly) {
   const std::vector<double> rates = {118, 121, 119.5, 122, 120, 117.8, 120.4};
-  EXPECT_LT(robust_z(rates, 2.4), -3.5);   // a trial on a busy machine
-  EXPECT_GT(robust_z(rates, 480), 3.5);    // an impossible one
+  EXPECT_LT(robust_z(rates, 2.4), -3.5);            // a trial on a busy machine
+  EXPECT_GT(robust_z(rates, 480), 3.5);             // an impossible one
   EXPECT_LT(std::fabs(robust_z(rates, 123)), 3.5);  // the best, honestly measured
   EXPECT_EQ(robust_z({5, 5, 5}, 5), 0);
   EXPECT_TRUE(std::isinf(robust_z({5, 5, 5}, 5.01)));

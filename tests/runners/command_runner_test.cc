@@ -72,9 +72,10 @@ TEST(CommandRunnerTest, EnvironmentRegexAndStatuses) {
             TrialStatus::kOom);
   EXPECT_EQ(status_of("exit 42", 42).status, TrialStatus::kOom);
   EXPECT_EQ(status_of("exit 1").status, TrialStatus::kRuntimeError);
-  EXPECT_EQ(status_of("echo done").error,
-            "the command reported no metric: no output line matched /throughput:\\s*([-+0-9.eE]+)/, "
-            "and no 'slapo-metrics:' line or $SLAPO_METRICS_FILE report came");
+  EXPECT_EQ(
+      status_of("echo done").error,
+      "the command reported no metric: no output line matched /throughput:\\s*([-+0-9.eE]+)/, "
+      "and no 'slapo-metrics:' line or $SLAPO_METRICS_FILE report came");
   EXPECT_EQ(status_of("kill -KILL $$").status, TrialStatus::kCrashed);
   EXPECT_EQ(status_of("sleep 10").status, TrialStatus::kTimeout);
   CommandOptions bad;
@@ -232,7 +233,8 @@ TEST(CommandRunnerTest, TheMemoryBudgetIsARealLimit) {
 }
 
 TEST(CommandRunnerTest, ARealPyTorchOutOfMemoryUnderTheBudget) {
-  if (!have_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh installs it)";
+  if (!have_torch())
+    GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh installs it)";
   CommandOptions o;
   o.argv = {"/usr/bin/python3", "-c",
             "import sys, torch\n"
@@ -288,8 +290,8 @@ TEST(EarlyStoppingTest, TheMedianRuleStopsOnlyWhatStaysBelowTheMedian) {
   stopping.add_finished(curve({50, 60, 61, 61}));
   EXPECT_FALSE(stopping.should_stop(curve({1, 1, 1})));  // two finished: fewer than min_trials
   stopping.add_finished(curve({80, 90, 91, 91}));
-  EXPECT_FALSE(stopping.should_stop(curve({70})));        // in its warm-up
-  EXPECT_FALSE(stopping.should_stop(curve({70, 95})));    // one report below is not enough
+  EXPECT_FALSE(stopping.should_stop(curve({70})));          // in its warm-up
+  EXPECT_FALSE(stopping.should_stop(curve({70, 95})));      // one report below is not enough
   EXPECT_FALSE(stopping.should_stop(curve({95, 80, 95})));  // above the median at the last step
   const auto why = stopping.should_stop(curve({70, 80, 85}));
   ASSERT_TRUE(why.has_value());

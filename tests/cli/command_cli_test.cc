@@ -1,0 +1,265 @@
+// A training script as a user brings one, end to end through slapo-tune: the Python example tuned
+// on one rank and on two with rank-0-only output, a real out-of-memory under --memory-budget used
+// for pruning, early stopping, studies, replay from elsewhere, and interruption at random moments.
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/cli/cli_support.h"
+
+extern char** environ;
+
+namespace {
+
+using slapo::testing::last_line;
+using slapo::testing::Outcome;
+using slapo::testing::run;
+using slapo::testing::temp_db;
+using slapo::testing::write_temp;
+
+const std::string kExample = std::string(SLAPO_SOURCE_DIR) + "/examples/python/train_gpt.py";
+
+bool have_torch() {
+  return access("/usr/bin/python3", X_OK) == 0 &&
+         std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+}
+
+nlohmann::json trials_of(const std::string& db, const std::string& extra = "") {
+  const Outcome t = run("db trials --db " + db + " --format json " + extra);
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  return nlohmann::json::parse(t.out);
+}
+
+// The example's knobs: batch sizes that fit and two that cannot under a 2 GiB address space.
+const char* kExampleSpace = R"(
+[knobs]
+batch_size = { values = [8, 16, 4096, 8192], mem = "up" }
+checkpoint = { values = [false, true], mem = "down" }
+)";
+
+std::string example_command() {
+  return "-- /usr/bin/python3 " + kExample +
+         " --batch-size {batch_size} --checkpoint {checkpoint} --steps 3 --warmup 1";
+}
+
+TEST(CommandCliTest, ThePythonExampleIsTunedOnOneRankWithARealOutOfMemory) {
+  if (!have_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh does)";
+  const std::string db = temp_db("example1");
+  const std::string space = write_temp("example1.toml", kExampleSpace);
+  const Outcome r = run("single-device --space " + space + " --db " + db +
+                        " --strategy exhaustive --trials 0 --objective samples_per_s "
+                        "--memory-budget 2GiB --json " +
+                        example_command());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::map<std::string, int> statuses;
+  bool allocator_message = false;
+  for (const auto& t : trials_of(db)) {
+    const std::string status = t["status"];
+    ++statuses[status];
+    const int batch = t["config"]["batch_size"];
+    if (batch <= 16) {
+      EXPECT_EQ(status, "ok") << t.dump();
+      EXPECT_GT(t["metrics"]["samples_per_s"].get<double>(), 0);
+      EXPECT_GT(t["metrics"]["peak_rss_bytes"].get<double>(), 0);  // every metric is recorded
+      EXPECT_TRUE(t["metrics"].contains("loss"));
+    } else {
+      EXPECT_TRUE(status == "oom" || status == "pruned") << t.dump();
+      if (status == "oom")
+        allocator_message |= t["error"].get<std::string>().find("can't allocate memory") !=
+                             std::string::npos;
+      if (status == "pruned") EXPECT_FALSE(t["pruned_by"].is_null()) << t.dump();
+    }
+  }
+  EXPECT_EQ(statuses["ok"], 4);
+  EXPECT_GE(statuses["oom"], 1);
+  EXPECT_GE(statuses["pruned"], 1);  // the out-of-memory trial proved a larger batch out too
+  EXPECT_TRUE(allocator_message);
+}
+
+TEST(CommandCliTest, ThePythonExampleIsTunedOnTwoRanksThatPrintOnRankZeroOnly) {
+  if (!have_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh does)";
+  const std::string db = temp_db("example2");
+  const std::string space = write_temp("example2.toml", R"(
+[knobs]
+batch_size = { values = [8, 4096], mem = "up" }
+checkpoint = { values = [0] }
+)");
+  const Outcome r = run("single-node --nproc 2 --space " + space + " --db " + db +
+                        " --strategy exhaustive --trials 0 --objective samples_per_s "
+                        "--memory-budget 2GiB " +
+                        example_command());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto trials = trials_of(db);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0]["status"], "ok") << trials[0].dump();
+  EXPECT_EQ(trials[1]["status"], "oom") << trials[1].dump();
+  // The best, ready to paste: two ranks the way torchrun starts them.
+  EXPECT_NE(r.out.find("reproduce it: cd "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("torchrun --standalone --nproc-per-node 2 " + kExample + " --batch-size 8"),
+            std::string::npos)
+      << r.out;
+}
+
+// A fake trainer: reports $SLAPO_RATE-like samples/s from its knobs every 50 ms for 1 s.
+const char* kRateScript = R"(#!/bin/sh
+rate=$(( $1 * 10 ))
+[ "$2" = 1 ] && rate=$(( rate / 4 ))
+i=0
+while [ $i -lt 20 ]; do
+  echo "{\"step\": $i, \"samples_per_s\": $rate}" >> "$SLAPO_METRICS_FILE"
+  sleep 0.05
+  i=$(( i + 1 ))
+done
+echo "slapo-metrics: {\"samples_per_s\": $rate}"
+)";
+
+TEST(CommandCliTest, EarlyStoppingPrunesTheClearlySlowerAndKeepsTheBest) {
+  const std::string db = temp_db("early");
+  const std::string script = write_temp("rate.sh", kRateScript);
+  const std::string space = write_temp("early.toml", R"(
+[knobs]
+size = { values = [5, 6, 7, 8] }
+slow = { values = [0, 1] }
+)");
+  const Outcome r = run("single-device --space " + space + " --db " + db +
+                        " --strategy exhaustive --trials 0 --objective samples_per_s --early-stop "
+                        "--json -- sh " + script + " {size} {slow}");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(summary["best_objective"], 80);
+  int pruned = 0;
+  for (const auto& t : trials_of(db)) {
+    if (t["status"] == "pruned") {
+      ++pruned;
+      EXPECT_EQ(t["config"]["slow"], 1) << t.dump();
+      EXPECT_NE(t["error"].get<std::string>().find("stopped early at step"), std::string::npos);
+      EXPECT_LT(t["metrics"]["wall_s"].get<double>(), 0.9);
+    }
+  }
+  EXPECT_GE(pruned, 2);
+}
+
+TEST(CommandCliTest, StudiesNameTasksAndReplayRunsWhereTheTuningRan) {
+  const std::string db = temp_db("study");
+  const std::string dir =
+      std::filesystem::weakly_canonical(::testing::TempDir() + "/study_" + std::to_string(getpid()))
+          .string();
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  std::ofstream(dir + "/train.sh") << "echo throughput: $(( $1 * ${SCALE:-1} ))\n";
+  const std::string space = write_temp("study.toml", "[knobs]\nbatch = { values = [1, 2, 3] }\n");
+  const std::string tune = "cd " + dir + " && " + std::string(SLAPO_TUNE) +
+                           " single-device --space " + space + " --db " + db +
+                           " --strategy exhaustive --trials 0 --study small --env SCALE=10 -- ";
+  ASSERT_EQ(std::system((tune + "sh train.sh {batch} >/dev/null").c_str()), 0);
+  // The same name for a run whose measurements would not compare: refused, saying why.
+  const int refused = std::system((tune + "sh train.sh {batch} --steps 5 >/dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(refused), 2);
+  const Outcome tasks = run("db tasks --db " + db);
+  EXPECT_NE(tasks.out.find("small"), std::string::npos) << tasks.out;
+  // Replay from another directory: the recorded directory and environment are used.
+  const Outcome replay = run("replay --db " + db + " --study small");
+  ASSERT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("reproduce cd " + dir + " && SCALE=10 SLAPO_BATCH=3 sh train.sh 3"),
+            std::string::npos)
+      << replay.out;
+  EXPECT_NE(replay.out.find("30"), std::string::npos) << replay.out;
+  // A typo in a placeholder never reaches the script.
+  const Outcome typo = run("single-device --space " + space + " --db " + db +
+                           " -- sh train.sh {bacth}");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("placeholder {bacth}: " + space + " declares no knob 'bacth' (did you "
+                          "mean {batch}?)"),
+            std::string::npos)
+      << typo.err;
+}
+
+// The processes whose command line holds `marker`, other than ps and grep themselves.
+int processes_with(const std::string& marker) {
+  const std::string command = "ps -eo args | grep -F -- '" + marker + "' | grep -v grep | wc -l";
+  FILE* p = popen(command.c_str(), "r");
+  int n = -1;
+  if (p) {
+    if (fscanf(p, "%d", &n) != 1) n = -1;
+    pclose(p);
+  }
+  return n;
+}
+
+TEST(CommandCliTest, InterruptedTenTimesAtRandomNothingIsLostOrOrphanedOrMeasuredTwice) {
+  const std::string db = temp_db("interrupt");
+  const std::string tag = "slapo_interrupt_" + std::to_string(getpid());
+  const std::string log = ::testing::TempDir() + "/" + tag + ".log";
+  std::remove(log.c_str());
+  // A trial: a child that would outlive it (sleep in the background), 0.2-0.4 s of work, then a
+  // line in the log of completed measurements, its metric, and exit.
+  const std::string script = write_temp(tag + ".sh", "sleep 30 &\nsleep 0.$(( 2 + $1 % 3 ))\n"
+                                                     "echo $1 >> " + log + "\n"
+                                                     "echo throughput: $1\n");
+  const std::string space = write_temp(tag + ".toml", "[knobs]\nx = { range = [1, 24] }\n");
+  const std::vector<std::string> argv = {SLAPO_TUNE, "single-device", "--space", space, "--db", db,
+                                         "--strategy", "random", "--trials", "0", "--confirm", "1",
+                                         "--", "sh", script, "{x}"};
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> when(0.05, 2.0);
+  for (int i = 0; i < 10; ++i) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, SLAPO_TUNE, &actions, nullptr, args.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    std::this_thread::sleep_for(std::chrono::duration<double>(when(rng)));
+    kill(pid, SIGINT);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    // It exits by itself (130 when its handler ran; killed by SIGINT when it came before).
+    EXPECT_TRUE((WIFEXITED(status) && (WEXITSTATUS(status) == 130 || WEXITSTATUS(status) == 0)) ||
+                (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT))
+        << "interrupt " << i << ": status " << status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(processes_with(script), 0) << "interrupt " << i << " left a trial's process behind";
+  }
+  // Resumed to the end: every configuration measured, none of them twice.
+  const Outcome done = run("single-device --space " + space + " --db " + db +
+                           " --strategy random --trials 0 --confirm 1 -- sh " + script + " {x}");
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  std::set<std::string> ok;
+  for (const auto& t : trials_of(db)) {
+    EXPECT_EQ(t["status"], "ok") << t.dump();
+    ok.insert(t["config"].dump());
+  }
+  EXPECT_EQ(ok.size(), 24u);
+  std::ifstream in(log);
+  std::map<std::string, int> completed;
+  for (std::string line; std::getline(in, line);) ++completed[line];
+  int remeasured = 0;
+  for (const auto& [x, n] : completed) {
+    EXPECT_LE(n, 3) << "x=" << x;  // at most: measured, and twice more by a confirmation
+    remeasured += n - 1;
+  }
+  EXPECT_EQ(completed.size(), 24u);
+  // Only the confirmation measures a configuration again (1 trial, 2 rounds, per run that reached
+  // it); the search never does.
+  EXPECT_LE(remeasured, 2 * 11);
+}
+
+}  // namespace
