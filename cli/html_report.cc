@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -61,9 +63,9 @@ Axis axis_of(const std::string& knob, const std::vector<db::TrialRecord>& trials
   return a;
 }
 
-// White to deep blue: t in [0, 1].
+// Pale yellow to deep blue: t in [0, 1]. Never white: white is "not measured".
 std::string color(double t) {
-  const double lo[3] = {247, 251, 255}, hi[3] = {8, 48, 107};
+  const double lo[3] = {255, 237, 160}, hi[3] = {8, 48, 107};
   std::ostringstream s;
   s << "rgb(";
   for (int i = 0; i < 3; ++i) s << (i ? "," : "") << static_cast<int>(lo[i] + (hi[i] - lo[i]) * t);
@@ -86,7 +88,7 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
     Cell& c = cells[{x.index_of(*vx), y.index_of(*vy)}];
     const TrialStatus s = t.result.status;
     if (s == TrialStatus::kOk && t.objective) {
-      if (task.objective.better(t.objective, c.best)) c.best = t.objective;
+      if (task.objective.better(t.ranking_objective(), c.best)) c.best = t.ranking_objective();
     } else if (s == TrialStatus::kOom) {
       c.oom = true;
     } else if (s == TrialStatus::kPruned) {
@@ -131,10 +133,12 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
           fill = "#f5b7b1", label = "failed", title = "failed";
         }
       } else {
-        title = "not measured";
+        title = "not measured", label = "·", text_color = "#999";
       }
-      svg << "<rect x='" << cx << "' y='" << cy << "' width='" << cw - 2 << "' height='" << ch - 2
-          << "' fill='" << fill << "' stroke='#999'><title>"
+      const bool unmeasured = it == cells.end();
+      svg << "<rect class='" << (unmeasured ? "unmeasured" : "cell") << "' x='" << cx << "' y='"
+          << cy << "' width='" << cw - 2 << "' height='" << ch - 2 << "' fill='" << fill
+          << "' stroke='#999'" << (unmeasured ? " stroke-dasharray='3 3'" : "") << "><title>"
           << escape(x.knob + "=" + to_plain_string(x.values[i]) + ", " + y.knob + "=" +
                     to_plain_string(y.values[j]) + ": " + title)
           << "</title></rect>\n";
@@ -153,6 +157,133 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
   svg << "<text x='" << left + cw * static_cast<int>(x.values.size()) / 2 << "' y='" << height - 6
       << "' text-anchor='middle' font-weight='bold'>" << escape(x.knob) << "</text>\n";
   svg << "<text x='12' y='" << top - 12 << "' font-weight='bold'>" << escape(y.knob) << "</text>\n";
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+// The heat map's legend: the colour scale from the worst to the best measured value, and the marks.
+std::string legend(const db::TaskRecord& task, const std::vector<db::TrialRecord>& trials) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& t : trials) {
+    if (t.result.status == TrialStatus::kOk && t.ranking_objective())
+      lo = std::min(lo, *t.ranking_objective()), hi = std::max(hi, *t.ranking_objective());
+  }
+  std::ostringstream svg;
+  svg << "<svg class='legend' xmlns='http://www.w3.org/2000/svg' width='760' height='56' "
+         "role='img'>\n";
+  if (std::isfinite(lo)) {
+    const int steps = 20, x0 = 10, w = 12;
+    for (int k = 0; k < steps; ++k) {
+      const double t = k / static_cast<double>(steps - 1);  // worst to best
+      svg << "<rect x='" << x0 + k * w << "' y='8' width='" << w << "' height='16' fill='"
+          << color(t) << "'/>\n";
+    }
+    const double worst = task.objective.minimize ? hi : lo,
+                 best = task.objective.minimize ? lo : hi;
+    svg << "<text x='" << x0 << "' y='40'>" << fmt(worst) << " (worst)</text>\n";
+    svg << "<text x='" << x0 + steps * w << "' y='40' text-anchor='end'>" << fmt(best)
+        << " (best)</text>\n";
+  }
+  const struct {
+    const char* fill;
+    const char* label;
+    bool dashed;
+  } marks[] = {{"url(#legend-hatch)", "out of memory", false},
+               {"#d5d8dc", "pruned", false},
+               {"#f5b7b1", "failed", false},
+               {"#ffffff", "not measured", true}};
+  svg << "<defs><pattern id='legend-hatch' width='6' height='6' patternUnits='userSpaceOnUse' "
+         "patternTransform='rotate(45)'><line x1='0' y1='0' x2='0' y2='6' stroke='#c0392b' "
+         "stroke-width='2'/></pattern></defs>\n";
+  int x = 270;
+  for (const auto& m : marks) {
+    svg << "<rect x='" << x << "' y='8' width='16' height='16' fill='" << m.fill
+        << "' stroke='#999'" << (m.dashed ? " stroke-dasharray='3 3'" : "") << "/><text x='"
+        << x + 20 << "' y='21'>" << m.label << "</text>\n";
+    x += 20 + 8 * static_cast<int>(std::string(m.label).size()) + 14;
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+// Seconds since the epoch of a UTC ISO 8601 time ("2026-11-23T17:39:24.012Z"); NaN when it is not.
+double epoch_seconds(const std::string& iso) {
+  std::tm tm{};
+  double seconds = 0;
+  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%lf", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &seconds) != 6)
+    return NAN;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + seconds;
+}
+
+// Each measurement of each re-measured trial, by trial index (the first included).
+std::map<int64_t, std::vector<double>> measurements_by_trial(const ReportData& data) {
+  std::map<int64_t, std::vector<double>> out;
+  for (const auto& t : data.trials) {
+    if (t.remeasured > 0 && t.objective) out[t.index].push_back(*t.objective);
+  }
+  for (const auto& r : data.remeasurements) {
+    if (r.objective && out.count(r.trial_index)) out[r.trial_index].push_back(*r.objective);
+  }
+  return out;
+}
+
+// One knob's panel: every ok trial's objective (the median where re-measured) against the knob's
+// values, the spread of a re-measured trial's measurements as an error bar, the best per value.
+std::string knob_panel(const db::TaskRecord& task, const std::vector<db::TrialRecord>& trials,
+                       const Axis& axis, const std::map<int64_t, std::vector<double>>& spread,
+                       double lo, double hi) {
+  const int width = 300, height = 190, left = 56, right = 12, top = 22, bottom = 40;
+  const double span = hi > lo ? hi - lo : 1;
+  const auto px = [&](size_t i) {
+    return left + (width - left - right) * (static_cast<double>(i) + 0.5) /
+                      static_cast<double>(std::max<size_t>(axis.values.size(), 1));
+  };
+  const auto py = [&](double v) { return top + (height - top - bottom) * (1 - (v - lo) / span); };
+  std::ostringstream svg;
+  svg << "<svg class='knob-panel' xmlns='http://www.w3.org/2000/svg' width='" << width
+      << "' height='" << height << "' role='img'>\n";
+  svg << "<text x='" << left << "' y='14' font-weight='bold'>" << escape(axis.knob) << "</text>\n";
+  svg << "<rect x='" << left << "' y='" << top << "' width='" << width - left - right
+      << "' height='" << height - top - bottom << "' fill='none' stroke='#bbb'/>\n";
+  std::map<size_t, double> best;
+  std::set<size_t> measured;
+  for (const auto& t : trials) {
+    const Value* v = t.config.find(axis.knob);
+    if (!v) continue;
+    const size_t i = axis.index_of(*v);
+    if (t.result.status != TrialStatus::kPruned) measured.insert(i);
+    if (t.result.status != TrialStatus::kOk || !t.ranking_objective()) continue;
+    const double y = *t.ranking_objective();
+    // A little horizontal jitter by trial index, so trials of one value do not hide each other.
+    const double x = px(i) + static_cast<double>((t.index * 7) % 11 - 5) * 1.6;
+    const auto it = spread.find(t.index);
+    if (it != spread.end() && it->second.size() > 1) {
+      const auto [mn, mx] = std::minmax_element(it->second.begin(), it->second.end());
+      svg << "<line class='error-bar' x1='" << fmt(x, 6) << "' x2='" << fmt(x, 6) << "' y1='"
+          << fmt(py(*mn), 6) << "' y2='" << fmt(py(*mx), 6) << "' stroke='#555'><title>trial "
+          << t.index << ": " << it->second.size() << " measurements, " << fmt(*mn) << " to "
+          << fmt(*mx) << "</title></line>\n";
+    }
+    svg << "<circle cx='" << fmt(x, 6) << "' cy='" << fmt(py(y), 6)
+        << "' r='2.5' fill='#4a7fb0' fill-opacity='0.7'><title>trial " << t.index << ": " << fmt(y)
+        << "</title></circle>\n";
+    if (!best.count(i) || task.objective.better(y, best[i])) best[i] = y;
+  }
+  for (const auto& [i, y] : best) {
+    svg << "<line x1='" << fmt(px(i) - 10, 6) << "' x2='" << fmt(px(i) + 10, 6) << "' y1='"
+        << fmt(py(y), 6) << "' y2='" << fmt(py(y), 6) << "' stroke='#08306b' stroke-width='2'/>\n";
+  }
+  for (size_t i = 0; i < axis.values.size(); ++i) {
+    svg << "<text x='" << fmt(px(i), 6) << "' y='" << height - bottom + 14
+        << "' text-anchor='middle' fill='" << (measured.count(i) ? "#222" : "#aaa") << "'>"
+        << escape(to_plain_string(axis.values[i])) << (measured.count(i) ? "" : "?") << "</text>\n";
+  }
+  svg << "<text x='" << left - 4 << "' y='" << top + 8 << "' text-anchor='end'>" << fmt(hi)
+      << "</text><text x='" << left - 4 << "' y='" << height - bottom << "' text-anchor='end'>"
+      << fmt(lo) << "</text>\n";
   svg << "</svg>\n";
   return svg.str();
 }
@@ -178,10 +309,22 @@ std::string convergence(const db::TaskRecord& task, const std::vector<db::TrialR
     return svg.str();
   }
   if (hi == lo) hi = lo + 1, lo = lo - 1;
-  const size_t n = std::max<size_t>(measured.size(), 2);
-  auto px = [&](size_t i) {
-    return left + (width - left - right) * static_cast<double>(i) / static_cast<double>(n - 1);
-  };
+  // Time: a trial at the moment it ended, in seconds since the first one started (by index when
+  // the record has no readable times).
+  std::vector<double> at(measured.size());
+  double t0 = INFINITY, t_end = 0;
+  for (const auto* t : measured) t0 = std::min(t0, epoch_seconds(t->started_at));
+  bool timed = std::isfinite(t0);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    at[i] = timed ? epoch_seconds(measured[i]->started_at) - t0 + measured[i]->duration_s
+                  : static_cast<double>(i);
+    if (!std::isfinite(at[i])) timed = false;
+  }
+  if (!timed)
+    for (size_t i = 0; i < at.size(); ++i) at[i] = static_cast<double>(i);
+  for (double a : at) t_end = std::max(t_end, a);
+  if (t_end <= 0) t_end = 1;
+  auto px = [&](size_t i) { return left + (width - left - right) * at[i] / t_end; };
   auto py = [&](double v) { return top + (height - top - bottom) * (1 - (v - lo) / (hi - lo)); };
   std::ostringstream line;
   std::optional<double> best;
@@ -207,17 +350,22 @@ std::string convergence(const db::TaskRecord& task, const std::vector<db::TrialR
     svg << "<text x='" << left - 6 << "' y='" << fmt(py(v) + 4, 6) << "' text-anchor='end'>"
         << fmt(v, 4) << "</text>\n";
   }
-  svg << "<text x='" << left << "' y='" << height - 8 << "'>trial 0</text>\n";
-  svg << "<text x='" << width - right << "' y='" << height - 8 << "' text-anchor='end'>trial "
-      << measured.size() - 1 << "</text>\n";
+  svg << "<text x='" << left << "' y='" << height - 8 << "'>0" << (timed ? " s" : "")
+      << "</text>\n";
+  svg << "<text x='" << (left + width - right) / 2 << "' y='" << height - 8
+      << "' text-anchor='middle'>" << (timed ? "seconds since the first trial started" : "trial")
+      << "</text>\n";
+  svg << "<text x='" << width - right << "' y='" << height - 8 << "' text-anchor='end'>"
+      << fmt(t_end, 4) << (timed ? " s" : "") << "</text>\n";
   svg << "</svg>\n";
   return svg.str();
 }
 
 }  // namespace
 
-std::string render_report(const db::TaskRecord& task, const std::vector<db::TrialRecord>& trials,
-                          const ReportOptions& options) {
+std::string render_report(const ReportData& data, const ReportOptions& options) {
+  const db::TaskRecord& task = data.task;
+  const std::vector<db::TrialRecord>& trials = data.trials;
   // The knobs, in the order of the first configuration.
   std::vector<std::string> knobs;
   for (const auto& t : trials) {
@@ -269,28 +417,52 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
       << task.id
       << "</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}svg text{font-size:12px;font-family:sans-serif}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-         "th{background:#eef}h2{margin-top:1.6em}.note{color:#555}</style></head><body>\n";
+         "th{background:#eef}h2{margin-top:1.6em}.note{color:#555}.panels{display:flex;flex-wrap:wrap;gap:8px}"
+         "code{background:#f4f4f4;padding:2px 4px}</style></head><body>\n";
   html << "<h1>Tuning report: task " << task.id << "</h1>\n";
   html << "<p>" << escape(model) << " · runner " << escape(task.key.runner) << " × "
        << task.key.world_size << " · objective " << escape(task.objective.metric)
        << (task.objective.minimize ? " (minimized)" : " (maximized)") << " · created "
        << escape(task.created_at) << "</p>\n";
   html << "<p>" << ok + failed << " measured (" << ok << " ok, " << failed << " failed), " << pruned
-       << " pruned without running.</p>\n";
+       << " pruned.</p>\n";
+  if (!data.reproduce.empty()) {
+    html << "<p>The best, by hand: <code class='reproduce'>" << escape(data.reproduce)
+         << "</code></p>\n";
+  }
 
   html << "<h2>Objective over " << escape(xk) << " × " << escape(yk) << "</h2>\n";
   if (xk.empty() || yk.empty()) {
     html << "<p class='note'>The heat map needs two knobs.</p>\n";
   } else {
-    html
-        << "<p class='note'>Each cell: the best " << escape(task.objective.metric)
-        << " over the other knobs. "
-        << "Hatched: out of memory; grey: pruned (proven out of memory); pink: failed; white: not measured.</p>\n";
+    html << "<p class='note'>Each cell: the best " << escape(task.objective.metric)
+         << " over the other knobs (the median where re-measured).</p>\n";
+    html << legend(task, trials);
     html << heat_map(task, trials, axis_of(xk, trials), axis_of(yk, trials));
+  }
+  // Every knob on its own: the view beyond two.
+  double lo = INFINITY, hi = -INFINITY;
+  const auto spread = measurements_by_trial(data);
+  for (const auto& t : trials) {
+    if (t.result.status != TrialStatus::kOk || !t.ranking_objective()) continue;
+    lo = std::min(lo, *t.ranking_objective()), hi = std::max(hi, *t.ranking_objective());
+    const auto it = spread.find(t.index);
+    if (it == spread.end()) continue;
+    for (double v : it->second) lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  if (std::isfinite(lo)) {
+    html << "<h2>Each knob</h2>\n<p class='note'>Every successful trial's "
+         << escape(task.objective.metric)
+         << " (the median where re-measured; its bar spans its measurements) against each knob's "
+            "values; the dash is the best at that value; a value in grey with ? was not measured."
+            "</p>\n<div class='panels'>\n";
+    for (const std::string& k : knobs)
+      html << knob_panel(task, trials, axis_of(k, trials), spread, lo, hi);
+    html << "</div>\n";
   }
   html
       << "<h2>Convergence</h2>\n<p class='note'>The best " << escape(task.objective.metric)
-      << " so far (line) against the measured trials in order; dots are trials, crosses failed ones.</p>\n";
+      << " so far (line) over the run's time; dots are trials as they ended, crosses failed ones.</p>\n";
   html << convergence(task, trials);
 
   // Ranked as Database::best ranks: by the median of the re-measured ones (tuner --confirm), and
@@ -304,7 +476,7 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
            "that failed a re-measurement is left out.</p>\n";
   }
   html << "<table><tr><th>rank</th><th>trial</th><th>" << escape(task.objective.metric) << "</th>";
-  if (confirmed) html << "<th>median</th><th>measured</th>";
+  if (confirmed) html << "<th>median</th><th>measured</th><th>range</th>";
   for (const auto& k : knobs) html << "<th>" << escape(k) << "</th>";
   html << "<th>step ms</th><th>peak MiB</th></tr>\n";
   std::vector<const db::TrialRecord*> best;
@@ -321,7 +493,13 @@ std::string render_report(const db::TaskRecord& task, const std::vector<db::Tria
          << "</td>";
     if (confirmed) {
       html << "<td>" << (t->confirmed_objective ? fmt(*t->confirmed_objective, 5) : "")
-           << "</td><td>" << 1 + t->remeasured << "</td>";
+           << "</td><td>" << 1 + t->remeasured << "</td><td>";
+      const auto it = spread.find(t->index);
+      if (it != spread.end() && it->second.size() > 1) {
+        const auto [mn, mx] = std::minmax_element(it->second.begin(), it->second.end());
+        html << fmt(*mn, 4) << "–" << fmt(*mx, 4);
+      }
+      html << "</td>";
     }
     for (const auto& k : knobs) {
       const Value* v = t->config.find(k);

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/count_option.h"
+#include "cli/tune_run.h"
 #include "core/error.h"
 #include "db/database.h"
 
@@ -15,9 +16,10 @@ namespace {
 constexpr const char* kUsage =
     "usage: slapo-tune report --db FILE [--task ID] --out report.html [--x KNOB] [--y KNOB] [--top K]\n"
     "\n"
-    "Writes one self-contained HTML file (inline SVG, nothing fetched): a heat map of the objective\n"
-    "over two knobs with out-of-memory, pruned and failed cells marked, the convergence curve (best\n"
-    "so far by trial), and the top configurations.\n";
+    "Writes one self-contained HTML file (inline SVG, nothing fetched): the line that reproduces\n"
+    "the best, a heat map of the objective over two knobs with a legend (out-of-memory, pruned,\n"
+    "failed and unmeasured cells marked), a panel per knob with the re-measurements' spread, the\n"
+    "convergence over time, and the top configurations.\n";
 
 void declare(ReportCommandOptions* o, OptionSet& set) {
   o->task.declare(set);
@@ -47,8 +49,21 @@ int run_report(const ReportCommandOptions& o, std::ostream& out, std::ostream& e
   }
   auto database = db::Database::open_existing(o.task.db);
   const int64_t task_id = o.task.resolve(*database, "report");
-  const db::TaskRecord task = database->task(task_id);
-  const std::string html = render_report(task, database->trials(task_id), o.report);
+  ReportData data;
+  data.task = database->task(task_id);
+  data.trials = database->trials(task_id);
+  data.remeasurements = database->remeasurements(task_id);
+  const auto best = database->best(task_id, 1);
+  if (!best.empty()) {
+    const runners::RunnerSpec spec =
+        data.task.runner_spec_json.empty()
+            ? runners::RunnerSpec::from_task(data.task.key.workload_json, data.task.key.runner,
+                                             data.task.key.world_size, data.task.objective.metric)
+            : runners::RunnerSpec::from_json(data.task.runner_spec_json, o.task.db);
+    data.reproduce = reproduce_line(spec, best[0], o.task.db, task_id);
+  }
+  const db::TaskRecord& task = data.task;
+  const std::string html = render_report(data, o.report);
   std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
   SLAPO_CHECK(file.good(), ErrorCode::kIo, "report: cannot write ", o.out);
   file << html;

@@ -17,7 +17,9 @@ PACKAGES=(
   nlohmann-json3-dev                  # JSON configs and results
   clang libclang-rt-14-dev            # libFuzzer target (optional in CI, installed here)
   clang-format                        # scripts/format.sh (checked by scripts/test.sh)
-  python3-torch                       # PyTorch eager reference for benchmarks (same LibTorch, same BLAS)
+  python3-torch                       # PyTorch eager reference for benchmarks, the example training script
+  chromium                            # the HTML report, rendered headless in a test
+  procps                              # ps, for the test that no trial outlives an interrupt
 )
 
 missing=()

@@ -2,8 +2,8 @@
 // on one rank and on two with rank-0-only output, a real out-of-memory under --memory-budget used
 // for pruning, early stopping, studies, replay from elsewhere, and interruption at random moments.
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -80,9 +80,11 @@ TEST(CommandCliTest, ThePythonExampleIsTunedOnOneRankWithARealOutOfMemory) {
     } else {
       EXPECT_TRUE(status == "oom" || status == "pruned") << t.dump();
       if (status == "oom")
-        allocator_message |= t["error"].get<std::string>().find("can't allocate memory") !=
-                             std::string::npos;
-      if (status == "pruned") EXPECT_FALSE(t["pruned_by"].is_null()) << t.dump();
+        allocator_message |=
+            t["error"].get<std::string>().find("can't allocate memory") != std::string::npos;
+      if (status == "pruned") {
+        EXPECT_FALSE(t["pruned_by"].is_null()) << t.dump();
+      }
     }
   }
   EXPECT_EQ(statuses["ok"], 4);
@@ -138,7 +140,8 @@ slow = { values = [0, 1] }
 )");
   const Outcome r = run("single-device --space " + space + " --db " + db +
                         " --strategy exhaustive --trials 0 --objective samples_per_s --early-stop "
-                        "--json -- sh " + script + " {size} {slow}");
+                        "--json -- sh " +
+                        script + " {size} {slow}");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto summary = nlohmann::json::parse(last_line(r.out));
   EXPECT_EQ(summary["best_objective"], 80);
@@ -179,10 +182,11 @@ TEST(CommandCliTest, StudiesNameTasksAndReplayRunsWhereTheTuningRan) {
       << replay.out;
   EXPECT_NE(replay.out.find("30"), std::string::npos) << replay.out;
   // A typo in a placeholder never reaches the script.
-  const Outcome typo = run("single-device --space " + space + " --db " + db +
-                           " -- sh train.sh {bacth}");
+  const Outcome typo =
+      run("single-device --space " + space + " --db " + db + " -- sh train.sh {bacth}");
   EXPECT_EQ(typo.exit_code, 2);
-  EXPECT_NE(typo.err.find("placeholder {bacth}: " + space + " declares no knob 'bacth' (did you "
+  EXPECT_NE(typo.err.find("placeholder {bacth}: " + space +
+                          " declares no knob 'bacth' (did you "
                           "mean {batch}?)"),
             std::string::npos)
       << typo.err;
@@ -207,13 +211,21 @@ TEST(CommandCliTest, InterruptedTenTimesAtRandomNothingIsLostOrOrphanedOrMeasure
   std::remove(log.c_str());
   // A trial: a child that would outlive it (sleep in the background), 0.2-0.4 s of work, then a
   // line in the log of completed measurements, its metric, and exit.
-  const std::string script = write_temp(tag + ".sh", "sleep 30 &\nsleep 0.$(( 2 + $1 % 3 ))\n"
-                                                     "echo $1 >> " + log + "\n"
-                                                     "echo throughput: $1\n");
+  const std::string script = write_temp(tag + ".sh",
+                                        "sleep 30 &\nsleep 0.$(( 2 + $1 % 3 ))\n"
+                                        "echo $1 >> " +
+                                            log +
+                                            "\n"
+                                            "echo throughput: $1\n");
   const std::string space = write_temp(tag + ".toml", "[knobs]\nx = { range = [1, 24] }\n");
-  const std::vector<std::string> argv = {SLAPO_TUNE, "single-device", "--space", space, "--db", db,
-                                         "--strategy", "random", "--trials", "0", "--confirm", "1",
-                                         "--", "sh", script, "{x}"};
+  const std::vector<std::string> argv = {SLAPO_TUNE,   "single-device",
+                                         "--space",    space,
+                                         "--db",       db,
+                                         "--strategy", "random",
+                                         "--trials",   "0",
+                                         "--confirm",  "1",
+                                         "--",         "sh",
+                                         script,       "{x}"};
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);

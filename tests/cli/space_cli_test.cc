@@ -116,7 +116,8 @@ TEST(CliTest, BadInputExitsWithTwoAndOneLine) {
 TEST(CliTest, EveryExampleSpaceLoads) {
   const std::string dir = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/";
   int seen = 0;
-  for (const char* name : {"gpt-training.toml", "pipeline-cuts.toml", "training-64.toml"}) {
+  for (const char* name :
+       {"gpt-training.toml", "pipeline-cuts.toml", "training-64.toml", "python-gpt.toml"}) {
     Outcome r = run("space count " + dir + name);
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
     EXPECT_GT(std::stoll(last_line(r.out)), 0) << name;
@@ -124,7 +125,7 @@ TEST(CliTest, EveryExampleSpaceLoads) {
   }
   EXPECT_EQ(last_line(run("space count " + dir + "training-64.toml").out), "1557");
   EXPECT_EQ(last_line(run("space count " + dir + "pipeline-cuts.toml").out), "114500");
-  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(seen, 4);
 }
 
 TEST(CliTest, SampleOfAnEmptySpaceFails) {

@@ -181,7 +181,9 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
   size_t svgs = 0;
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1))
     ++svgs;
-  EXPECT_EQ(svgs, 2u);
+  EXPECT_EQ(svgs, 6u);  // legend, heat map, a panel per knob (3), convergence
+  EXPECT_NE(html.find("The best, by hand: <code class='reproduce'>slapo-tune replay --db "),
+            std::string::npos);
   size_t rows = 0;
   for (size_t at = html.find("<tr><td>"); at != std::string::npos;
        at = html.find("<tr><td>", at + 1))
@@ -204,6 +206,50 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
   EXPECT_NE(no_out.err.find("report: --out FILE is required"), std::string::npos);
   Outcome no_db = run("report --db /nonexistent/x.db --out " + html_path);
   EXPECT_EQ(no_db.exit_code, 2) << no_db.err;
+}
+
+// The report as a browser renders it: headless Chromium loads it, prints no error, and its DOM has
+// every figure — the legend, the heat map (measured and unmeasured cells), a panel per knob with
+// the error bars of re-measured trials, the convergence — and the reproducing line.
+TEST(ReportCliTest, RendersInAHeadlessBrowser) {
+  if (access("/usr/bin/chromium", X_OK) != 0)
+    GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const std::string db = temp_db("browser");
+  const std::string space = slapo::testing::write_temp(
+      "browser.toml",
+      "[knobs]\na = { values = [1, 2, 3] }\nb = { values = [1, 2] }\nc = { values = [0, 1] }\n");
+  Outcome tuned = run(
+      "single-device --space " + space + " --db " + db +
+      " --strategy random --seed 2 --trials 9 --confirm 2 --objective speed "
+      "--metric 'speed=speed (\\S+)' -- sh -c 'echo speed $(( $SLAPO_A * 10 + $SLAPO_B + $SLAPO_C ))'");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
+  const std::string html = ::testing::TempDir() + "/browser_" + std::to_string(getpid()) + ".html";
+  ASSERT_EQ(run("report --db " + db + " --out " + html + " --x a --y b").exit_code, 0);
+  const std::string dom = ::testing::TempDir() + "/browser_" + std::to_string(getpid()) + ".dom";
+  const std::string log = dom + ".log";
+  const std::string command =
+      "chromium --headless --no-sandbox --disable-gpu --enable-logging=stderr "
+      "--v=0 --dump-dom file://" +
+      html + " >" + dom + " 2>" + log;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream d(dom), l(log);
+  const std::string rendered((std::istreambuf_iterator<char>(d)), std::istreambuf_iterator<char>());
+  const std::string messages((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = rendered.find(what); at != std::string::npos; at = rendered.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<svg"), 6u) << rendered.substr(0, 2000);
+  EXPECT_EQ(count("class=\"knob-panel\""), 3u);
+  EXPECT_EQ(count("class=\"legend\""), 1u);
+  EXPECT_GE(count("class=\"error-bar\""), 2u);  // the two confirmed trials
+  EXPECT_EQ(count("class=\"cell\"") + count("class=\"unmeasured\""), 6u);  // 3 × 2 cells
+  EXPECT_EQ(count("seconds since the first trial started"), 1u);
+  EXPECT_NE(rendered.find("SLAPO_A=3"), std::string::npos);  // the best's reproducing line
+  EXPECT_EQ(messages.find("Uncaught"), std::string::npos) << messages;
+  EXPECT_EQ(messages.find("CONSOLE"), std::string::npos) << messages;
 }
 
 }  // namespace
