@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include <atomic>
+#include <initializer_list>
 
 namespace slapo {
 
@@ -36,8 +37,7 @@ void install_interrupt_handlers() {
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = 0;  // no SA_RESTART: a blocking poll returns EINTR and looks at the flag
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &action, nullptr);
 }
 
 bool interrupt_requested() { return g_interrupts.load() > 0; }

@@ -1,9 +1,9 @@
 #pragma once
-// Interruption: what SIGINT and SIGTERM do to a tuning run, and the registry of the child process
-// groups they end.
+// Interruption: what SIGINT, SIGTERM and SIGHUP do to a tuning run, and the registry of the child
+// process groups they end.
 //
 // Every child this process starts (run_process, fork_and_run, Coprocess, hence every rank of a
-// job) registers its process group here while it runs. The first SIGINT or SIGTERM sets the
+// job) registers its process group here while it runs. The first SIGINT, SIGTERM or SIGHUP sets the
 // interrupt flag and kills every registered group with SIGKILL — a training script's DataLoader
 // workers and every rank of a job included — so the run's loop records the trial as `interrupted`,
 // prints its summary and exits; a second one kills the groups again and exits at once (130).
@@ -17,7 +17,7 @@
 
 namespace slapo {
 
-// Installs the SIGINT and SIGTERM handlers (idempotent).
+// Installs the SIGINT, SIGTERM and SIGHUP handlers (idempotent).
 void install_interrupt_handlers();
 
 // Whether an interrupt arrived since the start (or the last clear_interrupt()).

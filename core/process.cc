@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <initializer_list>
 #include <cerrno>
 #include <chrono>
 #include <climits>

@@ -7,6 +7,38 @@
 
 namespace slapo::tuner {
 
+std::optional<db::Remeasurement> remeasure(runners::Runner& runner, db::Database& database,
+                                           const db::TaskRecord& task, const db::TrialRecord& trial,
+                                           const Objective& objective,
+                                           const std::function<void(const Progress&)>& on_progress,
+                                           const std::string& note) {
+  db::Remeasurement r;
+  r.task_id = task.id;
+  r.trial_index = trial.index;
+  r.started_at = db::utc_now();
+  const Measurement m = measure(runner, trial.config, objective);
+  if (m.result.status == TrialStatus::kInterrupted) return std::nullopt;
+  r.result = m.result;
+  r.objective = m.objective;
+  r.duration_s = m.duration_s;
+  r.round = database.add_remeasurement(r);
+  if (on_progress) {
+    Progress p;
+    p.index = trial.index;
+    p.round = r.round;
+    p.config = trial.config;
+    p.status = r.result.status;
+    p.objective = r.objective;
+    p.error = r.result.status == TrialStatus::kOk ? note : r.result.error;
+    if (const auto now = database.find_trial(task.id, trial.config))
+      p.confirmed = now->confirmed_objective;
+    const auto top = database.best(task.id, 1);
+    if (!top.empty()) p.best = top[0].ranking_objective();
+    on_progress(p);
+  }
+  return r;
+}
+
 ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
                                 const db::TaskRecord& task, const TunerOptions& options,
                                 const std::function<bool()>& out_of_time,
@@ -36,35 +68,13 @@ ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
         return counts;
       }
       chosen.insert(t.index);
-      db::Remeasurement r;
-      r.task_id = task.id;
-      r.trial_index = t.index;
-      r.started_at = db::utc_now();
-      const Measurement m = measure(runner, t.config, options.objective);
-      if (m.result.status == TrialStatus::kInterrupted) {
+      const auto r = remeasure(runner, database, task, t, options.objective, on_progress);
+      if (!r) {
         counts.interrupted = true;
         return counts;
       }
-      r.result = m.result;
-      r.objective = m.objective;
-      r.duration_s = m.duration_s;
-      r.round = database.add_remeasurement(r);
       ++counts.remeasured;
-      if (r.result.status != TrialStatus::kOk) ++counts.failed;
-      if (on_progress) {
-        Progress p;
-        p.index = t.index;
-        p.round = r.round;
-        p.config = t.config;
-        p.status = r.result.status;
-        p.objective = r.objective;
-        p.error = r.result.error;
-        if (const auto now = database.find_trial(task.id, t.config))
-          p.confirmed = now->confirmed_objective;
-        const auto top = database.best(task.id, 1);
-        if (!top.empty()) p.best = top[0].ranking_objective();
-        on_progress(p);
-      }
+      if (r->result.status != TrialStatus::kOk) ++counts.failed;
     }
   }
 }

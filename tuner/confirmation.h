@@ -15,6 +15,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "db/database.h"
 #include "runners/runner.h"
@@ -28,6 +30,15 @@ struct ConfirmationCounts {
   bool out_of_time = false;
   bool interrupted = false;
 };
+
+// Measures a recorded trial's configuration once more and records it as the trial's next round,
+// reporting it through `on_progress` (an ok one with `note` in its error column). Nullopt, with
+// nothing recorded, when the user interrupted it.
+std::optional<db::Remeasurement> remeasure(runners::Runner& runner, db::Database& database,
+                                           const db::TaskRecord& task, const db::TrialRecord& trial,
+                                           const Objective& objective,
+                                           const std::function<void(const Progress&)>& on_progress,
+                                           const std::string& note = "");
 
 ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
                                 const db::TaskRecord& task, const TunerOptions& options,

@@ -65,33 +65,14 @@ struct OutlierCheck {
 // Measures an outlying trial twice more (recorded re-measurements).
 OutlierCheck remeasure_outlier(runners::Runner& runner, db::Database& database,
                                const db::TaskRecord& task, const db::TrialRecord& trial,
-                               int64_t index, const TunerOptions& options,
+                               const TunerOptions& options,
                                const std::function<void(const Progress&)>& on_progress) {
   OutlierCheck check;
   for (int i = 0; i < kOutlierRemeasurements && !interrupt_requested(); ++i) {
-    db::Remeasurement r;
-    r.task_id = task.id;
-    r.trial_index = index;
-    r.started_at = db::utc_now();
-    const Measurement m = measure(runner, trial.config, options.objective);
-    if (m.result.status == TrialStatus::kInterrupted) break;
-    r.result = m.result;
-    r.objective = m.objective;
-    r.duration_s = m.duration_s;
-    r.round = database.add_remeasurement(r);
+    if (!remeasure(runner, database, task, trial, options.objective, on_progress,
+                   "re-measuring an outlier"))
+      break;
     ++check.remeasured;
-    if (on_progress) {
-      Progress p;
-      p.index = index;
-      p.round = r.round;
-      p.config = trial.config;
-      p.status = r.result.status;
-      p.objective = r.objective;
-      p.error = "re-measuring an outlier";
-      if (const auto now = database.find_trial(task.id, trial.config))
-        p.confirmed = now->confirmed_objective;
-      on_progress(p);
-    }
   }
   const auto now = database.find_trial(task.id, trial.config);
   if (now && now->remeasure_failed == 0) check.value = now->ranking_objective();
@@ -266,8 +247,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       // else) is measured twice more at once, so its median, not the fluke, ranks it.
       std::optional<double> value = record.objective;
       if (is_outlier(space, config, *record.objective, ok_objectives)) {
+        record.index = index;
         const OutlierCheck check =
-            remeasure_outlier(runner, database, task, record, index, options, [&](Progress p) {
+            remeasure_outlier(runner, database, task, record, options, [&](Progress p) {
               p.measured = measured_total;
               p.elapsed_s = seconds_since(start);
               if (on_progress) on_progress(p);

@@ -202,7 +202,7 @@ TEST(CommandRunnerTest, TheMetricsAreRankZerosAndAFailingRankExplainsTheTrial) {
 }
 
 TEST(CommandRunnerTest, OutOfMemoryAsUsersMeetIt) {
-  for (const std::string& message :
+  for (const std::string message :
        {"RuntimeError: [enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't "
         "allocate memory: you tried to allocate 68719476736 bytes.",
         "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
