@@ -13,13 +13,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 extern char** environ;

@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <boost/program_options/errors.hpp>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "space/space_file.h"
 
 namespace slapo::cli {
 namespace {
@@ -186,6 +189,73 @@ TEST(ParseTest, OptionalValuesAreAbsentUntilGiven) {
   const DbOptions d = parse_db({"show", "--db", "t.db", "--trial", "4"});
   EXPECT_EQ(d.trial, 4);
   EXPECT_EQ(d.format, "");
+}
+
+TEST(ParseTest, TheCommandRunnersFlagsBecomeItsSpecOrAreRefusedByName) {
+  const space::Space space = space::parse_space(
+      "[knobs]\nbatch = { values = [1, 2] }\nckpt = { values = [false, true] }\n", "s.toml");
+  const auto spec_of = [&](const Args& args) {
+    const bool ranks = std::find(args.begin(), args.end(), "--nproc") != args.end();
+    return (ranks ? parse_single_node(args) : parse_single_device(args))
+        .runner.spec(space, "samples_per_s", false);
+  };
+  const Args base = {"--space", "s.toml"};
+  auto with = [&](Args flags, Args command = {"python3", "t.py", "{batch}", "{ckpt}"}) {
+    Args all = base;
+    all.insert(all.end(), flags.begin(), flags.end());
+    all.push_back("--");
+    all.insert(all.end(), command.begin(), command.end());
+    return all;
+  };
+  const runners::RunnerSpec spec =
+      spec_of(with({"--metric", "loss=loss ([0-9.]+)", "--metric-regex", "rate ([0-9.]+)", "--env",
+                    "OMP_NUM_THREADS=2", "--bool-format", "true/false", "--early-stop", "--nproc",
+                    "2", "--metric-rank", "all", "--memory-budget", "3GiB"}));
+  ASSERT_TRUE(spec.command.has_value());
+  const runners::CommandOptions& c = *spec.command;
+  ASSERT_EQ(c.metrics.size(), 2u);
+  EXPECT_EQ(c.metrics[0].name, "samples_per_s");  // --metric-regex names the objective
+  EXPECT_EQ(c.metrics[1].name, "loss");
+  EXPECT_EQ(c.env.at("OMP_NUM_THREADS"), "2");
+  EXPECT_EQ(c.bool_true, "true");
+  EXPECT_EQ(c.metric_rank, runners::kAllRanks);
+  EXPECT_EQ(c.memory_budget_bytes, 3ull << 30);
+  EXPECT_TRUE(c.early_stopping.enabled);
+  EXPECT_EQ(c.early_stopping.metric, "samples_per_s");
+  EXPECT_FALSE(c.cwd.empty());
+  // The spec round-trips through the task's record (replay).
+  EXPECT_EQ(runners::RunnerSpec::from_json(spec.to_json(), "x").to_json(), spec.to_json());
+
+  EXPECT_EQ(error_of([&] {
+              spec_of(with({"--metric", "=x"}));
+            }),
+            "--metric =x: expected NAME=REGEX, e.g. samples_per_s='([0-9.]+) samples/s'");
+  EXPECT_EQ(error_of([&] {
+              spec_of(with({"--metric", "speed=no group"}));
+            }),
+            "--metric speed=no group: metric 'speed': the regular expression 'no group' needs one "
+            "capture group around the number");
+  EXPECT_EQ(error_of([&] {
+              spec_of(with({"--metric-rank", "2", "--nproc", "2"}));
+            }),
+            "--metric-rank 2: expected a rank from 0 to 1 or 'all'");
+  EXPECT_EQ(error_of([&] {
+              spec_of(with({"--bool-format", "yes"}));
+            }),
+            "--bool-format yes: expected TRUE/FALSE, e.g. 1/0 or true/false");
+  EXPECT_EQ(error_of([&] {
+              spec_of(with({"--env", "NOVALUE"}));
+            }),
+            "--env NOVALUE: expected NAME=VALUE");
+  EXPECT_EQ(error_of([&] {
+              spec_of(with({}, {"t.py", "--lr={learning_rate}"}));
+            }),
+            "the command's placeholder {learning_rate}: s.toml declares no knob 'learning_rate'");
+  EXPECT_EQ(error_of([&] {
+              spec_of(with({}, {"t.py", "{bach}"}));
+            }),
+            "the command's placeholder {bach}: s.toml declares no knob 'bach' (did you mean "
+            "{batch}?)");
 }
 
 }  // namespace

@@ -110,6 +110,38 @@ TEST(DatabaseTest, TrialsAreIndexedInOrderAndNeverDuplicated) {
   EXPECT_THROW(db->trial(task + 7, 0), Error);
 }
 
+TEST(DatabaseTest, StudiesNameOneTaskEachAndKeepTheRunnerSpec) {
+  auto db = Database::in_memory();
+  const TaskRecord a = db->find_or_create_task(key(), {"samples_per_s", false});
+  const TaskRecord b = db->find_or_create_task(key("{\"cpu\":\"y\"}"), {"samples_per_s", false});
+  EXPECT_FALSE(db->task_by_study("small").has_value());
+  db->name_task(a.id, "small");
+  db->name_task(a.id, "small");  // naming it again is no change
+  EXPECT_EQ(db->task_by_study("small")->id, a.id);
+  EXPECT_EQ(db->task(a.id).study, "small");
+  EXPECT_THROW(db->name_task(b.id, "small"), Error);
+  db->set_runner_spec(b.id, "{\"kind\":\"command\"}");
+  EXPECT_EQ(db->task(b.id).runner_spec_json, "{\"kind\":\"command\"}");
+  EXPECT_EQ(db->task(a.id).runner_spec_json, "");
+}
+
+TEST(DatabaseTest, AnInterruptedTrialIsReplacedByItsMeasurement) {
+  auto db = Database::in_memory();
+  const int64_t task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
+  db->add_trial(trial(task, 1, TrialStatus::kOk, 10.0));
+  TrialRecord stopped = trial(task, 2, TrialStatus::kInterrupted, std::nullopt);
+  stopped.result.error = "interrupted by the user";
+  EXPECT_EQ(db->add_trial(stopped), 1);
+  EXPECT_EQ(db->add_trial(trial(task, 2, TrialStatus::kOk, 20.0)), 1);  // same index, measured
+  const auto all = db->trials(task);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].result.status, TrialStatus::kOk);
+  EXPECT_EQ(*all[1].objective, 20.0);
+  // An ok trial is never replaced.
+  EXPECT_EQ(db->add_trial(trial(task, 2, TrialStatus::kOk, 99.0)), 1);
+  EXPECT_EQ(*db->trials(task)[1].objective, 20.0);
+}
+
 TEST(DatabaseTest, ProfilesAreStoredByKeyAndReplaced) {
   auto db = Database::in_memory();
   EXPECT_FALSE(db->profile("{\"model\":\"gpt-tiny\"}").has_value());
