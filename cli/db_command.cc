@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -235,6 +236,18 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
 
   const int64_t task_id = o.task.resolve(*database, "db " + action);
   const db::TaskRecord task = database->task(task_id);
+  if (!sort.empty()) {
+    // A metric no trial reported sorts nothing: say so, with the ones there are.
+    std::set<std::string> reported;
+    for (const db::TrialRecord& t : database->trials(task_id))
+      for (const auto& [name, value] : t.result.metrics) reported.insert(name);
+    if (!reported.count(sort)) {
+      std::string names;
+      for (const std::string& n : reported) names += (names.empty() ? "" : ", ") + n;
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, "--sort ", sort, ": no trial of task ", task_id,
+                 " reported it", names.empty() ? std::string() : " (metrics: " + names + ")");
+    }
+  }
 
   if (action == "trials" || action == "export") {
     std::vector<db::TrialRecord> trials;

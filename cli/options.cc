@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -178,6 +179,12 @@ runners::RunnerSpec RunnerArgs::spec(const space::Space& space, const std::strin
   SLAPO_CHECK(!(runner == "inprocess" && nproc > 1), ErrorCode::kInvalidArgument,
               "--runner inprocess runs one rank; --nproc ", nproc,
               " needs processes (single-node)");
+  SLAPO_CHECK(std::isfinite(timeout_s) && timeout_s >= 0, ErrorCode::kInvalidArgument, "--timeout ",
+              timeout_s, ": expected seconds, at least 0 (0: none)");
+  SLAPO_CHECK(command.empty() || runner == "subprocess", ErrorCode::kInvalidArgument, "--runner ",
+              runner,
+              ": a command after -- runs under the command runner; leave "
+              "--runner out");
   if (!command.empty())
     return runners::RunnerSpec::for_command(command_options(space, objective, minimize));
   SLAPO_CHECK(metrics.empty() && metric_regex.empty() && env.empty() && !early_stop,

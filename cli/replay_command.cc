@@ -64,6 +64,8 @@ ReplayOptions parse_replay(const Args& args) {
   if (o.help) return o;
   SLAPO_CHECK(!o.task.db.empty(), ErrorCode::kInvalidArgument, "replay: --db FILE is required");
   SLAPO_CHECK(!o.steps || *o.steps >= 1, ErrorCode::kInvalidArgument, "--steps must be at least 1");
+  SLAPO_CHECK(!o.trial || *o.trial >= 0, ErrorCode::kInvalidArgument, "--trial ", *o.trial,
+              ": a trial index is 0 or more");
   return o;
 }
 

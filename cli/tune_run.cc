@@ -3,6 +3,7 @@
 #include "cli/tune_run.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -185,6 +186,9 @@ TuneOptions parse_tune(const Args& all_args, const char* command) {
   if (o.help) return o;
   SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, command,
               ": --space FILE is required");
+  SLAPO_CHECK(std::isfinite(o.tuner.time_limit_s) && o.tuner.time_limit_s >= 0,
+              ErrorCode::kInvalidArgument, "--time-limit ", o.tuner.time_limit_s,
+              ": expected seconds, at least 0 (0: none)");
   // An unknown name fails here, before anything runs (`model` is checked once the runner is known).
   const std::vector<std::string> names = tuner::strategy_names();
   if (std::find(names.begin(), names.end(), o.tuner.strategy) == names.end()) {

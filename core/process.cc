@@ -257,6 +257,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     close(out_pipe[0]);
     close(err_pipe[0]);
     const std::string why = std::strerror(failure.error);
+    result.start_errno = failure.error;
     result.error = failure.step == 0   ? "cannot enter the directory '" + options.cwd + "': " + why
                    : failure.step == 1 ? "cannot limit the address space: " + why
                                        : "cannot run '" + argv[0] + "': " + why;

@@ -37,11 +37,12 @@ struct ProcessResult {
   // Killed by SIGKILL that this process did not send while the kernel's count of out-of-memory
   // kills (/proc/vmstat oom_kill) went up: the kernel's OOM killer.
   bool oom_killed = false;
-  int exit_code = -1;  // when it exited normally
-  int signal = 0;      // when a signal ended it
-  std::string out;     // standard output
-  std::string err;     // standard error
-  std::string error;   // why it could not start
+  int exit_code = -1;   // when it exited normally
+  int signal = 0;       // when a signal ended it
+  std::string out;      // standard output
+  std::string err;      // standard error
+  std::string error;    // why it could not start
+  int start_errno = 0;  // ... its errno (E2BIG: the arguments and environment are too long)
   double duration_s = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -147,7 +148,7 @@ std::string CommandRunner::command_line(const Config& config) const {
 
 TrialResult CommandRunner::judge(const ProcessResult& p, const MetricReports& reports,
                                  bool reports_metrics, const std::string& stop_reason) const {
-  SLAPO_CHECK(p.started, ErrorCode::kNotFound, "command runner: ", p.error);
+  if (!p.started) return failed_trial(TrialStatus::kRuntimeError, p.error);
   const std::string output = p.out + p.err;
   const bool exited_badly = p.signal != 0 || p.exit_code != 0;
   const std::regex oom_re(options_.oom_pattern, std::regex::icase);
@@ -226,6 +227,22 @@ TrialResult CommandRunner::run_one(const Config& config) {
       po->watch = [&](const std::string&) { return stop.load(); };
     }
   };
+  // A configuration whose arguments or environment the system refuses (E2BIG) fails alone, saying
+  // what is too long.
+  const auto explain_start = [&](ProcessResult& p) {
+    if (p.started || p.start_errno != E2BIG) return;
+    size_t argv_bytes = 0;
+    for (const std::string& a : argv_for(config)) argv_bytes += a.size() + 1;
+    std::string longest;
+    size_t longest_bytes = 0;
+    for (const auto& [name, value] : env_for(config)) {
+      if (name.size() + value.size() + 2 > longest_bytes)
+        longest = name, longest_bytes = name.size() + value.size() + 2;
+    }
+    p.error += " (the arguments are " + std::to_string(argv_bytes) +
+               " bytes; the longest variable, " + longest + ", " + std::to_string(longest_bytes) +
+               " bytes; one argument or variable may hold at most 128 KiB)";
+  };
   std::vector<ProcessResult> processes;
   if (options_.nproc <= 1) {
     ProcessOptions po;
@@ -241,6 +258,7 @@ TrialResult CommandRunner::run_one(const Config& config) {
     ranks.per_rank = options_for;
     processes = run_ranks(ranks);
   }
+  for (ProcessResult& p : processes) explain_start(p);
   // What each rank reported.
   std::vector<MetricReports> reports(processes.size());
   for (size_t rank = 0; rank < processes.size(); ++rank) {

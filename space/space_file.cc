@@ -1,6 +1,7 @@
 #include "space/space_file.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -281,11 +282,21 @@ Space parse_space(const std::string& text, const std::string& origin) {
 }
 
 Space load_space_file(const std::string& path) {
+  std::error_code ec;
+  SLAPO_CHECK(!std::filesystem::is_directory(path, ec), ErrorCode::kInvalidArgument, path,
+              ": a directory, not a space file");
   std::ifstream in(path, std::ios::binary);
   SLAPO_CHECK(in.good(), ErrorCode::kNotFound, path, ": cannot open the space file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_space(text.str(), path);
+  // Read no more than the cap (and one byte to know it was passed): /dev/zero must not fill memory.
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+    SLAPO_CHECK(text.size() <= kMaxSpaceFileBytes, ErrorCode::kInvalidArgument, path,
+                ": larger than ", kMaxSpaceFileBytes >> 20,
+                " MiB; a space file is a few kilobytes of TOML");
+  }
+  return parse_space(text, path);
 }
 
 }  // namespace slapo::space

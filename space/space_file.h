@@ -10,13 +10,18 @@
 //   [constraints]  name = "expression" | ["expression", ...]
 //   [space]        order = ["knob", ...]   (loop order; default: file order)
 
+#include <cstddef>
 #include <string>
 
 #include "space/space.h"
 
 namespace slapo::space {
 
-// Throws Error(kNotFound) when the file cannot be read, Error(kParse) with file:line:column for
+// The largest space file read (a real one is a few kilobytes).
+inline constexpr size_t kMaxSpaceFileBytes = 16 << 20;
+
+// Throws Error(kNotFound) when the file cannot be read, Error(kInvalidArgument) for a directory or
+// a file over kMaxSpaceFileBytes (checked while reading), Error(kParse) with file:line:column for
 // TOML syntax errors, unknown tables or keys, and values of the wrong kind.
 Space load_space_file(const std::string& path);
 Space parse_space(const std::string& text, const std::string& origin);

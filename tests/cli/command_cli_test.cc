@@ -181,6 +181,13 @@ TEST(CommandCliTest, StudiesNameTasksAndReplayRunsWhereTheTuningRan) {
             std::string::npos)
       << replay.out;
   EXPECT_NE(replay.out.find("30"), std::string::npos) << replay.out;
+  // Sorting by a metric no trial reported is refused, with the ones there are.
+  const Outcome sort = run("db trials --db " + db + " --study small --sort nope");
+  EXPECT_EQ(sort.exit_code, 2);
+  EXPECT_NE(sort.err.find("--sort nope: no trial of task 1 reported it (metrics: throughput, "
+                          "wall_s)"),
+            std::string::npos)
+      << sort.err;
   // A typo in a placeholder never reaches the script.
   const Outcome typo =
       run("single-device --space " + space + " --db " + db + " -- sh train.sh {bacth}");

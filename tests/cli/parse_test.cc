@@ -258,5 +258,27 @@ TEST(ParseTest, TheCommandRunnersFlagsBecomeItsSpecOrAreRefusedByName) {
             "{batch}?)");
 }
 
+TEST(ParseTest, DurationsIndicesAndCombinationsOutsideTheirMeaningAreRefused) {
+  const space::Space space = space::parse_space("[knobs]\nb = { values = [1, 2] }\n", "s.toml");
+  EXPECT_EQ(error_of([] {
+              parse_single_device({"--space", "s.toml", "--time-limit", "-5"});
+            }),
+            "--time-limit -5: expected seconds, at least 0 (0: none)");
+  EXPECT_EQ(error_of([&] {
+              parse_single_device({"--space", "s.toml", "--timeout", "-1"}).runner.spec(space);
+            }),
+            "--timeout -1: expected seconds, at least 0 (0: none)");
+  EXPECT_EQ(error_of([&] {
+              parse_single_device({"--space", "s.toml", "--runner", "inprocess", "--", "t.py"})
+                  .runner.spec(space);
+            }),
+            "--runner inprocess: a command after -- runs under the command runner; leave "
+            "--runner out");
+  EXPECT_EQ(error_of([] {
+              parse_replay({"--db", "t.db", "--trial", "-1"});
+            }),
+            "--trial -1: a trial index is 0 or more");
+}
+
 }  // namespace
 }  // namespace slapo::cli

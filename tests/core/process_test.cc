@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <csignal>
 
 #include "core/interrupt.h"
@@ -154,6 +155,13 @@ TEST(RanksTest, WhenARankFailsItsPeersAreEndedAfterAGrace) {
     EXPECT_LT(r[i].duration_s, kPeerGraceS + 5);
   }
   EXPECT_EQ(first_rank_failure(r), "rank 1 exited with 4: rank one broke");
+}
+
+TEST(ProcessTest, AnArgumentTooLongIsACleanRefusal) {
+  const ProcessResult r = run_process({"echo", std::string(200 << 10, 'x')});
+  EXPECT_FALSE(r.started);
+  EXPECT_EQ(r.start_errno, E2BIG);
+  EXPECT_NE(r.error.find("Argument list too long"), std::string::npos) << r.error;
 }
 
 TEST(ProcessTest, SelfExecutableIsThisTestProgram) {

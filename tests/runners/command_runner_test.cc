@@ -250,6 +250,26 @@ TEST(CommandRunnerTest, ARealPyTorchOutOfMemoryUnderTheBudget) {
   EXPECT_NE(results[1].error.find("can't allocate memory"), std::string::npos) << results[1].error;
 }
 
+TEST(CommandRunnerTest, AConfigurationThatCannotStartFailsAloneSayingWhatIsTooLong) {
+  CommandOptions o;
+  o.argv = {"sh", "-c", "echo throughput: 1", "{name}"};
+  CommandRunner runner(o);
+  Config big, small;
+  big.set("name", std::string(200 << 10, 'x'));
+  small.set("name", std::string("x"));
+  const auto results = runner.run({big, small});
+  EXPECT_EQ(results[0].status, TrialStatus::kRuntimeError);
+  EXPECT_NE(results[0].error.find("Argument list too long"), std::string::npos) << results[0].error;
+  EXPECT_NE(results[0].error.find("the longest variable, SLAPO_NAME, 204812 bytes"),
+            std::string::npos)
+      << results[0].error;
+  EXPECT_EQ(results[1].status, TrialStatus::kOk);  // the next one runs
+  o.argv = {"/nonexistent/train"};
+  const TrialResult missing = CommandRunner(o).run({small})[0];
+  EXPECT_EQ(missing.status, TrialStatus::kRuntimeError);
+  EXPECT_EQ(missing.error, "cannot run '/nonexistent/train': No such file or directory");
+}
+
 TEST(CommandRunnerTest, BooleansPlaceholdersAndTheReproducingLine) {
   CommandOptions o;
   o.argv = {"./train.py", "--ckpt={ckpt}", "--bs", "{batch_size}", "--name", "{name}", "{x}{x}"};

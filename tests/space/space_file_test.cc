@@ -51,6 +51,20 @@ one = "zeta >= 2"
   EXPECT_EQ(c.size(), 10u * 5 * 2 * 2 * 2 * 2);
 }
 
+TEST(SpaceFileTest, DirectoriesAndEndlessFilesAreRefusedWithoutReadingThemWhole) {
+  const auto message = [](const std::string& path) {
+    try {
+      load_space_file(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(message("/tmp"), "/tmp: a directory, not a space file");
+  EXPECT_EQ(message("/dev/zero"),
+            "/dev/zero: larger than 16 MiB; a space file is a few kilobytes of TOML");
+}
+
 TEST(SpaceFileTest, CutPointsWithoutMinAndMaxUseTheDefaults) {
   // min defaults to 1 layer per stage and max to all of them.
   const CompiledSpace c = CompiledSpace::compile(parse_space(R"(
