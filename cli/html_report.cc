@@ -63,6 +63,11 @@ Axis axis_of(const std::string& knob, const std::vector<db::TrialRecord>& trials
   return a;
 }
 
+// Whether a trial was measured (not pruned before it ran, not interrupted by the user).
+bool was_measured(const db::TrialRecord& t) {
+  return t.result.status != TrialStatus::kPruned && t.result.status != TrialStatus::kInterrupted;
+}
+
 // Pale yellow to deep blue: t in [0, 1]. Never white: white is "not measured".
 std::string color(double t) {
   const double lo[3] = {255, 237, 160}, hi[3] = {8, 48, 107};
@@ -254,7 +259,7 @@ std::string knob_panel(const db::TaskRecord& task, const std::vector<db::TrialRe
     const Value* v = t.config.find(axis.knob);
     if (!v) continue;
     const size_t i = axis.index_of(*v);
-    if (t.result.status != TrialStatus::kPruned) measured.insert(i);
+    if (was_measured(t)) measured.insert(i);
     if (t.result.status != TrialStatus::kOk || !t.ranking_objective()) continue;
     const double y = *t.ranking_objective();
     // A little horizontal jitter by trial index, so trials of one value do not hide each other.
@@ -291,7 +296,7 @@ std::string knob_panel(const db::TaskRecord& task, const std::vector<db::TrialRe
 std::string convergence(const db::TaskRecord& task, const std::vector<db::TrialRecord>& trials) {
   std::vector<const db::TrialRecord*> measured;
   for (const auto& t : trials) {
-    if (t.result.status != TrialStatus::kPruned) measured.push_back(&t);
+    if (was_measured(t)) measured.push_back(&t);
   }
   const int width = 640, height = 300, left = 70, right = 20, top = 20, bottom = 40;
   double lo = INFINITY, hi = -INFINITY;
@@ -395,12 +400,14 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
       yk = name;
   }
 
-  size_t ok = 0, pruned = 0, failed = 0;
+  size_t ok = 0, pruned = 0, failed = 0, interrupted = 0;
   for (const auto& t : trials) {
     if (t.result.status == TrialStatus::kOk)
       ++ok;
     else if (t.result.status == TrialStatus::kPruned)
       ++pruned;
+    else if (t.result.status == TrialStatus::kInterrupted)
+      ++interrupted;
     else
       ++failed;
   }
@@ -425,7 +432,8 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
        << (task.objective.minimize ? " (minimized)" : " (maximized)") << " · created "
        << escape(task.created_at) << "</p>\n";
   html << "<p>" << ok + failed << " measured (" << ok << " ok, " << failed << " failed), " << pruned
-       << " pruned.</p>\n";
+       << " pruned" << (interrupted ? ", " + std::to_string(interrupted) + " interrupted" : "")
+       << ".</p>\n";
   if (!data.reproduce.empty()) {
     html << "<p>The best, by hand: <code class='reproduce'>" << escape(data.reproduce)
          << "</code></p>\n";

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,25 +22,18 @@ std::unique_ptr<Coprocess> Coprocess::start(const std::vector<std::string>& argv
   int in_pipe[2], out_pipe[2];
   SLAPO_CHECK(pipe2(in_pipe, O_CLOEXEC) == 0 && pipe2(out_pipe, O_CLOEXEC) == 0, ErrorCode::kIo,
               "pipe: ", std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  SpawnArgs spawn(argv, extra_env);
-  pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, spawn.argv()[0], &actions, &attr, spawn.argv(), spawn.envp());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  ChildSetup setup;
+  setup.env = extra_env;
+  setup.in_fd = in_pipe[0];
+  setup.out_fd = out_pipe[1];
+  std::string error;
+  const pid_t pid = spawn_child(argv, setup, &error);
   close(in_pipe[0]);
   close(out_pipe[1]);
-  if (rc != 0) {
+  if (pid < 0) {
     close(in_pipe[1]);
     close(out_pipe[0]);
-    SLAPO_FAIL(ErrorCode::kNotFound, "cannot run '", argv[0], "': ", std::strerror(rc));
+    SLAPO_FAIL(ErrorCode::kNotFound, error);
   }
   std::unique_ptr<Coprocess> c(new Coprocess());
   c->pid_ = pid;

@@ -1,8 +1,8 @@
 #pragma once
 // Coprocess: a long-lived child that answers requests line by line over its standard input and
-// output (the fork server of the subprocess runner). Started with posix_spawn in its own process
-// group; its standard error is this process's. Destroying it closes its input, kills its group and
-// reaps it.
+// output (the fork server of the subprocess runner). Started as every child is (spawn_child: its
+// own process group, killed when this process dies); its standard error is this process's.
+// Destroying it closes its input, kills its group and reaps it.
 
 #include <map>
 #include <memory>

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -144,7 +143,8 @@ void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
 
 // In a forked child, before exec: only async-signal-safe calls. Its own process group, killed
 // when its parent dies, default signal handling, no input, output to the pipes.
-void prepare_child(pid_t parent, int out_fd, int err_fd) {
+// in_fd -1: /dev/null; err_fd -1: this process's standard error.
+void prepare_child(pid_t parent, int out_fd, int err_fd, int in_fd = -1) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the parent died before the line above
@@ -155,10 +155,14 @@ void prepare_child(pid_t parent, int out_fd, int err_fd) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (null >= 0) dup2(null, 0);
+  if (in_fd >= 0) {
+    dup2(in_fd, 0);
+  } else {
+    const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0) dup2(null, 0);
+  }
   dup2(out_fd, 1);
-  dup2(err_fd, 2);
+  if (err_fd >= 0) dup2(err_fd, 2);
 }
 
 // The child's report of a failure before exec: which step and errno, on a close-on-exec pipe.
@@ -202,31 +206,26 @@ SpawnArgs::SpawnArgs(const std::vector<std::string>& argv,
   argv_ptrs_.push_back(nullptr);
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
-  ProcessResult result;
-  if (argv.empty()) {
-    result.error = "empty command";
-    return result;
+pid_t spawn_child(const std::vector<std::string>& argv, const ChildSetup& setup, std::string* error,
+                  int* error_number) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    *error = std::string("pipe: ") + std::strerror(errno);
+    if (error_number) *error_number = errno;
+    return -1;
   }
-  int out_pipe[2], err_pipe[2], report[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
-      pipe2(report, O_CLOEXEC) != 0) {
-    result.error = std::string("pipe: ") + std::strerror(errno);
-    return result;
-  }
-  SpawnArgs spawn(argv, options.env);  // built before the fork: the child must not allocate
-  const char* cwd = options.cwd.empty() ? nullptr : options.cwd.c_str();
-  rlimit limit{static_cast<rlim_t>(options.address_space_bytes),
-               static_cast<rlim_t>(options.address_space_bytes)};
+  SpawnArgs spawn(argv, setup.env);  // built before the fork: the child must not allocate
+  const char* cwd = setup.cwd.empty() ? nullptr : setup.cwd.c_str();
+  const rlimit limit{static_cast<rlim_t>(setup.address_space_bytes),
+                     static_cast<rlim_t>(setup.address_space_bytes)};
   const pid_t parent = getpid();
-  const auto start = Clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
-    prepare_child(parent, out_pipe[1], err_pipe[1]);
+    prepare_child(parent, setup.out_fd, setup.err_fd, setup.in_fd);
     ExecFailure failure{0, 0};
     if (cwd && chdir(cwd) != 0) {
       failure = {0, errno};
-    } else if (options.address_space_bytes > 0 && setrlimit(RLIMIT_AS, &limit) != 0) {
+    } else if (setup.address_space_bytes > 0 && setrlimit(RLIMIT_AS, &limit) != 0) {
       failure = {1, errno};
     } else {
       execvpe(spawn.argv()[0], spawn.argv(), spawn.envp());
@@ -235,32 +234,54 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     (void)!write(report[1], &failure, sizeof failure);
     _exit(127);
   }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
   close(report[1]);
   if (pid < 0) {
-    result.error = std::string("fork: ") + std::strerror(errno);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
+    *error = std::string("fork: ") + std::strerror(errno);
+    if (error_number) *error_number = errno;
     close(report[0]);
-    return result;
+    return -1;
   }
   ExecFailure failure{};
   ssize_t n;
   while ((n = read(report[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
   }
   close(report[0]);
-  if (n == static_cast<ssize_t>(sizeof failure)) {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+  if (n != static_cast<ssize_t>(sizeof failure)) return pid;  // exec'd: the pipe closed empty
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const std::string why = std::strerror(failure.error);
+  if (error_number) *error_number = failure.error;
+  *error = failure.step == 0   ? "cannot enter the directory '" + setup.cwd + "': " + why
+           : failure.step == 1 ? "cannot limit the address space: " + why
+                               : "cannot run '" + argv[0] + "': " + why;
+  return -1;
+}
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& options) {
+  ProcessResult result;
+  if (argv.empty()) {
+    result.error = "empty command";
+    return result;
+  }
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    result.error = std::string("pipe: ") + std::strerror(errno);
+    return result;
+  }
+  ChildSetup setup;
+  setup.env = options.env;
+  setup.cwd = options.cwd;
+  setup.address_space_bytes = options.address_space_bytes;
+  setup.out_fd = out_pipe[1];
+  setup.err_fd = err_pipe[1];
+  const auto start = Clock::now();
+  const pid_t pid = spawn_child(argv, setup, &result.error, &result.start_errno);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (pid < 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    const std::string why = std::strerror(failure.error);
-    result.start_errno = failure.error;
-    result.error = failure.step == 0   ? "cannot enter the directory '" + options.cwd + "': " + why
-                   : failure.step == 1 ? "cannot limit the address space: " + why
-                                       : "cannot run '" + argv[0] + "': " + why;
     return result;
   }
   result.started = true;

@@ -9,6 +9,8 @@
 // (PR_SET_PDEATHSIG). Its output is read until both pipes close, or for at most a second after it
 // exited: a grandchild that left its group cannot hold the run open.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -47,7 +49,7 @@ struct ProcessResult {
 };
 
 // argv and an environment — this process's, with `extra` added or overriding — as the arrays
-// posix_spawn takes, kept alive as long as this object.
+// execve takes, kept alive as long as this object.
 class SpawnArgs {
  public:
   SpawnArgs(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra);
@@ -58,6 +60,24 @@ class SpawnArgs {
   std::vector<std::string> argv_, env_;
   std::vector<char*> argv_ptrs_, env_ptrs_;
 };
+
+// How a child is started (spawn_child): its environment (added to this process's), working
+// directory, address-space limit, and standard streams.
+struct ChildSetup {
+  std::map<std::string, std::string> env;
+  std::string cwd;                   // empty: this process's
+  uint64_t address_space_bytes = 0;  // RLIMIT_AS; 0: none
+  int in_fd = -1;                    // -1: /dev/null
+  int out_fd = 1;
+  int err_fd = -1;  // -1: this process's standard error
+};
+
+// Starts argv[0] (searched in PATH when it has no slash) in a fork+exec'd child set up as every
+// child here is: its own process group, killed when this process dies (PR_SET_PDEATHSIG), default
+// signal handling. Returns its pid, or -1 with `*error` (and `*error_number`) saying which step
+// failed: entering the directory, the limit, or the exec. The caller registers and reaps it.
+pid_t spawn_child(const std::vector<std::string>& argv, const ChildSetup& setup, std::string* error,
+                  int* error_number = nullptr);
 
 // Runs argv[0] (searched in PATH when it has no slash) with argv, waits for it, returns what
 // happened. Never throws for the child's failures.

@@ -25,6 +25,7 @@ constexpr struct {
     {TrialStatus::kCrashed, "crashed"},
     {TrialStatus::kPruned, "pruned"},
     {TrialStatus::kInterrupted, "interrupted"},
+    {TrialStatus::kInvalidMetric, "invalid_metric"},
 };
 }  // namespace
 

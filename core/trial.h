@@ -19,7 +19,8 @@ enum class TrialStatus {
   kCrashed,        // the process died by a signal or produced garbled output
   kPruned,  // not run to its end: proven by another trial (OOM dominance), predicted out of memory,
             // or stopped early by its intermediate values (the reason says which)
-  kInterrupted,  // the user interrupted the run during it: not a measurement; measured on resume
+  kInterrupted,    // the user interrupted the run during it: not a measurement; measured on resume
+  kInvalidMetric,  // it reported a metric that is not a finite number (the error quotes where)
 };
 
 const char* to_string(TrialStatus status);

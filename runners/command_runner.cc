@@ -184,7 +184,7 @@ TrialResult CommandRunner::judge(const ProcessResult& p, const MetricReports& re
                                                      std::to_string(p.exit_code) +
                                                      (last.empty() ? "" : ": " + last));
   } else if (reports_metrics && !reports.problems.empty()) {
-    r = failed_trial(TrialStatus::kRuntimeError, reports.problems.front());
+    r = failed_trial(TrialStatus::kInvalidMetric, reports.problems.front());
   } else if (reports_metrics && reports.final_metrics.empty()) {
     std::string regexes;
     for (const MetricPattern& m : options_.metrics)

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
 
+#include "core/coprocess.h"
 #include "core/interrupt.h"
 #include "core/process.h"
 #include "core/ranks.h"
@@ -162,6 +165,32 @@ TEST(ProcessTest, AnArgumentTooLongIsACleanRefusal) {
   EXPECT_FALSE(r.started);
   EXPECT_EQ(r.start_errno, E2BIG);
   EXPECT_NE(r.error.find("Argument list too long"), std::string::npos) << r.error;
+}
+
+// Whether a process whose command line is exactly `args` exists.
+bool running(const std::string& args) {
+  const std::string command = "ps -eo args | grep -qx -- '" + args + "'";
+  return std::system(command.c_str()) == 0;
+}
+
+TEST(ProcessTest, ChildrenDieWithTheProcessThatStartedThem) {
+  // A parent that starts a trial and a coprocess, then is killed with SIGKILL (no handler runs):
+  // both children go with it.
+  const std::string trial = "sleep 31.25", server = "sleep 32.25";
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    auto coprocess = Coprocess::start({"sleep", "32.25"});
+    run_process({"sleep", "31.25"});
+    _exit(0);
+  }
+  for (int i = 0; i < 50 && !(running(trial) && running(server)); ++i) usleep(50000);
+  ASSERT_TRUE(running(trial) && running(server));
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  for (int i = 0; i < 50 && (running(trial) || running(server)); ++i) usleep(50000);
+  EXPECT_FALSE(running(trial));
+  EXPECT_FALSE(running(server));
 }
 
 TEST(ProcessTest, SelfExecutableIsThisTestProgram) {

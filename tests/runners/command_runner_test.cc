@@ -162,16 +162,16 @@ TEST(CommandRunnerTest, NamedRegexesStructuredLinesAndTheMetricsFileAllCount) {
 TEST(CommandRunnerTest, ABadReportFailsTheTrialAndSaysWhere) {
   const TrialResult nan =
       run_script("echo 'slapo-metrics: {\"samples_per_s\": null}'; echo throughput: 1");
-  EXPECT_EQ(nan.status, TrialStatus::kRuntimeError);
+  EXPECT_EQ(nan.status, TrialStatus::kInvalidMetric);
   EXPECT_EQ(nan.error, "standard output line 1: metric 'samples_per_s' is not finite");
   const TrialResult garbled = run_script("echo 'slapo-metrics: {samples: 3'");
-  EXPECT_EQ(garbled.status, TrialStatus::kRuntimeError);
+  EXPECT_EQ(garbled.status, TrialStatus::kInvalidMetric);
   EXPECT_NE(garbled.error.find("standard output line 1: not a JSON object"), std::string::npos)
       << garbled.error;
   CommandOptions any_word;
   any_word.metrics = {{"throughput", R"(throughput: (\S+))"}};
   const TrialResult inf = run_script("echo throughput: inf", Config(), any_word);
-  EXPECT_EQ(inf.status, TrialStatus::kRuntimeError);
+  EXPECT_EQ(inf.status, TrialStatus::kInvalidMetric);
   EXPECT_EQ(inf.error, "metric 'throughput' is not finite (inf)");
 }
 
