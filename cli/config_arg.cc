@@ -5,19 +5,25 @@
 
 #include "cli/options.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
 
 namespace slapo::cli {
 
+namespace {
+// The largest --config @FILE read (a configuration is a few hundred bytes).
+constexpr size_t kMaxConfigFileBytes = 1 << 20;
+}  // namespace
+
 Config parse_config_arg(const std::string& arg) {
   if (!arg.empty() && arg[0] == '@') {
     const std::string path = arg.substr(1);
-    std::ifstream in(path);
-    SLAPO_CHECK(in.good(), ErrorCode::kNotFound, "--config ", arg, ": cannot open ", path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return Config::from_json(text.str(), "--config " + path);
+    const std::string text = for_flag("--config", arg, [&] {
+      return read_file_capped(path, kMaxConfigFileBytes, "the configuration file",
+                              "a configuration is a JSON object of knob values");
+    });
+    return Config::from_json(text, "--config " + path);
   }
   return Config::from_json(arg, "--config");
 }

@@ -1,7 +1,6 @@
 #include "space/space_file.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "space/bind.h"
 
 namespace slapo::space {
@@ -282,21 +282,9 @@ Space parse_space(const std::string& text, const std::string& origin) {
 }
 
 Space load_space_file(const std::string& path) {
-  std::error_code ec;
-  SLAPO_CHECK(!std::filesystem::is_directory(path, ec), ErrorCode::kInvalidArgument, path,
-              ": a directory, not a space file");
-  std::ifstream in(path, std::ios::binary);
-  SLAPO_CHECK(in.good(), ErrorCode::kNotFound, path, ": cannot open the space file");
-  // Read no more than the cap (and one byte to know it was passed): /dev/zero must not fill memory.
-  std::string text;
-  char chunk[65536];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-    SLAPO_CHECK(text.size() <= kMaxSpaceFileBytes, ErrorCode::kInvalidArgument, path,
-                ": larger than ", kMaxSpaceFileBytes >> 20,
-                " MiB; a space file is a few kilobytes of TOML");
-  }
-  return parse_space(text, path);
+  return parse_space(read_file_capped(path, kMaxSpaceFileBytes, "the space file",
+                                      "a space file is a few kilobytes of TOML"),
+                     path);
 }
 
 }  // namespace slapo::space

@@ -8,6 +8,7 @@
 #include <boost/program_options/errors.hpp>
 
 #include "cli/commands.h"
+#include "cli/config_arg.h"
 #include "core/error.h"
 #include "space/space_file.h"
 
@@ -278,6 +279,16 @@ TEST(ParseTest, DurationsIndicesAndCombinationsOutsideTheirMeaningAreRefused) {
               parse_replay({"--db", "t.db", "--trial", "-1"});
             }),
             "--trial -1: a trial index is 0 or more");
+}
+
+TEST(ParseTest, AConfigurationFileIsReadBounded) {
+  EXPECT_EQ(error_of([] { parse_config_arg("@/dev/zero"); }),
+            "--config @/dev/zero: /dev/zero: larger than 1 MiB; a configuration is a JSON object "
+            "of knob values");
+  EXPECT_EQ(error_of([] { parse_config_arg("@/tmp"); }),
+            "--config @/tmp: /tmp: a directory where the configuration file was expected");
+  EXPECT_EQ(error_of([] { parse_config_arg("@/nonexistent.json"); }),
+            "--config @/nonexistent.json: /nonexistent.json: cannot open the configuration file");
 }
 
 }  // namespace

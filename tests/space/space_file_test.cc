@@ -60,7 +60,7 @@ TEST(SpaceFileTest, DirectoriesAndEndlessFilesAreRefusedWithoutReadingThemWhole)
     }
     return std::string();
   };
-  EXPECT_EQ(message("/tmp"), "/tmp: a directory, not a space file");
+  EXPECT_EQ(message("/tmp"), "/tmp: a directory where the space file was expected");
   EXPECT_EQ(message("/dev/zero"),
             "/dev/zero: larger than 16 MiB; a space file is a few kilobytes of TOML");
 }
