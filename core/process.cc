@@ -83,11 +83,18 @@ void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
       if (!killed) ended = Clock::now();
     }
   };
-  while (open[0] || open[1]) {
-    if (!killed && options.timeout_s > 0 && seconds_since(start) >= options.timeout_s) {
+  // The time limit, then the watcher (given the new output): either ends the group.
+  const auto enforce = [&](const std::string& fresh) {
+    if (killed || exited) return;
+    if (options.timeout_s > 0 && seconds_since(start) >= options.timeout_s) {
       result.timed_out = true;
       end_group();
+    } else if (options.watch && options.watch(fresh)) {
+      result.stopped = true;
+      end_group();
     }
+  };
+  while (open[0] || open[1]) {
     reap(WNOHANG);
     if ((exited || killed) && seconds_since(ended) > kGraceAfterExitS) break;
     double wait_s = kTickS;
@@ -109,25 +116,14 @@ void collect(pid_t pid, int out_fd, int err_fd, const ProcessOptions& options,
         if (i == 0) fresh.assign(buffer, static_cast<size_t>(n));
       }
     }
-    if (options.watch && !killed && !exited && options.watch(fresh)) {
-      result.stopped = true;
-      end_group();
-    }
+    enforce(fresh);
   }
   close(out_fd);
   close(err_fd);
   // It closed its output but may still run: the time limit and the watcher still hold.
-  while (!exited) {
-    if (!killed && options.timeout_s > 0 && seconds_since(start) >= options.timeout_s) {
-      result.timed_out = true;
-      end_group();
-    }
-    if (!killed && options.watch && options.watch("")) {
-      result.stopped = true;
-      end_group();
-    }
-    reap(killed ? 0 : WNOHANG);
-    if (!exited) usleep(static_cast<useconds_t>(kTickS * 1e6 / 5));
+  for (reap(WNOHANG); !exited; reap(killed ? 0 : WNOHANG)) {
+    enforce("");
+    if (!killed) usleep(static_cast<useconds_t>(kTickS * 1e6 / 5));
   }
   // Whatever it left behind in its group goes too.
   kill(-pid, SIGKILL);

@@ -63,7 +63,7 @@ std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
   std::vector<ProcessResult> results(static_cast<size_t>(options.nproc));
   std::vector<std::thread> threads;
   using Clock = std::chrono::steady_clock;
-  std::atomic<bool> failed{false};
+  std::atomic<bool> a_rank_failed{false};
   std::atomic<Clock::rep> failed_at{0};
   std::vector<char> ended_by_peer(static_cast<size_t>(options.nproc), 0);
   for (int rank = 0; rank < options.nproc; ++rank) {
@@ -80,7 +80,7 @@ std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
     // End this rank some seconds after another one failed.
     po.watch = [&, rank, inner = po.watch](const std::string& chunk) {
       if (inner && inner(chunk)) return true;
-      if (!failed) return false;
+      if (!a_rank_failed) return false;
       const double since = std::chrono::duration<double>(
                                Clock::now() - Clock::time_point(Clock::duration(failed_at.load())))
                                .count();
@@ -91,11 +91,10 @@ std::vector<ProcessResult> run_ranks(const RanksOptions& options) {
     threads.emplace_back([&, rank, po] {
       ProcessResult& r = results[static_cast<size_t>(rank)];
       r = run_process(options.argv, po);
-      if ((r.signal != 0 || r.exit_code != 0 || !r.started) &&
-          !ended_by_peer[static_cast<size_t>(rank)]) {
+      if (failed(r) && !ended_by_peer[static_cast<size_t>(rank)]) {
         Clock::rep unset = 0;  // the first failure's time, then the flag the watchers read
         failed_at.compare_exchange_strong(unset, Clock::now().time_since_epoch().count());
-        failed = true;
+        a_rank_failed = true;
       }
     });
   }

@@ -7,13 +7,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
 
 #include "core/error.h"
 #include "core/process.h"
 #include "core/ranks.h"
+#include "core/read_file.h"
 #include "core/text.h"
 
 namespace slapo::runners {
@@ -41,10 +41,18 @@ class ScratchDir {
   std::string path_;
 };
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return in ? std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())
-            : "";
+// What a rank wrote to its metrics file (none when it wrote nothing), read up to `max_bytes`.
+void add_metrics_file(const std::string& path, size_t max_bytes, MetricReports* reports) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::exists(path, ec)) return;
+  const std::string origin = "$" + std::string(kMetricsFileEnv);
+  try {
+    reports->add_json_lines(
+        read_file_capped(path, max_bytes, "the metrics file", "report metrics there, not logs"),
+        false, origin);
+  } catch (const Error& e) {
+    reports->problems.push_back(origin + ": " + e.what());
+  }
 }
 
 // The first line of `output` that matches `re`, trimmed to 200 characters.
@@ -265,8 +273,8 @@ TrialResult CommandRunner::run_one(const Config& config) {
     const std::string who = processes.size() > 1 ? "rank " + std::to_string(rank) + " " : "";
     reports[rank].add_regex_matches(processes[rank].out, options_.metrics);
     reports[rank].add_json_lines(processes[rank].out, true, who + "standard output");
-    const std::string file = scratch.metrics_file(static_cast<int>(rank));
-    reports[rank].add_json_lines(read_file(file), false, "$" + std::string(kMetricsFileEnv));
+    add_metrics_file(scratch.metrics_file(static_cast<int>(rank)), kMaxMetricsFileBytes,
+                     &reports[rank]);
   }
   std::vector<TrialResult> per_rank;
   for (size_t rank = 0; rank < processes.size(); ++rank) {

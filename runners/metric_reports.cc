@@ -137,7 +137,7 @@ bool LiveReports::feed(const std::string& chunk) {
 }
 
 bool LiveReports::poll_file() {
-  if (file_.empty()) return false;
+  if (file_.empty() || file_offset_ > kMaxMetricsFileBytes) return false;
   std::ifstream in(file_, std::ios::binary);
   if (!in) return false;
   in.seekg(static_cast<std::streamoff>(file_offset_));

@@ -10,6 +10,7 @@
 // on it); the others are final, later ones overriding earlier ones. slapo_tune.report() of the
 // Python helper (python/slapo_tune.py) writes them.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -22,6 +23,8 @@ namespace slapo::runners {
 inline constexpr const char* kMetricsLinePrefix = "slapo-metrics:";
 // The environment variable naming the file a command may write its reports to.
 inline constexpr const char* kMetricsFileEnv = "SLAPO_METRICS_FILE";
+// The most of that file read (a report is a line of numbers per step, not a log).
+inline constexpr size_t kMaxMetricsFileBytes = 16 << 20;
 
 struct MetricPattern {
   std::string name;

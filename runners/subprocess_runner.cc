@@ -15,8 +15,7 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
   SLAPO_CHECK(p.started, ErrorCode::kNotFound, "worker: ", p.error);
   const std::string log = tail_lines(p.err + p.out, log_lines);
   TrialResult r;
-  const bool failed = p.signal != 0 || p.exit_code != 0;
-  if (p.interrupted || (failed && !p.timed_out && interrupt_requested())) {
+  if (p.interrupted) {
     r = failed_trial(TrialStatus::kInterrupted, "interrupted by the user");
   } else if (p.peer_failed) {
     r = failed_trial(TrialStatus::kRuntimeError, kEndedByPeerError);
@@ -57,6 +56,8 @@ ProcessResult SubprocessRunner::run_forked(const Config& config) {
     p.signal = 0;
     p.exit_code = 1;
     p.err = "the fork server stopped answering";
+    // An interrupt ends the server's group; its trial child dies with it (PR_SET_PDEATHSIG).
+    p.interrupted = interrupt_requested();
     return p;
   }
   return *response;

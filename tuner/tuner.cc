@@ -216,20 +216,16 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       const Measurement m = measure(runner, config, options.objective);
       record.result = m.result;
       record.objective = m.objective;
+      if (record.result.status == TrialStatus::kInterrupted) {
+        // Not a measurement: recorded so the run shows what it was doing, measured on resume.
+        report(record, database.add_trial(record));
+        summary.stopped_because = "interrupted";
+        break;
+      }
       record.duration_s = m.duration_s;
       measuring_s += record.duration_s;
       ++summary.measured;
       ++measured_total;
-      if (record.result.status == TrialStatus::kInterrupted) {
-        // Not a measurement: recorded so the run shows what it was doing, measured on resume.
-        --summary.measured;
-        --measured_total;
-        record.duration_s = 0;
-        const int64_t index = database.add_trial(record);
-        report(record, index);
-        summary.stopped_because = "interrupted";
-        break;
-      }
       if (record.result.status != TrialStatus::kOk) ++summary.failed;
       if (options.cost_model) options.cost_model->observe(config, record.result);
     }
@@ -266,7 +262,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     }
     ++since_improvement;
   }
-  if (summary.stopped_because == "interrupted") {
+  if (interrupt_requested()) {
+    if (summary.stopped_because != "interrupted")
+      summary.stopped_because += "; interrupted before the confirmation";
     summary.elapsed_s = seconds_since(start);
     const auto top = database.best(task.id, 1);
     if (!top.empty()) summary.best = top[0];

@@ -175,6 +175,14 @@ TEST(CommandRunnerTest, ABadReportFailsTheTrialAndSaysWhere) {
   EXPECT_EQ(inf.error, "metric 'throughput' is not finite (inf)");
 }
 
+TEST(CommandRunnerTest, AMetricsFileIsReadOnlyUpToItsCap) {
+  const TrialResult r = run_script(
+      "head -c 17000000 /dev/zero | tr '\\0' ' ' >> \"$SLAPO_METRICS_FILE\"; echo throughput: 1");
+  EXPECT_EQ(r.status, TrialStatus::kInvalidMetric);
+  EXPECT_NE(r.error.find("larger than 16 MiB; report metrics there, not logs"), std::string::npos)
+      << r.error;
+}
+
 TEST(CommandRunnerTest, TheMetricsAreRankZerosAndAFailingRankExplainsTheTrial) {
   CommandOptions o;
   o.nproc = 2;

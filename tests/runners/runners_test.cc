@@ -2,12 +2,16 @@
 // sense; the command runner passes knob values verbatim.
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <chrono>
+#include <thread>
 
 #include <cmath>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/interrupt.h"
 #include "models/model_spec.h"
 #include "runners/inprocess_runner.h"
 #include "runners/runner_spec.h"
@@ -348,6 +352,25 @@ TEST(ForkServerTest, AServerThatDiesIsStartedAgain) {
   EXPECT_NE(results[1].log_tail.find("the fork server stopped answering"), std::string::npos)
       << results[1].log_tail;
   EXPECT_EQ(results[2].status, TrialStatus::kOk) << results[2].error;
+}
+
+TEST(ForkServerTest, AnInterruptEndsTheServerAndTheTrialIsInterrupted) {
+  clear_interrupt();
+  SubprocessOptions o;
+  o.worker = {"sh", "-c", "read request; sleep 30", "worker"};  // a trial that would run on
+  o.workload_json = "{}";
+  o.fork_server = true;
+  o.timeout_s = 60;
+  SubprocessRunner runner(o);
+  std::thread interrupter([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    request_interrupt();
+  });
+  const TrialResult r = runner.run({config("{}")})[0];
+  interrupter.join();
+  clear_interrupt();
+  EXPECT_EQ(r.status, TrialStatus::kInterrupted) << r.error << r.log_tail;
+  EXPECT_LT(r.metrics.at("wall_s"), 10.0);
 }
 
 // ---- several ranks per trial ------------------------------------------------------------------
