@@ -190,7 +190,10 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
   const std::optional<TrialStatus> status = status_filter(o.status);
   const size_t top = o.top;
   const std::string& sort = o.sort;
-  auto database = db::Database::open_existing(o.task.db);
+  // Only prune writes: the queries open the file read-only (a read-only database in a read-only
+  // folder can be queried, and nothing is left behind).
+  auto database = action == "prune" ? db::Database::open_existing(o.task.db)
+                                    : db::Database::open_read_only(o.task.db);
   if (action == "tasks") {
     const std::vector<db::TaskRecord> tasks = database->tasks();
     if (format == Format::kJson) {

@@ -74,7 +74,7 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
     out << help_text<ReplayOptions>(kUsage, declare);
     return kExitOk;
   }
-  auto database = db::Database::open_existing(o.task.db);
+  auto database = db::Database::open_read_only(o.task.db);
   const int64_t task_id = o.task.resolve(*database, "replay");
   const db::TaskRecord task = database->task(task_id);
   db::TrialRecord recorded;

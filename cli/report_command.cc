@@ -47,7 +47,7 @@ int run_report(const ReportCommandOptions& o, std::ostream& out, std::ostream& e
     out << help_text<ReportCommandOptions>(kUsage, declare);
     return kExitOk;
   }
-  auto database = db::Database::open_existing(o.task.db);
+  auto database = db::Database::open_read_only(o.task.db);
   const int64_t task_id = o.task.resolve(*database, "report");
   ReportData data;
   data.task = database->task(task_id);

@@ -89,13 +89,18 @@ struct TrialFilter {
 
 class Database {
  public:
-  // Opens (creating when absent) a database file. Throws Error(kInvalidArgument) for a file that
-  // is not a slapo database or has a newer schema, Error(kIo) when it cannot be opened or is
-  // corrupt; such files are not modified.
+  // Opens (creating when absent) a database file. Throws Error(kInvalidArgument) for a path that
+  // is not a regular file, a file that is not a slapo database or has a newer schema,
+  // Error(kParse) for a corrupt one, Error(kNotFound) for a missing folder, Error(kIo) when the
+  // system refuses; such files are not modified. Several processes may open one new file at once.
   static std::unique_ptr<Database> open(const std::string& path);
-  // Opens an existing database without creating or migrating it (queries). Error(kNotFound) when
+  // Opens an existing database to change it (migrating an older schema). Error(kNotFound) when
   // the file does not exist.
   static std::unique_ptr<Database> open_existing(const std::string& path);
+  // Opens an existing database for queries: nothing is written, and a read-only file or folder
+  // is left without -wal or -shm files. Error(kInvalidArgument) for an older schema (a tuning
+  // command upgrades it).
+  static std::unique_ptr<Database> open_read_only(const std::string& path);
   // A private in-memory database (tests).
   static std::unique_ptr<Database> in_memory();
 

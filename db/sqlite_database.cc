@@ -4,13 +4,16 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -88,8 +91,9 @@ const char* const kMigrations[] = {
 
 class Connection {
  public:
-  Connection(const std::string& path, int flags) : path_(path) {
-    const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  // `target` is what SQLite opens (a path or a URI); `path` names the file in errors.
+  Connection(const std::string& target, int flags, const std::string& path) : path_(path) {
+    const int rc = sqlite3_open_v2(target.c_str(), &db_, flags, nullptr);
     if (rc != SQLITE_OK) {
       const std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
@@ -110,7 +114,13 @@ class Connection {
       fail(why);
     }
   }
+  // A damaged file is bad input (exit 2), as a malformed space file is; the rest is the system's.
   [[noreturn]] void fail(const std::string& why) const {
+    if (why.find("malformed") != std::string::npos ||
+        why.find("file is not a database") != std::string::npos) {
+      SLAPO_FAIL(ErrorCode::kParse, path_, ": the database is corrupt (", why,
+                 "); it was not modified");
+    }
     SLAPO_FAIL(ErrorCode::kIo, path_, ": database error: ", why);
   }
 
@@ -203,10 +213,14 @@ int64_t pragma_int(Connection& c, const char* sql) {
 }
 
 // Refuses files that are not SQLite without touching them (sqlite3 would happily overwrite a
-// zero-length file, and reports foreign files only at the first query).
-void check_header(const std::string& path) {
+// zero-length file, and reports foreign files only at the first query), and paths that are not
+// regular files (a directory, /dev/null, a pipe). Missing files pass: they may be created.
+void check_file(const std::string& path) {
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0 || st.st_size == 0) return;
+  if (stat(path.c_str(), &st) != 0) return;
+  SLAPO_CHECK(S_ISREG(st.st_mode), ErrorCode::kInvalidArgument, path,
+              ": not a regular file, so not a database");
+  if (st.st_size == 0) return;
   std::ifstream in(path, std::ios::binary);
   char header[16] = {};
   in.read(header, sizeof header);
@@ -215,32 +229,95 @@ void check_header(const std::string& path) {
               ": not a slapo database (not an SQLite file); it was not modified");
 }
 
-class SqliteDatabase : public Database {
- public:
-  SqliteDatabase(const std::string& path, bool create)
-      : c_(path, create ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE : SQLITE_OPEN_READWRITE) {
-    try {
-      const int64_t app = pragma_int(c_, "PRAGMA application_id");
-      const int64_t version = pragma_int(c_, "PRAGMA user_version");
-      const int64_t tables = pragma_int(c_, "SELECT count(*) FROM sqlite_master");
-      SLAPO_CHECK(
-          app == kApplicationId || (app == 0 && tables == 0), ErrorCode::kInvalidArgument, path,
-          ": not a slapo database (another application's SQLite file); it was not modified");
-      SLAPO_CHECK(version <= kSchemaVersion, ErrorCode::kInvalidArgument, path,
-                  ": written by a newer slapo (schema ", version, ", this one reads up to ",
-                  kSchemaVersion, "); it was not modified");
-      if (path != ":memory:") c_.exec("PRAGMA journal_mode=WAL");
-      c_.exec("PRAGMA foreign_keys=ON");
-      migrate(version);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::kIo &&
-          std::string(e.what()).find("malformed") != std::string::npos) {
-        SLAPO_FAIL(ErrorCode::kIo, path, ": the database is corrupt; it was not modified");
-      }
-      throw;
+// The folder a database file lives in (its -wal and -shm files go there too).
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A database that is written needs its file and its folder (for the -wal file) writable.
+void check_writable(const std::string& path) {
+  const bool exists = access(path.c_str(), F_OK) == 0;
+  for (const std::string& p : {exists ? path : std::string(), folder_of(path)}) {
+    if (p.empty() || access(p.c_str(), W_OK) == 0) continue;
+    SLAPO_FAIL(ErrorCode::kIo, path, ": cannot be written (", p, ": ", std::strerror(errno),
+               "); it can still be read by db queries and report");
+  }
+}
+
+void check_exists(const std::string& path) {
+  struct stat st {};
+  SLAPO_CHECK(stat(path.c_str(), &st) == 0, ErrorCode::kNotFound, path, ": no such database");
+  check_file(path);
+}
+// A path as an SQLite URI ("file:" and the path, %-escaping what URIs reserve).
+std::string uri_of(const std::string& path, const std::string& query) {
+  std::string out = "file:";
+  for (const char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
     }
   }
+  return out + "?" + query;
+}
 
+// How a database is opened. kCreate: created when absent, migrated. kWrite: must exist, migrated.
+// kRead: must exist; nothing is written, not even -wal or -shm files where they could not be
+// removed again (a read-only file or folder).
+enum class OpenMode { kCreate, kWrite, kRead };
+
+// What a read-only open opens. Where the file and its folder are writable, a read-write
+// connection that writes nothing (query_only): as the last connection it removes the -wal and
+// -shm files it made when it closes, which a read-only connection cannot. Otherwise a read-only
+// one, immutable when no other process can be writing — no -wal file exists, and none could be
+// made — so SQLite makes no -shm file either.
+struct Target {
+  std::string name;
+  int flags = 0;
+};
+Target target_of(const std::string& path, OpenMode mode) {
+  if (mode == OpenMode::kCreate) return {path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE};
+  const bool writable =
+      access(path.c_str(), W_OK) == 0 && access(folder_of(path).c_str(), W_OK) == 0;
+  if (mode == OpenMode::kWrite || writable) return {path, SQLITE_OPEN_READWRITE};
+  const bool frozen = access((path + "-wal").c_str(), F_OK) != 0;
+  return {uri_of(path, frozen ? "mode=ro&immutable=1" : "mode=ro"),
+          SQLITE_OPEN_READONLY | SQLITE_OPEN_URI};
+}
+
+bool busy(const Error& e) {
+  const std::string what = e.what();
+  return what.find("database is locked") != std::string::npos ||
+         what.find("database table is locked") != std::string::npos;
+}
+
+class SqliteDatabase : public Database {
+ public:
+  SqliteDatabase(const std::string& path, OpenMode mode)
+      : SqliteDatabase(path, mode, target_of(path, mode)) {}
+
+ private:
+  SqliteDatabase(const std::string& path, OpenMode mode, const Target& target)
+      : c_(target.name, target.flags, path) {
+    const Identity id = identify();
+    if (mode == OpenMode::kRead) {
+      c_.exec("PRAGMA query_only=ON");
+      SLAPO_CHECK(id.version == kSchemaVersion || id.tables == 0, ErrorCode::kInvalidArgument, path,
+                  ": written by an older slapo (schema ", id.version,
+                  "); a tuning command upgrades it, but it cannot be written here");
+      return;
+    }
+    if (path != ":memory:") switch_to_wal();
+    c_.exec("PRAGMA foreign_keys=ON");
+    migrate();
+  }
+
+ public:
   TaskRecord find_or_create_task(const TaskKey& key, const Objective& objective) override {
     Transaction tx(c_);
     {
@@ -560,9 +637,55 @@ class SqliteDatabase : public Database {
   }
 
  private:
-  void migrate(int64_t from) {
-    if (from == kSchemaVersion) return;
+  struct Identity {
+    int64_t version = 0;
+    int64_t tables = 0;
+  };
+
+  // Reads what the file is, in one read transaction (a tuner creating it at the same moment is
+  // seen before or after its creation, never half-way), and refuses a file that is not a slapo
+  // database or is newer than this slapo, before anything is written.
+  Identity identify() {
+    c_.exec("BEGIN");
+    Identity id;
+    const int64_t app = pragma_int(c_, "PRAGMA application_id");
+    id.version = pragma_int(c_, "PRAGMA user_version");
+    id.tables = pragma_int(c_, "SELECT count(*) FROM sqlite_master");
+    c_.exec("COMMIT");
+    SLAPO_CHECK(app == kApplicationId || (app == 0 && id.tables == 0), ErrorCode::kInvalidArgument,
+                c_.path(),
+                ": not a slapo database (another application's SQLite file); it was not modified");
+    SLAPO_CHECK(id.version <= kSchemaVersion, ErrorCode::kInvalidArgument, c_.path(),
+                ": written by a newer slapo (schema ", id.version, ", this one reads up to ",
+                kSchemaVersion, "); it was not modified");
+    return id;
+  }
+
+  // Switching to WAL takes an exclusive lock, for which SQLite does not wait: several tuners
+  // opening one new file at once retry here until the busy timeout.
+  void switch_to_wal() {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (int attempt = 0;; ++attempt) {
+      try {
+        c_.exec("PRAGMA journal_mode=WAL");
+        return;
+      } catch (const Error& e) {
+        if (!busy(e) || std::chrono::steady_clock::now() > deadline) throw;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 + 5 * std::min(attempt, 10)));
+    }
+  }
+
+  // Creates or upgrades the schema. The version is read again inside the write transaction: of
+  // several tuners opening one file, the first migrates and the others find it done.
+  void migrate() {
     Transaction tx(c_);
+    const int64_t from = pragma_int(c_, "PRAGMA user_version");
+    if (from == kSchemaVersion) {
+      tx.commit();
+      return;
+    }
     for (int64_t v = from; v < kSchemaVersion; ++v) c_.exec(kMigrations[v]);
     c_.exec(("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
     c_.exec(("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
@@ -589,7 +712,8 @@ class SqliteDatabase : public Database {
     TrialRecord t;
     t.task_id = s.integer(0);
     t.index = s.integer(1);
-    t.config = Config::from_json(s.text(2), c_.path());
+    t.config = Config::from_json(s.text(2), c_.path() + ": trial " + std::to_string(t.index) +
+                                                " of task " + std::to_string(t.task_id));
     const auto status = trial_status_from_string(s.text(3));
     SLAPO_CHECK(status.has_value(), ErrorCode::kIo, c_.path(), ": trial ", t.index,
                 " has unknown status '", s.text(3), "'");
@@ -620,19 +744,27 @@ std::string TaskKey::hash() const {
 }
 
 std::unique_ptr<Database> Database::open(const std::string& path) {
-  check_header(path);
-  return std::make_unique<SqliteDatabase>(path, true);
+  check_file(path);
+  struct stat st {};
+  SLAPO_CHECK(stat(folder_of(path).c_str(), &st) == 0 && S_ISDIR(st.st_mode), ErrorCode::kNotFound,
+              path, ": no such folder as ", folder_of(path));
+  check_writable(path);
+  return std::make_unique<SqliteDatabase>(path, OpenMode::kCreate);
 }
 
 std::unique_ptr<Database> Database::open_existing(const std::string& path) {
-  struct stat st {};
-  SLAPO_CHECK(stat(path.c_str(), &st) == 0, ErrorCode::kNotFound, path, ": no such database");
-  check_header(path);
-  return std::make_unique<SqliteDatabase>(path, false);
+  check_exists(path);
+  check_writable(path);
+  return std::make_unique<SqliteDatabase>(path, OpenMode::kWrite);
+}
+
+std::unique_ptr<Database> Database::open_read_only(const std::string& path) {
+  check_exists(path);
+  return std::make_unique<SqliteDatabase>(path, OpenMode::kRead);
 }
 
 std::unique_ptr<Database> Database::in_memory() {
-  return std::make_unique<SqliteDatabase>(":memory:", true);
+  return std::make_unique<SqliteDatabase>(":memory:", OpenMode::kCreate);
 }
 
 std::string utc_now() {

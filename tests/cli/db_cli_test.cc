@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +162,87 @@ TEST_F(DbCliTest, BadInput) {
   Outcome foreign = run("db tasks --db " + text);
   EXPECT_EQ(foreign.exit_code, 2);
   EXPECT_NE(foreign.err.find("not a slapo database"), std::string::npos);
+}
+
+std::string slurp(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) return "";
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// docs/cli.md: a malformed or unreadable file exits 2 — databases too — with one line naming it,
+// and the file is left as it was.
+TEST_F(DbCliTest, UnusableDatabaseFilesExitTwoAndStayUntouched) {
+  const std::string bytes = slurp(db_);
+  ASSERT_GT(bytes.size(), 4096u);
+  const std::string truncated = slapo::testing::write_temp("truncated.db", bytes.substr(0, 4096));
+  const std::string fake_header =
+      slapo::testing::write_temp("fake.db", std::string("SQLite format 3\0", 16) + "garbage");
+  const std::string cases[][2] = {
+      {truncated, "is corrupt"},
+      {fake_header, "is corrupt"},
+      {"/dev/null", "not a regular file"},
+      {::testing::TempDir(), "not a regular file"},
+      {::testing::TempDir() + "/no/such/folder/x.db", "no such"},
+  };
+  for (const auto& [path, why] : cases) {
+    const std::string before = slurp(path);
+    for (const std::string& command :
+         {"db tasks --db " + path, "db trials --db " + path, "report --db " + path + " --out -",
+          "trial --space " + kSpace + " --runner inprocess --db " + path +
+              " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.0, \"attn\": \"naive\"}'"}) {
+      const Outcome r = run(command);
+      EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;
+      EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(why), std::string::npos) << command << "\n" << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+    EXPECT_EQ(slurp(path), before) << path;
+  }
+}
+
+// Queries write nothing: no -wal or -shm file stays behind, and the file is byte-identical.
+TEST_F(DbCliTest, QueriesLeaveTheFileAsTheyFoundIt) {
+  std::remove((db_ + "-wal").c_str());
+  std::remove((db_ + "-shm").c_str());
+  const std::string before = slurp(db_);
+  for (const std::string& command :
+       {"db tasks --db " + db_, "db trials --db " + db_, "db best --db " + db_,
+        "db export --db " + db_, "report --db " + db_ + " --out " + db_ + ".html"}) {
+    ASSERT_EQ(run(command).exit_code, 0) << command;
+    EXPECT_NE(access((db_ + "-wal").c_str(), F_OK), 0) << command << " left a -wal file";
+    EXPECT_NE(access((db_ + "-shm").c_str(), F_OK), 0) << command << " left a -shm file";
+  }
+  EXPECT_EQ(slurp(db_), before);
+}
+
+// A database on a read-only file system (a read-only bind mount of its folder: the only way to
+// make a folder read-only for root, who runs CI) is queried; writing it fails in one line.
+TEST_F(DbCliTest, ADatabaseInAReadOnlyFolderIsQueried) {
+  const std::string folder = ::testing::TempDir() + "/rw_" + std::to_string(getpid());
+  const std::string frozen = ::testing::TempDir() + "/ro_" + std::to_string(getpid());
+  ASSERT_EQ(
+      std::system(
+          ("mkdir -p " + folder + " " + frozen + " && cp " + db_ + " " + folder + "/t.db").c_str()),
+      0);
+  if (std::system(("mount --bind " + folder + " " + frozen + " 2>/dev/null && mount -o " +
+                   "remount,ro,bind " + frozen + " 2>/dev/null")
+                      .c_str()) != 0) {
+    std::system(("umount " + frozen + " 2>/dev/null").c_str());
+    GTEST_SKIP() << "cannot make a read-only bind mount here (not root?)";
+  }
+  const std::string path = frozen + "/t.db";
+  const Outcome trials = run("db trials --db " + path);
+  const Outcome report = run("report --db " + path + " --out " + folder + "/r.html");
+  const Outcome prune = run("db prune --status oom --db " + path);
+  std::system(("umount " + frozen).c_str());
+  EXPECT_EQ(trials.exit_code, 0) << trials.err;
+  EXPECT_NE(trials.out.find("batch_size"), std::string::npos) << trials.out;
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_EQ(prune.exit_code, 1);
+  EXPECT_NE(prune.err.find("cannot be written"), std::string::npos) << prune.err;
+  EXPECT_NE(access((folder + "/t.db-wal").c_str(), F_OK), 0);
+  EXPECT_NE(access((folder + "/t.db-shm").c_str(), F_OK), 0);
 }
 
 }  // namespace

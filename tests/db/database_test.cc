@@ -1,3 +1,4 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -450,6 +451,81 @@ TEST(DatabaseReliabilityTest, FourWritersAtOnce) {
   EXPECT_EQ(*indices.rbegin(), 239);
   EXPECT_EQ(configs.size(), 240u);
   EXPECT_TRUE(integrity_ok(path));
+}
+
+// Tuners started at the same instant on a file that does not exist yet: one creates it, migrates
+// it and switches it to WAL; the others wait and find it done. 100 tries of 4 processes.
+TEST(DatabaseReliabilityTest, FourProcessesCreateOneNewFileAtOnce) {
+  const std::string path = temp_path("created.db");
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+    std::vector<pid_t> pids;
+    for (int w = 0; w < 4; ++w) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        const std::string id = std::to_string(w);
+        const int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        execl(DB_WRITER, DB_WRITER, path.c_str(), id.c_str(), "2", static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      pids.push_back(pid);
+    }
+    for (pid_t pid : pids) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "attempt " << attempt << ": a process failed to open the new database";
+    }
+    auto db = Database::open(path);
+    ASSERT_EQ(db->tasks().size(), 1u) << "attempt " << attempt;
+    EXPECT_EQ(db->trials(db->tasks()[0].id).size(), 8u) << "attempt " << attempt;
+  }
+}
+
+// A damaged cell names the file, the trial and the task.
+TEST(DatabaseTest, ACorruptCellNamesItsTrial) {
+  const std::string path = temp_path("cell.db");
+  int64_t task = 0;
+  {
+    auto db = Database::open(path);
+    task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
+    db->add_trial(trial(task, 8, TrialStatus::kOk, 100));
+    db->add_trial(trial(task, 16, TrialStatus::kOk, 100));
+  }
+  sqlite3* raw = nullptr;
+  sqlite3_open(path.c_str(), &raw);
+  sqlite3_exec(raw, "UPDATE trials SET config = '{\"batch_size\": ' WHERE idx = 1", nullptr,
+               nullptr, nullptr);
+  sqlite3_close(raw);
+  try {
+    Database::open_read_only(path)->trials(task);
+    ADD_FAILURE() << "a corrupt configuration was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_NE(std::string(e.what()).find(path + ": trial 1 of task " + std::to_string(task)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A read-only open writes nothing: not through the API, and no -wal or -shm file stays behind.
+TEST(DatabaseTest, ReadOnlyOpenWritesNothing) {
+  const std::string path = temp_path("queried.db");
+  int64_t task = 0;
+  {
+    auto db = Database::open(path);
+    task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
+    db->add_trial(trial(task, 8, TrialStatus::kOk, 100));
+  }
+  auto db = Database::open_read_only(path);
+  EXPECT_EQ(db->trials(task).size(), 1u);
+  EXPECT_THROW(db->add_trial(trial(task, 16, TrialStatus::kOk, 50)), Error);
+  db.reset();
+  EXPECT_NE(access((path + "-wal").c_str(), F_OK), 0);
+  EXPECT_NE(access((path + "-shm").c_str(), F_OK), 0);
+  EXPECT_EQ(Database::open(path)->trials(task).size(), 1u);
+  EXPECT_THROW(Database::open_read_only(temp_path("absent.db")), Error);
 }
 
 }  // namespace
