@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "space/compiled_space.h"
@@ -230,6 +231,34 @@ void BM_Cuts96_Engine_SampleScalarKnobs(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(space.sample(rng));
 }
 
+// A wide space: `n` knobs of 8 values and `n` constraints linking each knob to the next, half
+// affine (k_i + k_{i+1} <= 12), half guards (k_i % 2 == 0 or k_{i+1} <= 4). Its size is far past
+// 2^64: what is timed is reading and compiling it (issue 18: 10,000 of each under 1 s).
+std::string wide_space(int n) {
+  std::ostringstream text;
+  text << "[knobs]\n";
+  for (int i = 0; i < n; ++i) text << "k" << i << " = { range = [1, 8] }\n";
+  text << "[constraints]\n";
+  for (int i = 0; i < n; ++i) {
+    const int j = (i + 1) % n;
+    if (i % 2 == 0)
+      text << "c" << i << " = \"k" << i << " + k" << j << " <= 12\"\n";
+    else
+      text << "c" << i << " = \"k" << i << " % 2 == 0 or k" << j << " <= 4\"\n";
+  }
+  return text.str();
+}
+
+void BM_Wide_ParseAndCompile(benchmark::State& state) {
+  const std::string text = wide_space(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    const CompiledSpace space = CompiledSpace::compile(parse_space(text, "wide.toml"));
+    benchmark::DoNotOptimize(space.knobs().size());
+  }
+  state.counters["knobs"] = static_cast<double>(state.range(0));
+  state.counters["constraints"] = static_cast<double>(state.range(0));
+}
+
 }  // namespace
 
 BENCHMARK(BM_Training_Naive)->Unit(benchmark::kMillisecond);
@@ -242,5 +271,11 @@ BENCHMARK(BM_Cuts48_Engine_Enumerate_ScalarKnobs)->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_Cuts96_Engine_CompileAndCount_CutsKnob)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cuts96_Engine_CompileAndCount_ScalarKnobs)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Cuts96_Engine_SampleScalarKnobs)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Wide_ParseAndCompile)
+    ->Arg(1000)
+    ->Arg(3000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 BENCHMARK_MAIN();

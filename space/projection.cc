@@ -18,17 +18,17 @@ bool integral(double x) { return std::fabs(x) < kMaxExact && x == std::floor(x);
 void normalize(Row* row) {
   if (row->exact) {
     int64_t g = 0;
-    for (double x : row->a) g = std::gcd(g, static_cast<int64_t>(std::fabs(x)));
+    for (const auto& t : row->terms) g = std::gcd(g, static_cast<int64_t>(std::fabs(t.second)));
     if (g > 1) {
-      for (double& x : row->a) x /= static_cast<double>(g);
+      for (auto& t : row->terms) t.second /= static_cast<double>(g);
       row->c = std::floor(row->c / static_cast<double>(g));
     }
     return;
   }
   double m = 0;
-  for (double x : row->a) m = std::max(m, std::fabs(x));
+  for (const auto& t : row->terms) m = std::max(m, std::fabs(t.second));
   if (m > 0 && m != 1) {
-    for (double& x : row->a) x /= m;
+    for (auto& t : row->terms) t.second /= m;
     row->c /= m;
   }
 }
@@ -37,8 +37,7 @@ void normalize(Row* row) {
 void row_range(const Row& row, const std::vector<Interval>& box, double* lo, double* hi) {
   *lo = row.c;
   *hi = row.c;
-  for (size_t j = 0; j < row.a.size(); ++j) {
-    const double a = row.a[j];
+  for (const auto& [j, a] : row.terms) {
     if (a > 0) {
       *lo += a * box[j].lo;
       *hi += a * box[j].hi;
@@ -64,16 +63,16 @@ bool always_false(const Row& row, const std::vector<Interval>& box) {
 
 // Keeps, among projected rows with the same coefficients, the tightest one.
 void deduplicate(std::vector<Row>* rows) {
-  std::map<std::vector<double>, size_t> seen;
+  std::map<std::vector<std::pair<int, double>>, size_t> seen;
   std::vector<Row> out;
   for (Row& row : *rows) {
     if (row.origin != Row::kProjected) {
       out.push_back(std::move(row));
       continue;
     }
-    auto it = seen.find(row.a);
+    auto it = seen.find(row.terms);
     if (it == seen.end()) {
-      seen.emplace(row.a, out.size());
+      seen.emplace(row.terms, out.size());
       out.push_back(std::move(row));
     } else {
       Row& kept = out[it->second];
@@ -85,18 +84,40 @@ void deduplicate(std::vector<Row>* rows) {
 
 }  // namespace
 
-int Row::last_slot() const {
-  for (int j = static_cast<int>(a.size()) - 1; j >= 0; --j) {
-    if (a[j] != 0) return j;
-  }
-  return -1;
+double Row::coef(int slot) const {
+  const auto it = std::lower_bound(terms.begin(), terms.end(), std::make_pair(slot, -HUGE_VAL));
+  return it != terms.end() && it->first == slot ? it->second : 0;
 }
+
+namespace {
+// wp·p + wq·q without slot k (which the weights cancel), zeros dropped.
+std::vector<std::pair<int, double>> combine(double wp, const Row& p, double wq, const Row& q,
+                                            int k) {
+  std::vector<std::pair<int, double>> out;
+  out.reserve(p.terms.size() + q.terms.size());
+  auto i = p.terms.begin(), j = q.terms.begin();
+  while (i != p.terms.end() || j != q.terms.end()) {
+    int slot;
+    double a = 0;
+    if (j == q.terms.end() || (i != p.terms.end() && i->first < j->first)) {
+      slot = i->first;
+      a = wp * (i++)->second;
+    } else if (i == p.terms.end() || j->first < i->first) {
+      slot = j->first;
+      a = wq * (j++)->second;
+    } else {
+      slot = i->first;
+      a = wp * (i++)->second + wq * (j++)->second;
+    }
+    if (slot != k && a != 0) out.emplace_back(slot, a);
+  }
+  return out;
+}
+}  // namespace
 
 void classify_exactness(Row* row, const std::vector<Interval>& box) {
   bool exact = integral(row->c);
-  for (size_t j = 0; j < row->a.size() && exact; ++j) {
-    if (row->a[j] != 0) exact = integral(row->a[j]) && box[j].integer;
-  }
+  for (const auto& [j, a] : row->terms) exact = exact && integral(a) && box[j].integer;
   row->exact = exact;
   if (exact && row->strict) {
     row->c -= 1;
@@ -108,40 +129,37 @@ ProjectionResult project(std::vector<Row> rows, const std::vector<Interval>& box
   const int n = static_cast<int>(box.size());
   ProjectionResult result;
   result.bounds.resize(n);
-  for (Row& row : rows) normalize(&row);
-  std::vector<Row> pool;
+  // The rows not yet eliminated, by their last slot; `pending` counts them.
+  std::vector<std::vector<Row>> by_last(n);
+  size_t pending = 0;
   for (Row& row : rows) {
+    normalize(&row);
     if (row.last_slot() < 0 || always_false(row, box)) {
       if (always_false(row, box)) result.infeasible = true;
       continue;
     }
-    pool.push_back(std::move(row));
+    by_last[row.last_slot()].push_back(std::move(row));
+    ++pending;
   }
   for (int k = n - 1; k >= 0; --k) {
-    std::vector<Row> lower, upper, rest;
-    for (Row& row : pool) {
-      if (row.last_slot() != k)
-        rest.push_back(std::move(row));
-      else if (row.a[k] > 0)
-        lower.push_back(std::move(row));
-      else
-        upper.push_back(std::move(row));
-    }
+    std::vector<Row> lower, upper;
+    for (Row& row : by_last[k])
+      (row.terms.back().second > 0 ? lower : upper).push_back(std::move(row));
+    pending -= by_last[k].size();
+    by_last[k] = {};
     for (const auto* side : {&lower, &upper}) {
       for (const Row& row : *side) result.bounds[k].push_back(row);
     }
     std::vector<Row> derived;
-    const bool room = rest.size() + lower.size() * upper.size() <= max_rows;
+    const bool room = pending + lower.size() * upper.size() <= max_rows;
     if (!room && !lower.empty() && !upper.empty()) result.truncated = true;
     if (room) {
       for (const Row& p : lower) {
         for (const Row& q : upper) {
           if (p.origin == Row::kDomain && q.origin == Row::kDomain) continue;
           Row r;
-          r.a.resize(n);
-          const double wp = -q.a[k], wq = p.a[k];
-          for (int j = 0; j < n; ++j) r.a[j] = wp * p.a[j] + wq * q.a[j];
-          r.a[k] = 0;
+          const double wp = -q.terms.back().second, wq = p.terms.back().second;
+          r.terms = combine(wp, p, wq, q, k);
           r.c = wp * p.c + wq * q.c;
           r.strict = p.strict || q.strict;
           r.exact = p.exact && q.exact;
@@ -163,8 +181,8 @@ ProjectionResult project(std::vector<Row> rows, const std::vector<Interval>& box
       }
     }
     deduplicate(&derived);
-    pool = std::move(rest);
-    for (Row& r : derived) pool.push_back(std::move(r));
+    pending += derived.size();
+    for (Row& r : derived) by_last[r.last_slot()].push_back(std::move(r));
   }
   return result;
 }

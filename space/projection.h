@@ -5,16 +5,19 @@
 // before it. Eliminating k from the system (combining each of its lower bounds with each upper
 // bound) yields rows over the earlier knobs: the real shadow of the later levels, so the loop
 // nest does not enter a prefix that has no real completion. Projected rows are only pruning: if
-// the system grows past `max_rows`, projection stops adding them and stays correct.
+// the system grows past `max_rows`, projection stops adding them and stays correct. Rows are
+// sparse and kept in buckets by their last slot, so the work is linear in the rows and their
+// terms, not in rows × knobs.
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace slapo::space {
 
-// Σ a[j]·x[j] + c ≥ 0 (> 0 when strict), dense over all slots.
+// Σ a·x[slot] + c ≥ 0 (> 0 when strict), sparse: a space of 10,000 knobs has rows of two terms.
 struct Row {
-  std::vector<double> a;
+  std::vector<std::pair<int, double>> terms;  // (slot, a): ascending slots, no zero coefficient
   double c = 0;
   bool strict = false;
   // Integer coefficients and constant over integer-valued knobs: bounds are computed exactly in
@@ -25,7 +28,8 @@ struct Row {
   static constexpr int kProjected = -1;
   static constexpr int kDomain = -2;
 
-  int last_slot() const;  // -1 when all coefficients are zero
+  int last_slot() const { return terms.empty() ? -1 : terms.back().first; }
+  double coef(int slot) const;  // 0 when the row does not use the slot
 };
 
 struct Interval {

@@ -200,8 +200,12 @@ class Compiler {
                     step);
         SLAPO_CHECK(lo <= hi, ErrorCode::kInvalidArgument, where, ": empty range [", lo, ", ", hi,
                     "]");
-        const bool integer = lo == std::floor(lo) && step == std::floor(step) &&
-                             std::fabs(lo) < 1e15 && std::fabs(hi) < 1e15;
+        const bool integral = lo == std::floor(lo) && step == std::floor(step);
+        // Values are doubles: integers are exact only below 2^53; 10^15 leaves room for sums.
+        SLAPO_CHECK(!integral || (std::fabs(lo) < 1e15 && std::fabs(hi) < 1e15),
+                    ErrorCode::kInvalidArgument, where, ": an integer range must lie within ",
+                    "±10^15 (got [", lo, ", ", hi, "]); values past that are not exact");
+        const bool integer = integral;
         const double count = std::floor((hi - lo) / step + 1e-9) + 1;
         if (integer) {
           d.arithmetic = true;
@@ -382,8 +386,7 @@ class Compiler {
         bool all_exact = part.affine;
         for (const LinearInequality& ineq : split.inequalities) {
           Row row;
-          row.a.assign(impl_->levels.size(), 0);
-          for (const auto& [slot, coef] : ineq.terms) row.a[slot] = coef;
+          row.terms = ineq.terms;  // ascending slots, no zeros
           row.c = ineq.constant;
           row.strict = ineq.strict;
           row.origin = part_id;
@@ -438,8 +441,7 @@ class Compiler {
       if (impl_->levels[k].is_cuts) continue;
       for (int sign : {1, -1}) {
         Row row;
-        row.a.assign(impl_->levels.size(), 0);
-        row.a[k] = sign;
+        row.terms = {{static_cast<int>(k), static_cast<double>(sign)}};
         row.c = sign > 0 ? -box[k].lo : box[k].hi;
         row.origin = Row::kDomain;
         classify_exactness(&row, box);
@@ -456,14 +458,12 @@ class Compiler {
       for (const Row& row : projection.bounds[k]) {
         if (row.origin == Row::kDomain) continue;
         Bound b;
-        b.a = row.a[k];
+        b.a = row.terms.back().second;  // slot k: the row's last
         b.c = row.c;
         b.exact = row.exact;
-        b.lower = row.a[k] > 0;
+        b.lower = b.a > 0;
         b.origin = row.origin;
-        for (size_t j = 0; j < k; ++j) {
-          if (row.a[j] != 0) b.terms.emplace_back(static_cast<int>(j), row.a[j]);
-        }
+        b.terms.assign(row.terms.begin(), row.terms.end() - 1);
         impl_->levels[k].bounds.push_back(std::move(b));
       }
     }
@@ -471,6 +471,9 @@ class Compiler {
 
   void compute_dependencies() {
     const size_t n = impl_->levels.size();
+    std::vector<size_t> scalar_levels_before(n + 1, 0);
+    for (size_t j = 0; j < n; ++j)
+      scalar_levels_before[j + 1] = scalar_levels_before[j] + (impl_->levels[j].is_cuts ? 0 : 1);
     std::set<int> reads;  // slots read by levels ≥ k
     for (size_t k = n; k-- > 0;) {
       Level& level = impl_->levels[k];
@@ -489,11 +492,10 @@ class Compiler {
         }
       }
       level.deps.clear();
-      for (int s : reads) {
-        if (s < static_cast<int>(k)) level.deps.push_back(s);
-      }
-      size_t scalar_before = 0;
-      for (size_t j = 0; j < k; ++j) scalar_before += impl_->levels[j].is_cuts ? 0 : 1;
+      // Ascending: stop at k (iterating the whole set per level was quadratic in the knobs).
+      for (auto it = reads.begin(); it != reads.end() && *it < static_cast<int>(k); ++it)
+        level.deps.push_back(*it);
+      const size_t scalar_before = scalar_levels_before[k];
       level.memoize = k > 0 && level.deps.size() < scalar_before;
     }
   }

@@ -209,7 +209,11 @@ class Loader {
       if (!a || a->empty()) fail(n, what + ": choice must be a non-empty array of strings");
       for (const auto& item : *a) {
         if (!item.is_string()) fail(item, what + ": choice items must be strings");
-        knob.choices.push_back(item.as_string()->get());
+        const std::string& choice = item.as_string()->get();
+        // A command gets the value in its arguments and environment, which end at a NUL.
+        if (choice.find('\0') != std::string::npos)
+          fail(item, what + ": a choice may not contain a NUL character");
+        knob.choices.push_back(choice);
       }
     } else {
       knob.kind = KnobKind::kCuts;
@@ -278,7 +282,13 @@ class Loader {
 }  // namespace
 
 Space parse_space(const std::string& text, const std::string& origin) {
-  return Loader(origin).load(text);
+  Space space = Loader(origin).load(text);
+  SLAPO_CHECK(space.knobs.size() <= kMaxKnobs, ErrorCode::kInvalidArgument, origin, ": ",
+              space.knobs.size(), " knobs; a space may have at most ", kMaxKnobs);
+  SLAPO_CHECK(space.constraints.size() <= kMaxConstraints, ErrorCode::kInvalidArgument, origin,
+              ": ", space.constraints.size(), " constraints; a space may have at most ",
+              kMaxConstraints);
+  return space;
 }
 
 Space load_space_file(const std::string& path) {

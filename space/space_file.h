@@ -19,10 +19,15 @@ namespace slapo::space {
 
 // The largest space file read (a real one is a few kilobytes).
 inline constexpr size_t kMaxSpaceFileBytes = 16 << 20;
+// The most knobs and constraints a space may declare. Compiling is near-linear in both (10,000 of
+// each: ~0.13 s, benchmark/space_bench.cc BM_Wide_ParseAndCompile); past these it is refused.
+inline constexpr size_t kMaxKnobs = 100'000;
+inline constexpr size_t kMaxConstraints = 100'000;
 
 // Throws Error(kNotFound) when the file cannot be read, Error(kInvalidArgument) for a directory or
 // a file over kMaxSpaceFileBytes (checked while reading), Error(kParse) with file:line:column for
-// TOML syntax errors, unknown tables or keys, and values of the wrong kind.
+// TOML syntax errors, unknown tables or keys, and values of the wrong kind; Error(kInvalidArgument)
+// past kMaxKnobs or kMaxConstraints.
 Space load_space_file(const std::string& path);
 Space parse_space(const std::string& text, const std::string& origin);
 

@@ -130,6 +130,19 @@ TEST(SpaceFileTest, ErrorsNameFileLineColumnAndWhat) {
             "'if ... then ...'), found a number");
   EXPECT_EQ(load_error("[knobs]\nx = { range = [1, 8] }\n[space]\norder = ['x', 'z']\n"),
             "s.toml: order: 'z' is not a knob");
+  EXPECT_EQ(load_error("[knobs]\nx = { choice = ['a', \"b\\u0000c\"] }\n"),
+            "s.toml:2:22: knob 'x': a choice may not contain a NUL character");
+  EXPECT_EQ(
+      load_error("[knobs]\nx = { range = [0, 1000000000000000000] }\n"),
+      "s.toml:2:5: knob 'x': an integer range must lie within ±10^15 (got [0, 1e+18]); values "
+      "past that are not exact");
+}
+
+// Limits that bound what a space file can cost: counted before compiling.
+TEST(SpaceFileTest, TooManyKnobsAreRefusedInOneLine) {
+  std::string text = "[knobs]\n";
+  for (size_t i = 0; i <= kMaxKnobs; ++i) text += "k" + std::to_string(i) + " = { values = [1] }\n";
+  EXPECT_EQ(load_error(text), "s.toml: 100001 knobs; a space may have at most 100000");
 }
 
 TEST(SpaceFileTest, ParameterOverrides) {
