@@ -1,4 +1,4 @@
-// slapo-tune db tasks|trials|best|show|export|prune --db FILE ...
+// slapo-tune db tasks|trials|best|show|export|claims|prune --db FILE ...
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +31,8 @@ constexpr const char* kUsage =
     "            --format json prints it as --config takes it\n"
     "  show      a task (workload, space, fingerprint) or one trial (--trial N) in full\n"
     "  export    every trial of a task, csv (default) or json\n"
+    "  claims    the configurations being measured now (a study shared by several tuners): owner,\n"
+    "            since when, seconds since its last heartbeat\n"
     "  prune     delete a task's trials with --status S (to measure them again)\n";
 
 nlohmann::ordered_json trial_json(const db::TrialRecord& t) {
@@ -132,7 +134,7 @@ void print_trials(std::ostream& out, Format format, const std::vector<db::TrialR
   print_table(out, format, rows);
 }
 
-const char* const kActions[] = {"tasks", "trials", "best", "show", "export", "prune"};
+const char* const kActions[] = {"tasks", "trials", "best", "show", "export", "claims", "prune"};
 
 void declare(DbOptions* o, OptionSet& set) {
   o->task.declare(set);
@@ -164,10 +166,11 @@ DbOptions parse_db(const Args& args) {
   if (o.help) return o;
   SLAPO_CHECK(
       !o.action.empty(), ErrorCode::kInvalidArgument,
-      "db: missing ACTION (tasks, trials, best, show, export or prune; see 'slapo-tune db --help')");
+      "db: missing ACTION (tasks, trials, best, show, export, claims or prune; see 'slapo-tune db "
+      "--help')");
   SLAPO_CHECK(std::find(std::begin(kActions), std::end(kActions), o.action) != std::end(kActions),
               ErrorCode::kInvalidArgument, "db: unknown action '", o.action,
-              "' (expected tasks, trials, best, show, export or prune)");
+              "' (expected tasks, trials, best, show, export, claims or prune)");
   SLAPO_CHECK(!o.task.db.empty(), ErrorCode::kInvalidArgument, "db ", o.action,
               ": --db FILE is required");
   if (!o.format.empty()) parse_format(o.format);
@@ -265,6 +268,28 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
                    trials.end());
     }
     print_trials(out, format, trials, action == "export");
+    return kExitOk;
+  }
+  if (action == "claims") {
+    const std::vector<db::Claim> claims = database->claims(task_id);
+    if (format == Format::kJson) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::array();
+      for (const db::Claim& c : claims) {
+        j.push_back({{"config", nlohmann::ordered_json::parse(c.config.to_json())},
+                     {"owner", c.owner.id()},
+                     {"claimed_at", c.claimed_at},
+                     {"heartbeat_age_s", c.heartbeat_age_s}});
+      }
+      out << j.dump(1) << "\n";
+      return kExitOk;
+    }
+    std::vector<std::vector<std::string>> rows = {{"config", "owner", "claimed_at", "heartbeat_s"}};
+    for (const db::Claim& c : claims) {
+      char age[32];
+      std::snprintf(age, sizeof age, "%.1f", c.heartbeat_age_s);
+      rows.push_back({c.config.to_json(), c.owner.id(), c.claimed_at, age});
+    }
+    print_table(out, format, rows);
     return kExitOk;
   }
   if (action == "best") {

@@ -157,7 +157,7 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
       ("db", po::value<std::string>(&o->db)->default_value("tune.db"), "tuning database (created when absent)")
       ("strategy", po::value<std::string>(&o->tuner.strategy)->default_value("auto"), strategies.c_str())
       ("trials", count_value(&o->tuner.trials)->default_value(Count{20}, "20"),
-       "measured trials of the task in all (0: no limit)")
+       "measured trials of the task in all, by every tuner of it (0: no limit)")
       ("time-limit", po::value<double>(&o->tuner.time_limit_s)->default_value(0), "seconds for this run (0: none)")
       ("patience", count_value(&o->tuner.patience)->default_value(Count{0}, "0"),
        "stop after N trials without a better one")
@@ -174,7 +174,9 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
        "auto/model: measure the cost model's profiles again even when stored")
       ("study", po::value<std::string>(&o->study),
        "name the task (db, replay and report take --study NAME); refused when the name is "
-       "another task's");
+       "another task's")
+      ("claim-timeout", po::value<double>(&o->tuner.claim_timeout_s)->default_value(60),
+       "seconds without a heartbeat before another tuner of the task adopts a claim");
   // clang-format on
   o->runner.declare(set);
 }
@@ -189,6 +191,9 @@ TuneOptions parse_tune(const Args& all_args, const char* command) {
   SLAPO_CHECK(std::isfinite(o.tuner.time_limit_s) && o.tuner.time_limit_s >= 0,
               ErrorCode::kInvalidArgument, "--time-limit ", o.tuner.time_limit_s,
               ": expected seconds, at least 0 (0: none)");
+  SLAPO_CHECK(std::isfinite(o.tuner.claim_timeout_s) && o.tuner.claim_timeout_s > 0,
+              ErrorCode::kInvalidArgument, "--claim-timeout ", o.tuner.claim_timeout_s,
+              ": expected seconds, more than 0");
   // An unknown name fails here, before anything runs (`model` is checked once the runner is known).
   const std::vector<std::string> names = tuner::strategy_names();
   if (std::find(names.begin(), names.end(), o.tuner.strategy) == names.end()) {

@@ -23,6 +23,7 @@
 #include "core/metrics.h"
 #include "core/objective.h"
 #include "core/trial.h"
+#include "db/claim_owner.h"
 
 namespace slapo::db {
 
@@ -83,6 +84,24 @@ struct Remeasurement {
   double duration_s = 0;
 };
 
+// A configuration claimed by a tuner that is measuring it (a study shared by several tuners:
+// tuner/shared_study.h). The claim ends when the trial is recorded, or is released when its owner
+// is gone: dead on this host, or silent on any host for longer than the heartbeat timeout.
+struct Claim {
+  int64_t task_id = 0;
+  Config config;
+  ClaimOwner owner;
+  std::string claimed_at;      // UTC, ISO 8601
+  double heartbeat_age_s = 0;  // since the owner last said it is alive
+};
+
+enum class ClaimOutcome {
+  kClaimed,         // the caller owns it now: measure it, then add_trial
+  kRecorded,        // a trial of it is recorded already
+  kClaimedByOther,  // another live tuner is measuring it
+  kBudgetSpent,     // recorded measurements and live claims already reach the budget
+};
+
 struct TrialFilter {
   std::optional<TrialStatus> status;
 };
@@ -118,9 +137,34 @@ class Database {
   // Records the runner spec (runners/runner_spec.h, JSON) the task's run used: what replay runs.
   virtual void set_runner_spec(int64_t id, const std::string& runner_spec_json) = 0;
 
+  // --- A study shared by several tuners ---
+  // Claims `config` of `task` for `owner` before it is measured, in one transaction that first
+  // releases the claims whose owner is gone (known_gone(), or no heartbeat for `stale_after_s`).
+  // `budget` > 0: refused when the task's measured trials (db::counts_as_measured) and the live
+  // claims of others reach it.
+  virtual ClaimOutcome claim(int64_t task, const Config& config, const ClaimOwner& owner,
+                             size_t budget, double stale_after_s) = 0;
+  // Takes over a claim of `task` whose owner is gone, if any: it is `owner`'s now, and its
+  // configuration is returned to be measured.
+  virtual std::optional<Config> adopt_orphan(int64_t task, const ClaimOwner& owner,
+                                             double stale_after_s) = 0;
+  // The owner is alive: its claims' heartbeats are now.
+  virtual void heartbeat(const ClaimOwner& owner) = 0;
+  // Gives a claim up without a result (add_trial ends a claim by itself).
+  virtual void release(int64_t task, const Config& config, const ClaimOwner& owner) = 0;
+  // The claims of `task` (live or not), oldest first.
+  virtual std::vector<Claim> claims(int64_t task) = 0;
+  // The trials of `task` recorded since `*cursor` (0: all), in the order they were written;
+  // advances the cursor. How a tuner sees what the others of its study recorded.
+  virtual std::vector<TrialRecord> trials_since(int64_t task, int64_t* cursor) = 0;
+  // Another connection to the same file (the heartbeat's, which runs on its own thread); null for
+  // an in-memory database, which no other process can share.
+  virtual std::unique_ptr<Database> reopen() = 0;
+
   // Records a trial; assigns and returns its index. A configuration already recorded in the task
   // is not recorded twice: its existing index is returned — except over an `interrupted` trial,
-  // which was never measured: the new record replaces it under the same index.
+  // which was never measured: the new record replaces it under the same index. Ends the
+  // configuration's claim, whoever holds it.
   virtual int64_t add_trial(TrialRecord trial) = 0;
   // The recorded trial of `config` in `task`, if any (indexed by the config's hash).
   virtual std::optional<TrialRecord> find_trial(int64_t task, const Config& config) = 0;
@@ -150,6 +194,10 @@ class Database {
   // re-measurements. Returns how many trials were deleted.
   virtual int64_t prune(int64_t task, TrialStatus status) = 0;
 };
+
+// Whether a recorded trial counts as a measurement against a trial budget: it ran (pruned early
+// while running counts; pruned by proof without running, and interrupted, do not).
+bool counts_as_measured(const TrialRecord& trial);
 
 // The current UTC time, ISO 8601 with milliseconds.
 std::string utc_now();

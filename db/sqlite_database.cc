@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -48,7 +49,7 @@ namespace {
   "trials.idx "                                                                                    \
   "AND r.status != 'ok') "
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 constexpr int32_t kApplicationId = 0x534c4150;  // "SLAP"
 constexpr int kBusyTimeoutMs = 30000;
 
@@ -87,7 +88,21 @@ const char* const kMigrations[] = {
     "ALTER TABLE tasks ADD COLUMN study TEXT;"
     "ALTER TABLE tasks ADD COLUMN runner_spec TEXT;"
     "CREATE UNIQUE INDEX tasks_by_study ON tasks (study) WHERE study IS NOT NULL;",
+    // 4 → 5: claims of the trials being measured (a study shared by several tuners)
+    "CREATE TABLE claims ("
+    "  task_id INTEGER NOT NULL REFERENCES tasks(id),"
+    "  config_hash TEXT NOT NULL, config TEXT NOT NULL,"
+    "  owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, started INTEGER NOT NULL,"
+    "  claimed_at TEXT NOT NULL, heartbeat REAL NOT NULL,"
+    "  PRIMARY KEY (task_id, config_hash));"
+    "CREATE INDEX claims_by_owner ON claims (owner);",
 };
+
+// Seconds since the epoch: heartbeats are compared across processes (and hosts: their clocks
+// must agree to within the heartbeat timeout).
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 class Connection {
  public:
@@ -446,8 +461,137 @@ class SqliteDatabase : public Database {
     else
       insert.bind_null(14);
     insert.step();
+    Statement unclaim(c_, "DELETE FROM claims WHERE task_id = ? AND config_hash = ?");
+    unclaim.bind(1, t.task_id).bind(2, t.config_hash());
+    unclaim.step();
     tx.commit();
     return index;
+  }
+
+  ClaimOutcome claim(int64_t task, const Config& config, const ClaimOwner& owner, size_t budget,
+                     double stale_after_s) override {
+    Transaction tx(c_);
+    const std::string hash = config.hash();
+    {
+      Statement recorded(c_,
+                         "SELECT 1 FROM trials WHERE task_id = ? AND config_hash = ? AND status != "
+                         "'interrupted'");
+      recorded.bind(1, task).bind(2, hash);
+      if (recorded.step()) return ClaimOutcome::kRecorded;
+    }
+    const std::vector<Claim> held = claims(task);
+    bool orphaned = false;  // the configuration's claim, held by an owner that is gone
+    for (const Claim& c : held) {
+      if (c.config.hash() != hash) continue;
+      if (c.owner.id() == owner.id()) return ClaimOutcome::kClaimed;
+      if (!gone(c, stale_after_s)) return ClaimOutcome::kClaimedByOther;
+      orphaned = true;
+    }
+    if (budget > 0 && !orphaned) {
+      // Every other claim will be measured (a gone owner's by whoever adopts it).
+      const auto others = static_cast<size_t>(held.size());
+      if (measured_count(task) + others >= budget) return ClaimOutcome::kBudgetSpent;
+    }
+    Statement put(c_,
+                  "INSERT OR REPLACE INTO claims (task_id, config_hash, config, owner, host, pid, "
+                  "started, claimed_at, heartbeat) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    put.bind(1, task)
+        .bind(2, hash)
+        .bind(3, config.to_json())
+        .bind(4, owner.id())
+        .bind(5, owner.host)
+        .bind(6, owner.pid)
+        .bind(7, owner.started)
+        .bind(8, utc_now())
+        .bind(9, unix_now());
+    put.step();
+    tx.commit();
+    return ClaimOutcome::kClaimed;
+  }
+
+  std::optional<Config> adopt_orphan(int64_t task, const ClaimOwner& owner,
+                                     double stale_after_s) override {
+    Transaction tx(c_);
+    for (const Claim& c : claims(task)) {
+      if (c.owner.id() == owner.id() || !gone(c, stale_after_s)) continue;
+      Statement take(c_,
+                     "UPDATE claims SET owner = ?, host = ?, pid = ?, started = ?, heartbeat = ? "
+                     "WHERE task_id = ? AND config_hash = ?");
+      take.bind(1, owner.id())
+          .bind(2, owner.host)
+          .bind(3, owner.pid)
+          .bind(4, owner.started)
+          .bind(5, unix_now())
+          .bind(6, task)
+          .bind(7, c.config.hash());
+      take.step();
+      tx.commit();
+      return c.config;
+    }
+    tx.commit();
+    return std::nullopt;
+  }
+
+  void heartbeat(const ClaimOwner& owner) override {
+    Transaction tx(c_);
+    Statement s(c_, "UPDATE claims SET heartbeat = ? WHERE owner = ?");
+    s.bind(1, unix_now()).bind(2, owner.id());
+    s.step();
+    tx.commit();
+  }
+
+  void release(int64_t task, const Config& config, const ClaimOwner& owner) override {
+    Transaction tx(c_);
+    Statement s(c_, "DELETE FROM claims WHERE task_id = ? AND config_hash = ? AND owner = ?");
+    s.bind(1, task).bind(2, config.hash()).bind(3, owner.id());
+    s.step();
+    tx.commit();
+  }
+
+  std::vector<Claim> claims(int64_t task) override {
+    std::vector<Claim> out;
+    Statement s(c_,
+                "SELECT config, host, pid, started, claimed_at, heartbeat FROM claims "
+                "WHERE task_id = ? ORDER BY claimed_at, config_hash");
+    s.bind(1, task);
+    const double now = unix_now();
+    while (s.step()) {
+      Claim c;
+      c.task_id = task;
+      c.config =
+          Config::from_json(s.text(0), c_.path() + ": a claim of task " + std::to_string(task));
+      c.owner.host = s.text(1);
+      c.owner.pid = s.integer(2);
+      c.owner.started = s.integer(3);
+      c.claimed_at = s.text(4);
+      c.heartbeat_age_s = now - s.real(5);
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  std::vector<TrialRecord> trials_since(int64_t task, int64_t* cursor) override {
+    std::vector<TrialRecord> out;
+    c_.exec("BEGIN");  // the rows and the new cursor from one snapshot
+    try {
+      Statement s(c_, SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND id > ? ORDER BY id");
+      s.bind(1, task).bind(2, *cursor);
+      while (s.step()) out.push_back(read_trial(s));
+      Statement last(c_, "SELECT COALESCE(MAX(id), 0) FROM trials WHERE task_id = ?");
+      last.bind(1, task);
+      last.step();
+      *cursor = std::max(*cursor, last.integer(0));
+    } catch (...) {
+      sqlite3_exec(c_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+      throw;
+    }
+    c_.exec("COMMIT");
+    return out;
+  }
+
+  std::unique_ptr<Database> reopen() override {
+    if (c_.path() == ":memory:") return nullptr;
+    return Database::open_existing(c_.path());
   }
 
   std::optional<TrialRecord> find_trial(int64_t task, const Config& config) override {
@@ -637,6 +781,19 @@ class SqliteDatabase : public Database {
   }
 
  private:
+  static bool gone(const Claim& c, double stale_after_s) {
+    return c.heartbeat_age_s > stale_after_s || c.owner.known_gone();
+  }
+
+  size_t measured_count(int64_t task) {
+    Statement s(c_,
+                "SELECT count(*) FROM trials WHERE task_id = ? AND status != 'interrupted' AND "
+                "NOT (status = 'pruned' AND duration_s <= 0)");
+    s.bind(1, task);
+    s.step();
+    return static_cast<size_t>(s.integer(0));
+  }
+
   struct Identity {
     int64_t version = 0;
     int64_t tables = 0;
@@ -765,6 +922,11 @@ std::unique_ptr<Database> Database::open_read_only(const std::string& path) {
 
 std::unique_ptr<Database> Database::in_memory() {
   return std::make_unique<SqliteDatabase>(":memory:", OpenMode::kCreate);
+}
+
+bool counts_as_measured(const TrialRecord& trial) {
+  if (trial.result.status == TrialStatus::kInterrupted) return false;
+  return trial.result.status != TrialStatus::kPruned || trial.duration_s > 0;
 }
 
 std::string utc_now() {

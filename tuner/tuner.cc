@@ -12,6 +12,7 @@
 #include "tuner/measure.h"
 #include "tuner/memory_dominance.h"
 #include "tuner/model_strategy.h"
+#include "tuner/shared_study.h"
 
 namespace slapo::tuner {
 
@@ -26,10 +27,7 @@ std::string mib(double bytes) {
 
 // Whether a recorded trial ran (a measurement, or one stopped early by its intermediate values),
 // as opposed to one pruned without running or interrupted.
-bool was_run(const db::TrialRecord& t) {
-  if (t.result.status == TrialStatus::kInterrupted) return false;
-  return t.result.status != TrialStatus::kPruned || t.duration_s > 0;
-}
+bool was_run(const db::TrialRecord& t) { return db::counts_as_measured(t); }
 
 // The outlier check. Knobs change speed by factors (a batch twice as large may well be twice as
 // fast), so a measurement is compared with its measured neighbours in the space (one step in one
@@ -101,26 +99,34 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   std::optional<double> best;
   auto better = [&](double v) { return options.objective.better(v, best); };
 
-  // Resume: what the task already holds.
+  // What the task holds — on resume, and from the other tuners of a shared study as they record
+  // it (tuner/shared_study.h) — taken in once.
+  SharedStudy study(database, task.id, options.claim_timeout_s);
   size_t measured_total = 0;
-  std::vector<Observation> history;
   std::unordered_map<std::string, double> ok_objectives;  // by configuration (outlier check)
-  for (const db::TrialRecord& t : database.trials(task.id)) {
-    if (t.result.status == TrialStatus::kInterrupted) continue;  // never measured: proposed again
-    known.insert(t.config.canonical_json());
-    history.push_back({t.config, t.result.status, t.objective});
+  const auto absorb = [&](const db::TrialRecord& t, std::vector<Observation>* observed) {
+    if (t.result.status == TrialStatus::kInterrupted) return false;  // never measured
+    if (!known.insert(t.config.canonical_json()).second) return false;
+    observed->push_back({t.config, t.result.status, t.objective});
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
     if (was_run(t)) ++measured_total;
     if (t.objective && t.result.status == TrialStatus::kOk) {
-      ok_objectives[t.config.canonical_json()] = t.ranking_objective().value_or(*t.objective);
-      if (better(t.ranking_objective().value_or(*t.objective)))
-        best = t.ranking_objective().value_or(*t.objective);
+      const double value = t.ranking_objective().value_or(*t.objective);
+      ok_objectives[t.config.canonical_json()] = value;
+      if (better(value)) best = value;
     }
-    ++summary.resumed;
+    return true;
+  };
+  {
+    std::vector<Observation> history;
+    for (const db::TrialRecord& t : study.news()) summary.resumed += absorb(t, &history) ? 1 : 0;
+    if (!history.empty()) strategy->observe(history);
   }
-  if (!history.empty()) strategy->observe(history);
 
   const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+  const auto budget_reached = [&] {
+    return options.trials > 0 && measured_total >= options.trials;
+  };
   const auto out_of_time = [&] {
     return options.time_limit_s > 0 && seconds_since(start) >= options.time_limit_s;
   };
@@ -181,7 +187,12 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       summary.stopped_because = "interrupted";
       break;
     }
-    if (options.trials > 0 && measured_total >= options.trials) {
+    {
+      std::vector<Observation> theirs;  // recorded by the other tuners of the study
+      for (const db::TrialRecord& t : study.news()) absorb(t, &theirs);
+      if (!theirs.empty()) strategy->observe(theirs);
+    }
+    if (budget_reached()) {
       summary.stopped_because =
           "trial budget reached (" + std::to_string(options.trials) + " measured trials)";
       break;
@@ -194,16 +205,34 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       summary.stopped_because = "no improvement in " + std::to_string(options.patience) + " trials";
       break;
     }
-    const std::vector<Config> proposed = strategy->propose(1, is_known);
-    if (proposed.empty()) {
-      summary.stopped_because = strategy->why_done();
-      break;
+    // A claim whose tuner died is measured first; then what the strategy proposes.
+    std::optional<Config> adopted = study.adopt_orphan();
+    if (adopted && is_known(*adopted)) adopted.reset();
+    Config config;
+    if (adopted) {
+      config = *adopted;
+    } else {
+      const std::unordered_set<std::string>& claimed = study.claimed_by_others();
+      if (options.trials > 0 && measured_total + claimed.size() >= options.trials) {
+        SharedStudy::wait_for_others();  // the budget is spent unless one of theirs fails to record
+        continue;
+      }
+      const std::vector<Config> proposed = strategy->propose(
+          1, [&](const Config& c) { return is_known(c) || claimed.count(c.canonical_json()) > 0; });
+      if (proposed.empty()) {
+        if (!claimed.empty()) {  // what is left is being measured by others (or is orphaned)
+          SharedStudy::wait_for_others();
+          continue;
+        }
+        summary.stopped_because = strategy->why_done();
+        break;
+      }
+      config = proposed[0];
     }
-    const Config& config = proposed[0];
     db::TrialRecord record;
     record.task_id = task.id;
     record.config = config;
-    record.strategy = strategy->name();
+    record.strategy = adopted ? "adopted claim" : strategy->name();
     record.seed = options.seed;
     record.started_at = db::utc_now();
     if (const auto proof = dominance.proof_of_oom(config)) {
@@ -213,12 +242,21 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       record.pruned_by = proof;
       ++summary.pruned;
     } else {
+      if (!adopted) {
+        const db::ClaimOutcome claim = study.claim(config, options.trials);
+        if (claim == db::ClaimOutcome::kBudgetSpent) {
+          SharedStudy::wait_for_others();  // their trials may fail to record; then it is ours
+          continue;
+        }
+        if (claim != db::ClaimOutcome::kClaimed) continue;  // recorded or being measured: news
+      }
       const Measurement m = measure(runner, config, options.objective);
       record.result = m.result;
       record.objective = m.objective;
       if (record.result.status == TrialStatus::kInterrupted) {
         // Not a measurement: recorded so the run shows what it was doing, measured on resume.
         report(record, database.add_trial(record));
+        study.recorded();
         summary.stopped_because = "interrupted";
         break;
       }
@@ -230,6 +268,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       if (options.cost_model) options.cost_model->observe(config, record.result);
     }
     const int64_t index = database.add_trial(record);
+    study.recorded();
     known.insert(config.canonical_json());
     if (record.result.status == TrialStatus::kOom) dominance.add_oom(config, index);
     // A point pruned by proof is observed as what it is proven to be; one stopped early as the

@@ -32,7 +32,9 @@ namespace slapo::tuner {
 
 struct TunerOptions {
   std::string strategy = "auto";
-  size_t trials = 20;       // measured trials of the task in all (resumed ones count); 0: no limit
+  // Measured trials of the task in all: resumed ones count, and so do those of the other tuners of
+  // a shared study (tuner/shared_study.h), recorded or claimed. 0: no limit.
+  size_t trials = 20;
   double time_limit_s = 0;  // wall time of this run; 0: none
   size_t patience = 0;      // stop after this many measured trials without a better one; 0: never
   uint64_t seed = 0;
@@ -45,6 +47,9 @@ struct TunerOptions {
   // A cost model (tuner/cost_model.h), for `model` and `auto`; it sees every measured trial. Null:
   // the search measures blindly. Not owned.
   CostModel* cost_model = nullptr;
+  // A shared study: a claim whose owner has not renewed its heartbeat for this long is adopted by
+  // another tuner (a dead owner on this host is seen at once).
+  double claim_timeout_s = 60;
 };
 
 // One line of progress, after each measured or pruned trial.

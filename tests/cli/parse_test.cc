@@ -112,10 +112,11 @@ TEST(ParseTest, NounsTakeAVerb) {
             "space: unknown action 'tally' (expected show, count, list or sample)");
   EXPECT_EQ(error_of([] { parse_space({"count"}); }), "space count: missing FILE");
   EXPECT_EQ(error_of([] { parse_db({"trials"}); }), "db trials: --db FILE is required");
-  EXPECT_EQ(error_of([] {
-              parse_db({"vacuum", "--db", "t.db"});
-            }),
-            "db: unknown action 'vacuum' (expected tasks, trials, best, show, export or prune)");
+  EXPECT_EQ(
+      error_of([] {
+        parse_db({"vacuum", "--db", "t.db"});
+      }),
+      "db: unknown action 'vacuum' (expected tasks, trials, best, show, export, claims or prune)");
 }
 
 TEST(ParseTest, BadInputIsRefusedWithTheFlagItCameFrom) {

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "core/process.h"
@@ -481,6 +482,78 @@ TEST(DatabaseReliabilityTest, FourProcessesCreateOneNewFileAtOnce) {
     ASSERT_EQ(db->tasks().size(), 1u) << "attempt " << attempt;
     EXPECT_EQ(db->trials(db->tasks()[0].id).size(), 8u) << "attempt " << attempt;
   }
+}
+
+Config batch(int64_t bs) {
+  Config c;
+  c.set("batch_size", bs);
+  return c;
+}
+
+// A pid that no process has now: a child that has exited and been reaped.
+int64_t dead_pid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, nullptr, 0);
+  return pid;
+}
+
+// The claim protocol of a shared study (tuner/shared_study.h), with owners made up: a live one
+// (this process), a dead one on this host, and one on another host known only by its heartbeat.
+TEST(DatabaseTest, ClaimsAreExclusiveCountAgainstTheBudgetAndAreAdoptedWhenTheirOwnerIsGone) {
+  auto db = Database::open(temp_path("claims.db"));
+  const int64_t task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
+  const ClaimOwner me = ClaimOwner::self();
+  ClaimOwner dead = me;
+  dead.pid = dead_pid();
+  ClaimOwner remote = me;
+  remote.host = "another-host";
+  EXPECT_FALSE(me.known_gone());
+  EXPECT_TRUE(dead.known_gone());
+  EXPECT_FALSE(remote.known_gone());
+
+  db->add_trial(trial(task, 1, TrialStatus::kOk, 10));
+  EXPECT_EQ(db->claim(task, batch(1), me, 0, 60), ClaimOutcome::kRecorded);
+  EXPECT_EQ(db->claim(task, batch(2), remote, 0, 60), ClaimOutcome::kClaimed);
+  EXPECT_EQ(db->claim(task, batch(2), me, 0, 60), ClaimOutcome::kClaimedByOther);
+  EXPECT_EQ(db->claim(task, batch(3), dead, 0, 60), ClaimOutcome::kClaimed);
+  // Budget 4: one measured trial and two claims leave room for one more claim, not two.
+  EXPECT_EQ(db->claim(task, batch(4), me, 4, 60), ClaimOutcome::kClaimed);
+  EXPECT_EQ(db->claim(task, batch(5), me, 4, 60), ClaimOutcome::kBudgetSpent);
+  ASSERT_EQ(db->claims(task).size(), 3u);
+
+  // The dead owner's claim is adopted at once; the remote one's only once its heartbeat is old.
+  const auto adopted = db->adopt_orphan(task, me, 60);
+  ASSERT_TRUE(adopted.has_value());
+  EXPECT_EQ(*adopted, batch(3));
+  EXPECT_FALSE(db->adopt_orphan(task, me, 60).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  db->heartbeat(me);
+  const auto stale = db->adopt_orphan(task, me, 0.2);
+  ASSERT_TRUE(stale.has_value());
+  EXPECT_EQ(*stale, batch(2));
+  for (const Claim& c : db->claims(task)) {
+    EXPECT_EQ(c.owner.id(), me.id());
+    EXPECT_LT(c.heartbeat_age_s, 0.2);  // renewed by heartbeat or adoption
+  }
+
+  // Recording a trial ends its claim; release gives one up.
+  db->add_trial(trial(task, 2, TrialStatus::kOk, 20));
+  db->release(task, batch(3), me);
+  ASSERT_EQ(db->claims(task).size(), 1u);
+  EXPECT_EQ(db->claims(task)[0].config, batch(4));
+
+  // What others recorded, once each, in the order written.
+  int64_t cursor = 0;
+  EXPECT_EQ(db->trials_since(task, &cursor).size(), 2u);
+  EXPECT_TRUE(db->trials_since(task, &cursor).empty());
+  db->add_trial(trial(task, 4, TrialStatus::kOom, std::nullopt));
+  const auto news = db->trials_since(task, &cursor);
+  ASSERT_EQ(news.size(), 1u);
+  EXPECT_EQ(news[0].config, batch(4));
+  EXPECT_TRUE(db->claims(task).empty());
+  EXPECT_NE(db->reopen(), nullptr);
+  EXPECT_EQ(Database::in_memory()->reopen(), nullptr);
 }
 
 // A damaged cell names the file, the trial and the task.
