@@ -90,6 +90,11 @@ class GlooCommunicator : public schedule::Communicator {
       fn();
     } catch (const Error&) {
       throw;
+    } catch (const c10::OutOfMemoryError& e) {
+      // The cause decides the trial's status: out of memory stays out of memory (oom, which the
+      // tuner prunes by and learns from), with the collective named.
+      TORCH_CHECK_WITH(OutOfMemoryError, false, what, " on group '", name_, "' (rank ", rank(),
+                       " of ", size(), ") ran out of memory: ", first_line(e.what()));
     } catch (const std::exception& e) {
       SLAPO_FAIL(ErrorCode::kRuntime, what, " on group '", name_, "' (rank ", rank(), " of ",
                  size(), ") failed: ", first_line(e.what()));

@@ -271,7 +271,7 @@ TrialResult CommandRunner::run_one(const Config& config) {
   std::vector<MetricReports> reports(processes.size());
   for (size_t rank = 0; rank < processes.size(); ++rank) {
     const std::string who = processes.size() > 1 ? "rank " + std::to_string(rank) + " " : "";
-    reports[rank].add_regex_matches(processes[rank].out, options_.metrics);
+    reports[rank].add_regex_matches(processes[rank].out, processes[rank].err, options_.metrics);
     reports[rank].add_json_lines(processes[rank].out, true, who + "standard output");
     add_metrics_file(scratch.metrics_file(static_cast<int>(rank)), kMaxMetricsFileBytes,
                      &reports[rank]);

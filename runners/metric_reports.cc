@@ -12,6 +12,13 @@ namespace slapo::runners {
 
 namespace {
 
+// `text` without the spaces and tabs around it.
+std::string trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
 bool valid_name(const std::string& name) {
   static const std::regex re(R"([A-Za-z_][A-Za-z0-9_.]*)");
   return std::regex_match(name, re);
@@ -102,19 +109,22 @@ void MetricReports::add_json_lines(const std::string& text, bool prefixed,
   }
 }
 
-void MetricReports::add_regex_matches(const std::string& output,
+void MetricReports::add_regex_matches(const std::string& out, const std::string& err,
                                       const std::vector<MetricPattern>& patterns) {
   for (const MetricPattern& pattern : patterns) {
     const std::regex re(pattern.regex);
     std::smatch last;
-    for (auto it = std::sregex_iterator(output.begin(), output.end(), re);
-         it != std::sregex_iterator(); ++it)
-      last = *it;
+    for (const std::string* output : {&out, &err}) {
+      for (auto it = std::sregex_iterator(output->begin(), output->end(), re);
+           it != std::sregex_iterator(); ++it)
+        last = *it;
+      if (!last.empty()) break;
+    }
     if (last.empty()) continue;
-    const std::string number = last[1].str();
+    const std::string number = trim(last[1].str());
     char* end = nullptr;
     const double value = std::strtod(number.c_str(), &end);
-    if (end == number.c_str()) {
+    if (number.empty() || end != number.c_str() + number.size()) {
       problems.push_back("metric '" + pattern.name + "': '" + number + "' is not a number");
     } else if (!std::isfinite(value)) {
       problems.push_back("metric '" + pattern.name + "' is not finite (" + number + ")");

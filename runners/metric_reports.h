@@ -53,8 +53,11 @@ struct MetricReports {
   // Reads the JSON reports in `text` (lines with the prefix when `prefixed`, else every non-empty
   // line, as in the metrics file). `origin` names where in a problem ("standard output line 12").
   void add_json_lines(const std::string& text, bool prefixed, const std::string& origin);
-  // Applies each pattern to `output`: the last match of each is a final metric.
-  void add_regex_matches(const std::string& output, const std::vector<MetricPattern>& patterns);
+  // Applies each pattern to standard output: the last match of each is a final metric; a pattern
+  // that matches nothing there is applied to standard error (Python's logging writes there). The
+  // captured number must be a number whole: "1.2.3e" is not 1.2.
+  void add_regex_matches(const std::string& out, const std::string& err,
+                         const std::vector<MetricPattern>& patterns);
 };
 
 // Incremental reading of the structured reports of a running command: feed its output as it

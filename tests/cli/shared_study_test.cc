@@ -65,16 +65,16 @@ TEST(SharedStudyTest, FourTunersMeasureTheBudgetOnceEachAndRecoverAKilledOnesCla
   std::remove(started.c_str());
   std::remove(completed.c_str());
   // A trial: "x TUNER" when it starts, 0.3 s of work, "x" when it completes, then its metric.
-  const std::string script = write_temp(tag + ".sh", "echo \"$1 $TUNER\" >> " + started +
-                                                         "\nsleep 0.3\necho $1 >> " + completed +
-                                                         "\necho throughput: $1\n");
+  const std::string script =
+      write_temp(tag + ".sh", "echo \"$1 $TUNER\" >> " + started + "\nsleep 0.3\necho $1 >> " +
+                                  completed + "\necho throughput: $1\n");
   const std::string space = write_temp(tag + ".toml", "[knobs]\nx = { range = [1, 60] }\n");
   constexpr int kTuners = 4;
   constexpr int kBudget = 24;
   std::vector<pid_t> tuners;
   for (int k = 0; k < kTuners; ++k) {
-    tuners.push_back(spawn({SLAPO_TUNE, "single-device", "--space", space, "--db", db,
-                            "--strategy", "random", "--seed", std::to_string(k), "--trials",
+    tuners.push_back(spawn({SLAPO_TUNE, "single-device", "--space", space, "--db", db, "--strategy",
+                            "random", "--seed", std::to_string(k), "--trials",
                             std::to_string(kBudget), "--", "sh", script, "{x}"},
                            k));
   }
@@ -114,7 +114,8 @@ TEST(SharedStudyTest, FourTunersMeasureTheBudgetOnceEachAndRecoverAKilledOnesCla
   std::map<std::string, int> times;
   for (const std::string& x : lines_of(completed)) ++times[x];
   EXPECT_EQ(times.size(), static_cast<size_t>(kBudget));
-  for (const auto& [x, n] : times) EXPECT_EQ(n, 1) << "x=" << x << " was measured " << n << " times";
+  for (const auto& [x, n] : times)
+    EXPECT_EQ(n, 1) << "x=" << x << " was measured " << n << " times";
   const Outcome claims = run("db claims --db " + db + " --format json");
   ASSERT_EQ(claims.exit_code, 0) << claims.err;
   EXPECT_EQ(nlohmann::json::parse(claims.out).size(), 0u) << claims.out;

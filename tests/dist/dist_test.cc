@@ -59,6 +59,15 @@ TEST(DistTest, ARankThatDiesFailsThePeersQuickly) {
   EXPECT_NE(r.failure().find("rank 1 exited with 3"), std::string::npos) << r.failure();
 }
 
+TEST(DistTest, OutOfMemoryInsideACollectiveStaysOutOfMemory) {
+  const LaunchResult r = launch("collective_oom", 2);
+  ASSERT_EQ(r.ranks.size(), 2u);
+  // Rank 0 runs out of memory in the all-gather; rank 1 may fit or see its peer fail.
+  EXPECT_NE(r.ranks[0].out.find("out of memory: all_gather on group 'tp"), std::string::npos)
+      << outputs(r);
+  EXPECT_NE(r.ranks[0].out.find("slapo memory budget"), std::string::npos) << outputs(r);
+}
+
 TEST(DistTest, ARankThatHangsFailsThePeersAtTheTimeout) {
   const auto start = std::chrono::steady_clock::now();
   const LaunchResult r = launch("hang", 2, /*collective_timeout_s=*/2, /*timeout_s=*/8);

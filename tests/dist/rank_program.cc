@@ -4,6 +4,7 @@
 //   rank_program schedules     pp=2 × tp=2: GPipe and 1F1B give bit-identical gradients
 //   rank_program die           rank 1 exits before the first collective; the others must fail
 //   rank_program hang          rank 1 sleeps past the timeout; the others must fail at it
+//   rank_program collective_oom  an all-gather past the memory budget: out of memory, named
 //
 // Exit 0 when the rank saw what it should, 1 with a one-line reason otherwise, 3 for the rank
 // that was told to die.
@@ -21,6 +22,7 @@
 #include "dist/world.h"
 #include "models/model_spec.h"
 #include "runners/parallel_trainer.h"
+#include "runners/tracking_allocator.h"
 #include "schedule/runtime/collectives.h"
 
 using namespace slapo;
@@ -172,6 +174,29 @@ int fault(bool hang) {
   return fail("the collective succeeded without its peer");
 }
 
+// An all-gather that runs out of memory under the budget: the error keeps its type (the workload
+// records such a trial as oom, not runtime_error) and names the collective.
+int collective_oom() {
+  const dist::RankEnv env = dist::RankEnv::from_env();
+  Layout layout;
+  layout.tp = env.world_size;
+  const dist::ParallelGroups g = dist::connect(env, layout);
+  runners::TrackingAllocator& allocator = runners::TrackingAllocator::instance();
+  // 4 MiB: the gathered output takes 8 more, and Gloo gathers into a flat buffer of 8 more.
+  torch::Tensor x = torch::ones({1 << 20});
+  allocator.set_budget(allocator.live_bytes() + (12 << 20));  // the output fits, Gloo's buffer not
+  try {
+    g.tp->all_gather(x);
+  } catch (const c10::OutOfMemoryError& e) {
+    const std::string what = e.what();
+    std::cout << "out of memory: " << what.substr(0, what.find('\n')) << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    return fail(std::string("not an out-of-memory error: ") + e.what());
+  }
+  return fail("the all-gather fit in the budget");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -182,6 +207,7 @@ int main(int argc, char** argv) {
     if (mode == "schedules") return schedules();
     if (mode == "die") return fault(false);
     if (mode == "hang") return fault(true);
+    if (mode == "collective_oom") return collective_oom();
   } catch (const std::exception& e) {
     return fail(std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
   }

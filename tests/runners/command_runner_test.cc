@@ -84,6 +84,20 @@ TEST(CommandRunnerTest, EnvironmentRegexAndStatuses) {
   EXPECT_THROW(CommandRunner{bad}, Error);
 }
 
+// A metric is a number whole, wherever the command printed it.
+TEST(CommandRunnerTest, MetricsAreReadStrictlyFromEitherStream) {
+  const TrialResult bad = run_script("echo throughput: 1.2.3e");
+  EXPECT_EQ(bad.status, TrialStatus::kInvalidMetric);
+  EXPECT_EQ(bad.error, "metric 'throughput': '1.2.3e' is not a number");
+  const TrialResult on_stderr = run_script("echo starting; echo throughput: 7 >&2");
+  ASSERT_EQ(on_stderr.status, TrialStatus::kOk) << on_stderr.error;
+  EXPECT_EQ(on_stderr.metrics.at("throughput"), 7);
+  // Standard output wins when both have it.
+  const TrialResult both = run_script("echo throughput: 3; echo throughput: 9 >&2");
+  ASSERT_EQ(both.status, TrialStatus::kOk) << both.error;
+  EXPECT_EQ(both.metrics.at("throughput"), 3);
+}
+
 TEST(CommandRunnerTest, DrivesAPythonPyTorchScript) {
   if (access("/usr/bin/python3", X_OK) != 0 ||
       std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
