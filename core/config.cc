@@ -96,7 +96,8 @@ Config Config::from_json(const std::string& text, const std::string& origin) {
   nlohmann::ordered_json j;
   try {
     j = nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number past a double (1e616): found by config_fuzz.
     SLAPO_FAIL(ErrorCode::kParse, origin, ": not valid JSON: ", e.what());
   }
   SLAPO_CHECK(j.is_object(), ErrorCode::kParse, origin, ": expected a JSON object of knob values");

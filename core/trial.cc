@@ -63,7 +63,7 @@ TrialResult TrialResult::from_json(const std::string& text, const std::string& o
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e616)
     SLAPO_FAIL(ErrorCode::kParse, origin, ": not valid JSON: ", e.what());
   }
   SLAPO_CHECK(j.is_object() && j.contains("status") && j["status"].is_string(), ErrorCode::kParse,

@@ -184,7 +184,7 @@ Workload Workload::from_json(const std::string& json, const std::string& origin)
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(json);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e616)
     SLAPO_FAIL(ErrorCode::kInvalidArgument, origin, ": [workload] is not valid JSON: ", e.what());
   }
   SLAPO_CHECK(j.is_object(), ErrorCode::kInvalidArgument, origin, ": [workload] must be a table");

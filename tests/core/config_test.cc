@@ -68,6 +68,8 @@ TEST(ConfigTest, FromJsonRoundTripsAndRejectsBadInput) {
   };
   EXPECT_EQ(error("[1, 2]"), "best.json: expected a JSON object of knob values");
   EXPECT_NE(error("{").find("best.json: not valid JSON"), std::string::npos);
+  // A number past a double is bad input too, not a crash (found by fuzz/config_fuzz.cc).
+  EXPECT_NE(error(R"({"y": 1e616})").find("best.json: not valid JSON"), std::string::npos);
   EXPECT_EQ(error(R"({"cuts": [1.5]})"),
             "best.json: knob 'cuts': arrays may hold integers only (cut points), found 1.5");
   EXPECT_EQ(
