@@ -1,5 +1,7 @@
 #include "runners/subprocess_runner.h"
 
+#include <chrono>
+
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "runners/worker_protocol.h"
@@ -41,26 +43,16 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
 
 SubprocessRunner::~SubprocessRunner() = default;
 
-ProcessResult SubprocessRunner::run_forked(const Config& config) {
-  ProcessResult p;
+std::optional<ProcessResult> SubprocessRunner::run_forked(const Config& config) {
   if (!server_) server_ = Coprocess::start(fork_server_argv(options_.worker), options_.env);
   const TrialRequest request{options_.workload_json, config.to_json(), options_.timeout_s};
   // The server enforces the trial's time limit; this one only guards against a server that hangs.
   const double guard = options_.timeout_s > 0 ? options_.timeout_s + 60 : 0;
   std::optional<std::string> line;
   if (server_->write_line(encode_request(request))) line = server_->read_line(guard);
-  const std::optional<ProcessResult> response = line ? decode_response(*line) : std::nullopt;
-  if (!response) {
-    server_.reset();  // started again for the next trial
-    p.started = true;
-    p.signal = 0;
-    p.exit_code = 1;
-    p.err = "the fork server stopped answering";
-    // An interrupt ends the server's group; its trial child dies with it (PR_SET_PDEATHSIG).
-    p.interrupted = interrupt_requested();
-    return p;
-  }
-  return *response;
+  std::optional<ProcessResult> response = line ? decode_response(*line) : std::nullopt;
+  if (!response) server_.reset();  // started again for the next request
+  return response;
 }
 
 std::vector<TrialResult> SubprocessRunner::run(const std::vector<Config>& candidates) {
@@ -69,10 +61,30 @@ std::vector<TrialResult> SubprocessRunner::run(const std::vector<Config>& candid
   one_shot.env = options_.env;
   one_shot.timeout_s = options_.timeout_s;
   for (const Config& config : candidates) {
+    if (options_.fork_server) {
+      const auto start = std::chrono::steady_clock::now();
+      std::optional<ProcessResult> forked = run_forked(config);
+      // The server's death is not the trial's doing (killed from outside, say): measured once more
+      // with a new server. An interrupt ends the server's group; its trial child dies with it.
+      if (!forked && !interrupt_requested()) forked = run_forked(config);
+      if (!forked) {
+        TrialResult lost =
+            interrupt_requested()
+                ? failed_trial(TrialStatus::kInterrupted, "interrupted by the user")
+                : failed_trial(TrialStatus::kRuntimeError,
+                               "the fork server stopped answering during this trial, and again "
+                               "when it was measured once more");
+        lost.metrics[metric::kWallS] =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        results.push_back(std::move(lost));
+        continue;
+      }
+      SLAPO_CHECK(forked->started, ErrorCode::kNotFound, "subprocess runner: ", forked->error);
+      results.push_back(worker_result(*forked, options_.timeout_s, options_.log_lines));
+      continue;
+    }
     const ProcessResult p =
-        options_.fork_server
-            ? run_forked(config)
-            : run_process(worker_argv(options_.worker, options_.workload_json, config), one_shot);
+        run_process(worker_argv(options_.worker, options_.workload_json, config), one_shot);
     SLAPO_CHECK(p.started, ErrorCode::kNotFound, "subprocess runner: ", p.error);
     results.push_back(worker_result(p, options_.timeout_s, options_.log_lines));
   }

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,9 @@ class SubprocessRunner : public Runner {
   std::string kind() const override { return "subprocess"; }
 
  private:
-  ProcessResult run_forked(const Config& config);
+  // One trial through the fork server; nullopt when the server stopped answering (it is started
+  // again by the next call).
+  std::optional<ProcessResult> run_forked(const Config& config);
 
   SubprocessOptions options_;
   std::unique_ptr<Coprocess> server_;
