@@ -52,6 +52,10 @@ namespace {
 constexpr int kSchemaVersion = 5;
 constexpr int32_t kApplicationId = 0x534c4150;  // "SLAP"
 constexpr int kBusyTimeoutMs = 30000;
+// The largest cell read or written (a configuration, a log tail, a profile are kilobytes): SQLite
+// refuses a longer one (SQLITE_TOOBIG) instead of allocating it, so a hostile file cannot make a
+// query allocate gigabytes.
+constexpr int kMaxCellBytes = 64 << 20;
 
 // Forward migrations: kMigrations[v] takes schema v to v + 1.
 const char* const kMigrations[] = {
@@ -116,6 +120,7 @@ class Connection {
       SLAPO_FAIL(ErrorCode::kIo, path, ": cannot open the database: ", why);
     }
     sqlite3_busy_timeout(db_, kBusyTimeoutMs);
+    sqlite3_limit(db_, SQLITE_LIMIT_LENGTH, kMaxCellBytes);
   }
   ~Connection() { sqlite3_close(db_); }
   sqlite3* get() const { return db_; }
@@ -131,6 +136,10 @@ class Connection {
   }
   // A damaged file is bad input (exit 2), as a malformed space file is; the rest is the system's.
   [[noreturn]] void fail(const std::string& why) const {
+    if (why.find("string or blob too big") != std::string::npos) {
+      SLAPO_FAIL(ErrorCode::kParse, path_, ": a cell is longer than ", kMaxCellBytes >> 20,
+                 " MiB, more than slapo ever writes; it was not read");
+    }
     if (why.find("malformed") != std::string::npos ||
         why.find("file is not a database") != std::string::npos) {
       SLAPO_FAIL(ErrorCode::kParse, path_, ": the database is corrupt (", why,

@@ -582,6 +582,31 @@ TEST(DatabaseTest, ACorruptCellNamesItsTrial) {
   }
 }
 
+// A cell longer than any slapo writes is refused, not allocated.
+TEST(DatabaseTest, AnOversizedCellIsRefusedNotRead) {
+  const std::string path = temp_path("huge.db");
+  int64_t task = 0;
+  {
+    auto db = Database::open(path);
+    task = db->find_or_create_task(key(), {"samples_per_s", false}).id;
+    db->add_trial(trial(task, 8, TrialStatus::kOk, 100));
+  }
+  sqlite3* raw = nullptr;
+  sqlite3_open(path.c_str(), &raw);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE trials SET log_tail = zeroblob(80 * 1024 * 1024)", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  try {
+    Database::open_read_only(path)->trials(task);
+    ADD_FAILURE() << "an 80 MiB cell was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_NE(std::string(e.what()).find("a cell is longer than 64 MiB"), std::string::npos)
+        << e.what();
+  }
+}
+
 // A read-only open writes nothing: not through the API, and no -wal or -shm file stays behind.
 TEST(DatabaseTest, ReadOnlyOpenWritesNothing) {
   const std::string path = temp_path("queried.db");
