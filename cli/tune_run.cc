@@ -17,6 +17,7 @@
 #include "core/interrupt.h"
 #include "core/text.h"
 #include "space/compiled_space.h"
+#include "tuner/measured_memory.h"
 #include "tuner/model_strategy.h"
 
 namespace slapo::cli {
@@ -176,7 +177,10 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
        "name the task (db, replay and report take --study NAME); refused when the name is "
        "another task's")
       ("claim-timeout", po::value<double>(&o->tuner.claim_timeout_s)->default_value(60),
-       "seconds without a heartbeat before another tuner of the task adopts a claim");
+       "seconds without a heartbeat before another tuner of the task adopts a claim")
+      ("memory-metric", po::value<std::string>(&o->tuner.memory_metric),
+       "command with --memory-budget: the memory metric its trials report, learned from to skip "
+       "configurations predicted over the budget (default: the first like peak_rss_mib)");
   // clang-format on
   o->runner.declare(set);
 }
@@ -194,6 +198,9 @@ TuneOptions parse_tune(const Args& all_args, const char* command) {
   SLAPO_CHECK(std::isfinite(o.tuner.claim_timeout_s) && o.tuner.claim_timeout_s > 0,
               ErrorCode::kInvalidArgument, "--claim-timeout ", o.tuner.claim_timeout_s,
               ": expected seconds, more than 0");
+  SLAPO_CHECK(o.tuner.memory_metric.empty() || tuner::metric_bytes(o.tuner.memory_metric, 1),
+              ErrorCode::kInvalidArgument, "--memory-metric ", o.tuner.memory_metric,
+              ": its name must end in a memory unit (_bytes, _kib, _mib, _gib, _kb, _mb, _gb)");
   // An unknown name fails here, before anything runs (`model` is checked once the runner is known).
   const std::vector<std::string> names = tuner::strategy_names();
   if (std::find(names.begin(), names.end(), o.tuner.strategy) == names.end()) {
@@ -266,6 +273,13 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
       options.time_limit_s = std::max(1e-3, options.time_limit_s - profile_s);
     tuner_cost_model = std::make_unique<TunerCostModel>(*cost_model);
     options.cost_model = tuner_cost_model.get();
+  }
+
+  // A command is a workload slapo knows nothing about: it learns memory from what the trials
+  // report, and starts where the first trial is most likely to fit.
+  if (spec.command) {
+    options.memory_budget_bytes = static_cast<double>(spec.command->memory_budget_bytes);
+    options.lean_start = true;
   }
 
   if (!o.json) {

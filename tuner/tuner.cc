@@ -4,12 +4,14 @@
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/stats.h"
 #include "tuner/confirmation.h"
 #include "tuner/measure.h"
+#include "tuner/measured_memory.h"
 #include "tuner/memory_dominance.h"
 #include "tuner/model_strategy.h"
 #include "tuner/shared_study.h"
@@ -53,6 +55,20 @@ bool is_outlier(const space::CompiledSpace& space, const Config& config, double 
   }
   return around.size() >= kOutlierMinNeighbours &&
          std::fabs(robust_z(around, std::log(value), std::log(kNeighbourSpread))) > kOutlierZ;
+}
+
+// `config` with each knob that has a memory trend moved to its memory-saving end, one knob at a
+// time, where the space allows it: at most as hungry as `config`, and valid.
+Config leanest_variant(const space::CompiledSpace& space, const Config& config) {
+  Config lean = config;
+  for (const auto& knob : space.knobs()) {
+    if (knob.mem == space::MemTrend::kNone || knob.domain.empty()) continue;
+    Config moved = lean;
+    moved.set(knob.name,
+              knob.mem == space::MemTrend::kUp ? knob.domain.front() : knob.domain.back());
+    if (space.contains(moved).ok) lean = std::move(moved);
+  }
+  return lean;
 }
 
 struct OutlierCheck {
@@ -102,6 +118,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   // What the task holds — on resume, and from the other tuners of a shared study as they record
   // it (tuner/shared_study.h) — taken in once.
   SharedStudy study(database, task.id, options.claim_timeout_s);
+  std::optional<MeasuredMemory> memory;
+  if (options.memory_budget_bytes > 0)
+    memory.emplace(space, options.memory_metric, options.memory_budget_bytes);
   size_t measured_total = 0;
   std::unordered_map<std::string, double> ok_objectives;  // by configuration (outlier check)
   const auto absorb = [&](const db::TrialRecord& t, std::vector<Observation>* observed) {
@@ -109,6 +128,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (!known.insert(t.config.canonical_json()).second) return false;
     observed->push_back({t.config, t.result.status, t.objective});
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
+    if (memory) memory->observe(t.config, t.result, t.index);
     if (was_run(t)) ++measured_total;
     if (t.objective && t.result.status == TrialStatus::kOk) {
       const double value = t.ranking_objective().value_or(*t.objective);
@@ -132,6 +152,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   };
   size_t since_improvement = 0;
   double measuring_s = 0;
+  std::optional<Config> deferred;  // the first proposal, when the lean start measured another
   // One line of progress for a recorded trial.
   const auto report = [&](const db::TrialRecord& record, int64_t index) {
     if (!on_progress) return;
@@ -205,12 +226,17 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       summary.stopped_because = "no improvement in " + std::to_string(options.patience) + " trials";
       break;
     }
-    // A claim whose tuner died is measured first; then what the strategy proposes.
+    // A claim whose tuner died is measured first; then a proposal the lean start put off; then
+    // what the strategy proposes.
     std::optional<Config> adopted = study.adopt_orphan();
     if (adopted && is_known(*adopted)) adopted.reset();
+    if (deferred && is_known(*deferred)) deferred.reset();
     Config config;
     if (adopted) {
       config = *adopted;
+    } else if (deferred) {
+      config = *deferred;
+      deferred.reset();
     } else {
       const std::unordered_set<std::string>& claimed = study.claimed_by_others();
       if (options.trials > 0 && measured_total + claimed.size() >= options.trials) {
@@ -228,6 +254,12 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
         break;
       }
       config = proposed[0];
+      if (options.lean_start && known.empty() && claimed.empty()) {
+        // The proposal is measured next: a strategy that walks its space in order never proposes
+        // it again.
+        Config lean = leanest_variant(space, config);
+        if (!(lean == config)) deferred = std::exchange(config, std::move(lean));
+      }
     }
     db::TrialRecord record;
     record.task_id = task.id;
@@ -235,11 +267,16 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     record.strategy = adopted ? "adopted claim" : strategy->name();
     record.seed = options.seed;
     record.started_at = db::utc_now();
+    bool predicted_oom = false;  // by the measured memory
     if (const auto proof = dominance.proof_of_oom(config)) {
       record.result =
           failed_trial(TrialStatus::kPruned, "out of memory, as trial " + std::to_string(*proof) +
                                                  " needs less memory and ran out");
       record.pruned_by = proof;
+      ++summary.pruned;
+    } else if (const auto why = memory ? memory->over_budget(config) : std::nullopt) {
+      record.result = failed_trial(TrialStatus::kPruned, *why);
+      predicted_oom = true;
       ++summary.pruned;
     } else {
       if (!adopted) {
@@ -271,10 +308,12 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     study.recorded();
     known.insert(config.canonical_json());
     if (record.result.status == TrialStatus::kOom) dominance.add_oom(config, index);
-    // A point pruned by proof is observed as what it is proven to be; one stopped early as the
-    // failure it is.
+    if (memory) memory->observe(config, record.result, index);
+    // A point pruned by proof or prediction is observed as what it is shown to be; one stopped
+    // early as the failure it is.
     strategy->observe(
-        {{config, record.pruned_by ? TrialStatus::kOom : record.result.status, record.objective}});
+        {{config, record.pruned_by || predicted_oom ? TrialStatus::kOom : record.result.status,
+          record.objective}});
     report(record, index);
     if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
     if (record.objective && record.result.status == TrialStatus::kOk) {

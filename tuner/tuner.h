@@ -50,6 +50,16 @@ struct TunerOptions {
   // A shared study: a claim whose owner has not renewed its heartbeat for this long is adopted by
   // another tuner (a dead owner on this host is seen at once).
   double claim_timeout_s = 60;
+  // A workload without a cost model (an external command) under a memory budget: the memory
+  // metric its trials report ("" : the first that looks like one) is learned from, and
+  // configurations it predicts over `memory_budget_bytes` are recorded as pruned, never run
+  // (tuner/measured_memory.h). 0: off.
+  double memory_budget_bytes = 0;
+  std::string memory_metric;
+  // The first trial of a task is the leanest variant of the strategy's first proposal (every knob
+  // with a `mem` trend moved to its memory-saving end where the space allows), so that a run about
+  // which nothing is known does not open with out-of-memory trials.
+  bool lean_start = false;
 };
 
 // One line of progress, after each measured or pruned trial.

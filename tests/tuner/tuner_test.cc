@@ -14,6 +14,7 @@
 #include "space/compiled_space.h"
 #include "space/space_file.h"
 #include "tuner/gaussian_process.h"
+#include "tuner/measured_memory.h"
 #include "tuner/memory_dominance.h"
 #include "tuner/model_strategy.h"
 #include "tuner/tuner.h"
@@ -203,6 +204,107 @@ TEST(MemoryDominanceTest, OnlyTrendedKnobsOrderAndOthersMustBeEqual) {
       d.proof_of_oom(c(64, 1.0, "naive")).has_value());  // more batch but more checkpointing
   EXPECT_FALSE(d.proof_of_oom(c(64, 0.5, "fused")).has_value());  // another implementation
   EXPECT_FALSE(d.proof_of_oom(c(16, 0.5, "naive")).has_value());
+}
+
+TEST(MeasuredMemoryTest, UnitsFromTheNameAndWhatLooksLikeMemory) {
+  EXPECT_EQ(metric_bytes("peak_rss_mib", 2), 2.0 * 1048576);
+  EXPECT_EQ(metric_bytes("peak_bytes", 7), 7.0);
+  EXPECT_EQ(metric_bytes("mem_gb", 1.5), 1.5e9);
+  EXPECT_FALSE(metric_bytes("throughput", 1).has_value());
+  EXPECT_TRUE(looks_like_memory_metric("peak_rss_mib"));
+  EXPECT_TRUE(looks_like_memory_metric("max_mem_bytes"));
+  EXPECT_FALSE(looks_like_memory_metric("tokens_mib"));  // a unit, but not a memory peak
+  EXPECT_FALSE(looks_like_memory_metric("step_ms_median"));
+}
+
+// Affine in the batch at the same other knobs, monotone along the trends.
+TEST(MeasuredMemoryTest, PredictsOverTheBudgetFromAFitAndFromDominance) {
+  const auto space = space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
+  const double mib = 1 << 20;
+  MeasuredMemory memory(space, "", 2048 * mib);  // the metric is found in the reports
+  auto report = [](double value) {
+    TrialResult r;
+    r.metrics["samples_per_s"] = 1;
+    r.metrics["peak_rss_mib"] = value;
+    return r;
+  };
+  auto at = [](int64_t batch, double ckpt, const char* attn) {
+    Config c;
+    c.set("batch_size", batch);
+    c.set("ckpt", ckpt);
+    c.set("attn", std::string(attn));
+    return c;
+  };
+  memory.observe(at(8, 0.0, "naive"), report(600), 0);  // 200 + 50 MiB per sample
+  EXPECT_EQ(memory.metric(), "peak_rss_mib");
+  EXPECT_FALSE(memory.over_budget(at(64, 0.0, "naive")).has_value());  // one batch: no slope yet
+  memory.observe(at(16, 0.0, "naive"), report(1000), 1);
+  const auto over = memory.over_budget(at(64, 0.0, "naive"));  // 3400 MiB predicted
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(*over,
+            "predicted out of memory: 3400 MiB over the budget of 2048 MiB (peak_rss_mib fitted "
+            "over batch_size from trials 0, 1)");
+  EXPECT_TRUE(memory.over_budget(at(32, 0.0, "naive")).has_value() == false);  // 1800 MiB fits
+  EXPECT_FALSE(memory.over_budget(at(64, 0.0, "fused")).has_value());  // other knobs: not fitted
+  // A measured report over the budget: everything at least as hungry is over it too.
+  memory.observe(at(32, 0.5, "fused"), report(2500), 2);
+  const auto hungrier = memory.over_budget(at(64, 0.0, "fused"));
+  ASSERT_TRUE(hungrier.has_value());
+  EXPECT_NE(hungrier->find("trial 2 needs less and reported peak_rss_mib of 2500 MiB"),
+            std::string::npos)
+      << *hungrier;
+  EXPECT_FALSE(memory.over_budget(at(16, 0.5, "fused")).has_value());
+}
+
+// A command-like run: trials report their memory, and the first one is the lean corner. What the
+// reports predict over the budget is recorded pruned, never run; every run one fits or is the
+// one that taught the fit.
+TEST(TunerTest, AReportedMemoryMetricKeepsARunOutOfOutOfMemory) {
+  Bench b;
+  class Reporting : public runners::Runner {
+   public:
+    explicit Reporting(FakeRunner& inner) : inner_(inner) {}
+    std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+      std::vector<TrialResult> out = inner_.run(candidates);
+      for (size_t i = 0; i < out.size(); ++i) {
+        // 100 MiB + 40 MiB per sample, less with checkpointing; over 48 effective samples: oom.
+        const Config& c = candidates[i];
+        const double effective = as_number(c.at("batch_size")) / (1 + 2 * as_number(c.at("ckpt")));
+        out[i].metrics["peak_rss_mib"] = 100 + 40 * effective;
+        if (first.empty()) first = c.to_string();
+      }
+      return out;
+    }
+    std::string kind() const override { return "fake"; }
+    FakeRunner& inner_;
+    std::string first;
+  } runner(b.runner);
+  TunerOptions o;
+  o.strategy = "random";
+  o.trials = 0;
+  o.memory_budget_bytes = (100 + 40 * 48.0) * (1 << 20);  // the oom line exactly
+  o.lean_start = true;
+  const TuneSummary s = tune(b.space, runner, *b.database, b.key, o);
+  // The leanest corner of the first proposal: batch at its least, checkpointing at its most.
+  EXPECT_EQ(runner.first.rfind("batch_size=1 ckpt=1.0 ", 0), 0u) << runner.first;
+  size_t oom_run = 0, predicted = 0;
+  for (const auto& t : b.database->trials(s.task_id)) {
+    if (t.result.status == TrialStatus::kOom) ++oom_run;
+    if (t.result.error.find("predicted out of memory") != std::string::npos) {
+      ++predicted;
+      EXPECT_TRUE(oom(t.config)) << "pruned a configuration that fits: " << t.config.to_string();
+    }
+  }
+  EXPECT_GT(predicted, 0u);
+  // Without the reports, dominance alone lets more out-of-memory trials run.
+  Bench blind;
+  TunerOptions plain = o;
+  plain.memory_budget_bytes = 0;
+  const TuneSummary without = tune(blind.space, blind.runner, *blind.database, blind.key, plain);
+  size_t blind_oom = 0;
+  for (const auto& t : blind.database->trials(without.task_id))
+    blind_oom += t.result.status == TrialStatus::kOom ? 1 : 0;
+  EXPECT_LT(oom_run, blind_oom);
 }
 
 TEST(StrategyTest, UnknownNameListsTheStrategies) {

@@ -1,0 +1,122 @@
+#include "tuner/measured_memory.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace slapo::tuner {
+
+namespace {
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string mib(double bytes) {
+  std::ostringstream out;
+  out << static_cast<int64_t>(std::llround(bytes / (1 << 20))) << " MiB";
+  return out.str();
+}
+}  // namespace
+
+std::optional<double> metric_bytes(const std::string& name, double value) {
+  static const std::pair<const char*, double> kUnits[] = {
+      {"_bytes", 1},       {"_kib", 1024.0},   {"_kb", 1e3}, {"_mib", 1048576.0},
+      {"_mb", 1e6},        {"_gib", 1073741824.0}, {"_gb", 1e9}};
+  for (const auto& [suffix, factor] : kUnits) {
+    if (ends_with(name, suffix)) return value * factor;
+  }
+  return std::nullopt;
+}
+
+bool looks_like_memory_metric(const std::string& name) {
+  if (!metric_bytes(name, 1)) return false;
+  return name.find("peak") != std::string::npos || name.find("mem") != std::string::npos ||
+         name.find("rss") != std::string::npos;
+}
+
+MeasuredMemory::MeasuredMemory(const space::CompiledSpace& space, std::string metric,
+                               double budget_bytes)
+    : space_(space), dominance_(space), metric_(std::move(metric)), budget_(budget_bytes) {
+  // The batch knob: one named batch_size with memory going up, else the first memory-up knob of
+  // numbers.
+  for (const auto& knob : space.knobs()) {
+    if (knob.mem != space::MemTrend::kUp || knob.kind == space::KnobKind::kChoice ||
+        knob.kind == space::KnobKind::kCuts || knob.kind == space::KnobKind::kBool)
+      continue;
+    if (batch_knob_.empty() || knob.name == "batch_size") batch_knob_ = knob.name;
+  }
+}
+
+std::optional<double> MeasuredMemory::batch_of(const Config& config) const {
+  if (batch_knob_.empty() || !config.contains(batch_knob_)) return std::nullopt;
+  const Value& v = config.at(batch_knob_);
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  return std::nullopt;
+}
+
+std::string MeasuredMemory::group_of(const Config& config) const {
+  Config rest;
+  for (const auto& [name, value] : config.entries()) {
+    if (name != batch_knob_) rest.set(name, value);
+  }
+  return rest.canonical_json();
+}
+
+void MeasuredMemory::observe(const Config& config, const TrialResult& result, int64_t index) {
+  if (metric_.empty()) {
+    for (const auto& [name, value] : result.metrics) {
+      if (looks_like_memory_metric(name)) {
+        metric_ = name;
+        break;
+      }
+    }
+  }
+  const auto it = result.metrics.find(metric_);
+  if (metric_.empty() || it == result.metrics.end() || !std::isfinite(it->second)) return;
+  const std::optional<double> bytes = metric_bytes(metric_, it->second);
+  if (!bytes) return;
+  Point p;
+  p.bytes = *bytes;
+  p.index = index;
+  measured_.push_back({config, p});
+  if (const auto batch = batch_of(config)) {
+    p.batch = *batch;
+    by_group_[group_of(config)].push_back(p);
+  }
+}
+
+std::optional<std::string> MeasuredMemory::over_budget(const Config& config) const {
+  if (budget_ <= 0) return std::nullopt;
+  // Monotone: a measured configuration at most as hungry already reported more than the budget.
+  for (const auto& [lean, p] : measured_) {
+    if (p.bytes > budget_ && dominance_.at_least_as_hungry(config, lean)) {
+      return "predicted out of memory: trial " + std::to_string(p.index) + " needs less and reported " +
+             metric_ + " of " + mib(p.bytes) + ", over the budget of " + mib(budget_);
+    }
+  }
+  // Affine in the batch size at the same other knobs.
+  const auto batch = batch_of(config);
+  const auto group = batch ? by_group_.find(group_of(config)) : by_group_.end();
+  if (!batch || group == by_group_.end()) return std::nullopt;
+  const std::vector<Point>& points = group->second;
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const Point& p : points) {
+    n += 1;
+    sx += p.batch;
+    sy += p.bytes;
+    sxx += p.batch * p.batch;
+    sxy += p.batch * p.bytes;
+  }
+  const double det = n * sxx - sx * sx;
+  if (n < 2 || det <= 0) return std::nullopt;  // one batch size: no slope to extrapolate with
+  const double slope = (n * sxy - sx * sy) / det;
+  const double intercept = (sy - slope * sx) / n;
+  const double predicted = intercept + slope * *batch;
+  if (predicted < budget_ * kMargin) return std::nullopt;
+  std::string from;
+  for (const Point& p : points) from += (from.empty() ? "" : ", ") + std::to_string(p.index);
+  return "predicted out of memory: " + mib(predicted) + " over the budget of " + mib(budget_) +
+         " (" + metric_ + " fitted over " + batch_knob_ + " from trials " + from + ")";
+}
+
+}  // namespace slapo::tuner

@@ -1,0 +1,69 @@
+#pragma once
+// Memory learned from measurements, for workloads slapo knows nothing about (an external command):
+// what a command's own memory reports (a metric such as `peak_rss_mib`) teach about the
+// configurations not yet run, under the knobs' declared `mem` trends.
+//
+//   - Monotone: a configuration at least as hungry (tuner/memory_dominance.h) as a measured one
+//     that reported more than the budget needs more than the budget too.
+//   - Affine in batch size at fixed other knobs: with two or more batch sizes measured at the same
+//     values of every other knob, peak memory is fitted as a + b·batch (least squares) and
+//     predicted for the other batch sizes there.
+//
+// A configuration predicted over the budget by a margin (kMargin: a fit is not a measurement) is
+// recorded as pruned with the prediction as its reason and never run. Out-of-memory failures
+// without reports are MemoryDominance's to learn from; the tuner also starts such a run at the
+// leanest corner of its first proposal (tuner.cc), so it does not open with out-of-memory trials.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/trial.h"
+#include "space/compiled_space.h"
+#include "tuner/memory_dominance.h"
+
+namespace slapo::tuner {
+
+// A metric's value in bytes, from the unit its name ends in (_bytes, _kib, _kb, _mib, _mb, _gib,
+// _gb); nullopt when the name carries no memory unit.
+std::optional<double> metric_bytes(const std::string& name, double value);
+// Whether a metric's name says it is a memory peak (has a memory unit and mentions peak, mem or
+// rss): the one used when none is named.
+bool looks_like_memory_metric(const std::string& name);
+
+class MeasuredMemory {
+ public:
+  // `metric`: the memory metric to learn from ("" : the first one a trial reports that
+  // looks_like_memory_metric). `budget_bytes` > 0.
+  MeasuredMemory(const space::CompiledSpace& space, std::string metric, double budget_bytes);
+
+  // A recorded trial (`index` in the task) and what it reported.
+  void observe(const Config& config, const TrialResult& result, int64_t index);
+  // Why `config` needs more than the budget, when what was measured says so; nullopt otherwise.
+  std::optional<std::string> over_budget(const Config& config) const;
+  const std::string& metric() const { return metric_; }
+
+  // A prediction must pass the budget by this factor before a configuration is skipped.
+  static constexpr double kMargin = 1.05;
+
+ private:
+  struct Point {
+    double batch = 0;
+    double bytes = 0;
+    int64_t index = 0;
+  };
+  std::string group_of(const Config& config) const;  // every knob but the batch knob
+  std::optional<double> batch_of(const Config& config) const;
+
+  const space::CompiledSpace& space_;
+  MemoryDominance dominance_;
+  std::string metric_;
+  double budget_;
+  std::string batch_knob_;  // the memory-up knob the fit is affine in ("" : none)
+  std::vector<std::pair<Config, Point>> measured_;
+  std::map<std::string, std::vector<Point>> by_group_;
+};
+
+}  // namespace slapo::tuner
