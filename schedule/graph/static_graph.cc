@@ -47,10 +47,63 @@ torch::Tensor run_graph(torch::jit::GraphFunction& fn, const std::vector<torch::
 
 }  // namespace
 
+Slot* Schedule::own_slot() {
+  if (parent_ == nullptr) return nullptr;
+  auto* slots = dynamic_cast<SlotModule*>(parent_->module_.get());
+  return slots != nullptr && slots->has_slot(slot_name_) ? &slots->slot(slot_name_) : nullptr;
+}
+
+void Schedule::check_traced_graphs(const char* primitive, Change change) {
+  const std::string where = std::string(primitive) + " on '" + path_ + "': ";
+  for (Schedule* node = this; node != nullptr; node = node->parent_) {
+    Slot* slot = node->own_slot();
+    if (slot == nullptr || !slot->policy.traced) continue;
+    const bool self = node == this;
+    const std::string traced = "'" + node->path_ + "'";
+    // A policy is applied by the slot around its call; the graph of an ancestor inlines the
+    // module's forward as traced, with no place for a checkpoint, a random stream or a collective.
+    SLAPO_CHECK(
+        self || change != Change::kPolicy, ErrorCode::kInvalidArgument, where, traced,
+        " above it runs as a traced graph, which cannot hold a submodule's ", primitive,
+        " (apply it to ", traced, " itself",
+        std::string(primitive) == "checkpoint" ? ", or checkpoint a match of its graph)" : ")");
+    if (change != Change::kModule) continue;
+    SLAPO_CHECK(!slot->policy.traced->rewritten(), ErrorCode::kInvalidArgument, where,
+                self ? "it" : traced + " above it",
+                " is traced and its graph was rewritten (fuse, or replace or checkpoint of a "
+                "match) for the module as it was; apply ",
+                primitive, " before rewriting the graph");
+  }
+}
+
+void Schedule::retrace_graphs() {
+  for (Schedule* node = this; node != nullptr; node = node->parent_) {
+    Slot* slot = node->own_slot();
+    if (slot != nullptr && slot->policy.traced) slot->policy.traced->invalidate(slot->module);
+  }
+}
+
 Schedule& Schedule::trace(const std::vector<torch::Tensor>& example_inputs) {
   Slot& slot = policy_slot("trace");
   SLAPO_CHECK(!slot.policy.traced, ErrorCode::kInvalidArgument, "trace on '", path_,
               "': already traced");
+  // A graph inlines what is below it: nothing there may need its slot's policy at run time.
+  for (const auto& [below_path, below] : named_schedules()) {
+    if (below == this) continue;
+    if (Slot* s = below->own_slot(); s != nullptr && !s->policy.plain()) {
+      const char* what = s->policy.traced       ? "traced (trace one or the other)"
+                         : s->policy.checkpoint ? "checkpointed"
+                         : s->policy.rng        ? "given its own random stream (fork_rng)"
+                                                : "synchronized (sync)";
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, "trace on '", path_, "': '", below_path,
+                 "' below it is ", what, ", which a graph of '", path_, "' cannot hold");
+    }
+  }
+  for (Schedule* node = parent_; node != nullptr; node = node->parent_) {
+    Slot* s = node->own_slot();
+    SLAPO_CHECK(s == nullptr || !s->policy.traced, ErrorCode::kInvalidArgument, "trace on '", path_,
+                "': '", node->path_, "' above it is traced already (trace one or the other)");
+  }
   auto traced = std::make_shared<TracedGraph>(slot.module, path_);
   if (!example_inputs.empty()) {
     SLAPO_CHECK(example_inputs.size() == slot.signature.tensor_inputs, ErrorCode::kInvalidArgument,

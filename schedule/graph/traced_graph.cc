@@ -175,6 +175,15 @@ void TracedGraph::add_transform(Transform transform) {
   ++version_;
 }
 
+void TracedGraph::invalidate(torch::nn::AnyModule module) {
+  SLAPO_CHECK(!rewritten(), ErrorCode::kInternal, "invalidate on '", path_,
+              "': its graphs were rewritten");
+  module_ = std::move(module);
+  graphs_.clear();
+  first_.clear();
+  ++version_;
+}
+
 std::vector<std::shared_ptr<torch::jit::Graph>> TracedGraph::graphs() const {
   std::vector<std::shared_ptr<torch::jit::Graph>> out;
   for (const auto& [key, entry] : graphs_) out.push_back(entry->graph);

@@ -53,6 +53,13 @@ class TracedGraph {
   void add_transform(Transform transform);
   // The graphs traced so far, one per shape.
   std::vector<std::shared_ptr<torch::jit::Graph>> graphs() const;
+  // Whether fuse, replace or checkpoint of a match rewrote this slot's graphs: such rewrites were
+  // found in graphs of the module as it was, so they cannot follow it through a change.
+  bool rewritten() const { return !transforms_.empty(); }
+  // The module changed (it, or something below it, was replaced or sharded): every graph is
+  // forgotten and traced again at the next call, of `module` (the slot's module now). Matches
+  // found before are stale. REQUIRES: !rewritten() (the schedule refuses the change otherwise).
+  void invalidate(torch::nn::AnyModule module);
 
  private:
   struct Entry;

@@ -185,6 +185,7 @@ torch::Tensor Schedule::tensor_named(const std::string& name, const char* primit
 Schedule& Schedule::replace_any(torch::nn::AnyModule module, Signature signature,
                                 const std::string& type_name) {
   SlotModule& parent = parent_slots("replace");
+  check_traced_graphs("replace", Change::kModule);
   const Signature& current = parent.slot(slot_name_).signature;
   SLAPO_CHECK(signature == current, ErrorCode::kInvalidArgument, "replace on '", path_,
               "': the new module's forward is ", signature.text, " but the slot expects ",
@@ -210,6 +211,7 @@ Schedule& Schedule::replace_any(torch::nn::AnyModule module, Signature signature
     if (it != moved.end()) root_->annotations[b.value().unsafeGetTensorImpl()] = it->second;
   }
   rebuild_children();
+  retrace_graphs();
   root_->record.replaced.emplace_back(path_, type_name);
   record_primitive("replace", type_name);
   return *this;
@@ -229,6 +231,7 @@ Slot& Schedule::policy_slot(const char* primitive) {
 
 Schedule& Schedule::checkpoint() {
   Slot& slot = policy_slot("checkpoint");
+  check_traced_graphs("checkpoint", Change::kPolicy);
   SLAPO_CHECK(!slot.policy.checkpoint, ErrorCode::kInvalidArgument, "checkpoint on '", path_,
               "': already checkpointed");
   slot.policy.checkpoint = true;
@@ -239,6 +242,9 @@ Schedule& Schedule::checkpoint() {
 
 Schedule& Schedule::fork_rng(std::optional<uint64_t> seed) {
   Slot& slot = policy_slot("fork_rng");
+  check_traced_graphs("fork_rng", Change::kPolicy);
+  const bool keyed_dropout = dynamic_cast<KeyedDropoutImpl*>(module_.get()) != nullptr;
+  if (keyed_dropout) check_traced_graphs("fork_rng", Change::kModule);  // its seed changes
   SLAPO_CHECK(!slot.policy.rng, ErrorCode::kInvalidArgument, "fork_rng on '", path_,
               "': already has its own stream");
   // Without an explicit seed: the options' seed mixed with the path, stable across runs.
@@ -249,7 +255,10 @@ Schedule& Schedule::fork_rng(std::optional<uint64_t> seed) {
   slot.policy.rng = std::make_shared<RngStream>(s);
   // A keyed dropout draws from its own seed, not from the default generator: re-seed it, and
   // where its data is sharded each tensor-parallel rank gets its own stream.
-  if (auto* keyed = dynamic_cast<KeyedDropoutImpl*>(module_.get())) keyed->fork(s);
+  if (keyed_dropout) {
+    dynamic_cast<KeyedDropoutImpl&>(*module_).fork(s);
+    retrace_graphs();  // a graph of it traced before holds the old seed
+  }
   root_->record.forked.push_back(path_);
   record_primitive("fork_rng", seed ? std::to_string(*seed) : "");
   return *this;
@@ -272,6 +281,7 @@ std::map<std::string, std::string> Schedule::annotations(const std::string& name
 
 Schedule& Schedule::shard(const std::string& name, int64_t axis) {
   torch::Tensor t = tensor_named(name, "shard");
+  check_traced_graphs("shard", Change::kModule);
   const int64_t dims = t.dim();
   SLAPO_CHECK(axis >= 0 && axis < dims, ErrorCode::kInvalidArgument, "shard on '", path_,
               "': axis ", axis, " is out of range for '", name, "' of shape ", t.sizes(), " (",
@@ -306,6 +316,7 @@ Schedule& Schedule::shard(const std::string& name, int64_t axis) {
     if (auto* aware = dynamic_cast<ShardAware*>(module_.get()))
       aware->on_shard(name, axis, parts, rank);
   }
+  retrace_graphs();  // shapes and, for a ShardAware module, what it computes have changed
   record_primitive("shard", quote_argument(name) + ", " + std::to_string(axis));
   return *this;
 }
@@ -348,6 +359,7 @@ Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_nam
   const SyncMode mode = parse_sync_mode(path_, mode_name);
   const SyncOp op = parse_sync_op(path_, op_name);
   const std::string what = "sync(\"" + mode_name + "\", \"" + op_name + "\") on '" + path_ + "'";
+  check_traced_graphs("sync", Change::kPolicy);
   SLAPO_CHECK(
       mode != SyncMode::kBwdPost || op == SyncOp::kAllReduce || op == SyncOp::kReduceScatter,
       ErrorCode::kInvalidArgument, what, ": bwd_post takes all_reduce or reduce_scatter");
@@ -411,6 +423,7 @@ Schedule& Schedule::decompose() {
   auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(module_);
   SLAPO_CHECK(linear != nullptr, ErrorCode::kInvalidArgument, "decompose on '", path_,
               "': only an nn::Linear can be decomposed (this is ", module_->name(), ")");
+  check_traced_graphs("decompose", Change::kModule);
   for (const char* name : {"weight", "bias"}) {
     if (!module_->named_parameters(false).contains(name)) continue;
     SLAPO_CHECK(!root_->sharded.count(module_->named_parameters(false)[name].unsafeGetTensorImpl()),

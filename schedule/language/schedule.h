@@ -224,6 +224,19 @@ class Schedule {
   torch::Tensor tensor_named(const std::string& name, const char* primitive);
   // This module's traced slot (traced now or by need): for the primitives on matches.
   TracedGraph& traced_slot(const char* primitive);
+  // This module's slot in its parent, or null (the root; a parent that is not a SlotModule).
+  Slot* own_slot();
+  // Traced graphs never go stale (static_graph.cc). A primitive that changes a module changes what
+  // the graphs of the traced modules at and above it compute:
+  enum class Change {
+    kModule,  // replace, decompose, shard: those graphs are traced again at their next call
+    kPolicy,  // checkpoint, fork_rng, sync: a graph cannot hold them, so refused below a traced one
+  };
+  // Refuses `primitive` with the reason when a traced graph at or above this module cannot follow
+  // the change (a kPolicy change below a traced module; a graph that fuse or a match rewrote).
+  void check_traced_graphs(const char* primitive, Change change);
+  // After a kModule change: the graphs at and above this module are traced again by need.
+  void retrace_graphs();
   // A match of this module's current graphs, or an error naming what is wrong with it.
   void check_match(const GraphMatch& match, const char* primitive);
   // The shards of tensors at or below this module: (name relative to it, spec).

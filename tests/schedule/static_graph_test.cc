@@ -211,6 +211,101 @@ TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
   }
 }
 
+// A Linear that computes twice its output: the same parameters (names, shapes) as the Linear it
+// replaces and another forward — which a graph traced before the replacement would not compute.
+class DoubledLinearImpl : public torch::nn::Module {
+ public:
+  explicit DoubledLinearImpl(const torch::nn::LinearImpl& like) {
+    weight = register_parameter("weight", like.weight.detach().clone());
+    bias = register_parameter("bias", like.bias.detach().clone());
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return 2 * torch::nn::functional::linear(x, weight, bias);
+  }
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(DoubledLinear);
+
+DoubledLinear doubled(Schedule& linear) {
+  return DoubledLinear(*std::dynamic_pointer_cast<torch::nn::LinearImpl>(linear.module()));
+}
+
+TEST(TraceTest, AChangeBelowOrAtATracedModuleTracesItAgain) {
+  const ModelPair m("gpt-tiny", 21);
+  // The reference: the same replacements, nothing traced.
+  auto reference = models::build_model(m.spec, 21);
+  auto ref = create_schedule(reference);
+  for (const char* path : {"h.0.mlp.fc_in", "h.1.mlp.fc_in"}) ref[path].replace(doubled(ref[path]));
+
+  Schedule& h0 = m.sch["h.0"];
+  h0.trace({torch::randn({2, 16, 32})});
+  const GraphMatch gelu =
+      h0.find_pattern("graph(%x, %a):\n  %y = aten::gelu(%x, %a)\n  return (%y)").at(0);
+  m.sch["h.0.mlp.fc_in"].replace(doubled(m.sch["h.0.mlp.fc_in"]));  // below the traced block
+  Schedule& fc = m.sch["h.1.mlp.fc_in"];
+  fc.trace({torch::randn({2, 16, 32})});
+  fc.replace(doubled(fc));  // the traced module itself
+  // The graphs were forgotten, and matches found in them are stale.
+  EXPECT_NE(error_of([&] { h0.print_graph(); }).find("not traced yet"), std::string::npos);
+  EXPECT_NE(error_of([&] { h0.fuse(gelu); }).find("stale match 0 of 'h.0'"), std::string::npos);
+
+  const VerifyReport r = verify(*reference, *m.scheduled, zoo_run(tiny_tokens(21)), 22);
+  EXPECT_TRUE(r.within(1e-5)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty());
+  // Traced again, of the modules as they are now.
+  EXPECT_NE(h0.print_graph().find("aten::mul"), std::string::npos) << h0.print_graph();
+  EXPECT_NE(fc.print_graph().find("aten::mul"), std::string::npos) << fc.print_graph();
+  // Without the replacements the model computes something else: the check above can fail.
+  EXPECT_FALSE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(21)), 22).within(1e-3));
+}
+
+TEST(TraceTest, WhatAGraphCannotFollowIsRefusedAndChangesNothing) {
+  const ModelPair m("gpt-tiny", 23);
+  m.sch["h.0.mlp.fc_in"].decompose();
+  m.sch["h.0"].trace({torch::randn({2, 16, 32})});
+  m.sch["h.0"].fuse("bias_gelu");
+  m.sch["h.1"].trace();
+  const std::string before = m.sch->to_string();
+  // A graph rewritten for the module as it was cannot follow a replacement below it.
+  EXPECT_NE(error_of([&] { m.sch["h.0.mlp.fc_out"].replace(doubled(m.sch["h.0.mlp.fc_out"])); })
+                .find("replace on 'h.0.mlp.fc_out': 'h.0' above it is traced and its graph was "
+                      "rewritten"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              m.sch["h.0.mlp.fc_out"].decompose();
+            }).find("decompose on 'h.0.mlp.fc_out': 'h.0' above it is traced"),
+            std::string::npos);
+  // A graph has no place for a submodule's checkpoint, random stream or nested graph.
+  EXPECT_NE(
+      error_of([&] { m.sch["h.1.mlp"].checkpoint(); })
+          .find("checkpoint on 'h.1.mlp': 'h.1' above it runs as a traced graph, which cannot "
+                "hold a submodule's checkpoint (apply it to 'h.1' itself, or checkpoint a match"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              m.sch["h.1.attn"].fork_rng();
+            }).find("fork_rng on 'h.1.attn': 'h.1' above it runs as a traced graph"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              m.sch["h.1.mlp"].trace();
+            }).find("trace on 'h.1.mlp': 'h.1' above it is traced already"),
+            std::string::npos);
+  EXPECT_EQ(m.sch->to_string(), before);
+  EXPECT_TRUE(verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(23)), 24).within(1e-5));
+
+  // The other order: trace above what a graph cannot hold is refused the same way.
+  const ModelPair other("gpt-tiny", 25);
+  other.sch["h.0.mlp"].checkpoint();
+  other.sch["h.1.attn"].fork_rng();
+  EXPECT_NE(error_of([&] { other.sch["h.0"].trace(); })
+                .find("trace on 'h.0': 'h.0.mlp' below it is checkpointed, which a graph of 'h.0' "
+                      "cannot hold"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              other.sch["h.1"].trace();
+            }).find("'h.1.attn' below it is given its own random stream"),
+            std::string::npos);
+}
+
 // ---- the fused kernels, against the ATen sequences, at every SIMD level this CPU has ------------
 
 class FusedKernelTest : public ::testing::TestWithParam<simd::Level> {
