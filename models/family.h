@@ -20,6 +20,9 @@ struct FamilyTraits {
   bool head_bias = false;          // the LM head adds a bias over the vocabulary (sharded with it)
   bool final_norm = true;          // a layer norm after the last block (pre-LN models)
   double layer_norm_eps = 1e-5;
+  // Trains as a masked language model (BERT): predicts 15% of the positions of each sequence,
+  // masked in its input (models/training_batch.h); else it predicts the next token.
+  bool masked_lm = false;
 };
 
 // The traits of `family`. Throws Error(kNotFound) listing the families otherwise.

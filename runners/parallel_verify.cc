@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "models/templates.h"
+#include "models/training_batch.h"
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
 #include "schedule/language/build.h"
@@ -21,8 +22,9 @@ namespace {
 std::pair<torch::Tensor, torch::Tensor> batch_for_step(const models::ModelSpec& spec, uint64_t seed,
                                                        int step, int64_t batch, int64_t seq) {
   torch::manual_seed(seed + 1000 + static_cast<uint64_t>(step));
-  torch::Tensor t = torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong);
-  return {t.narrow(1, 0, seq), t.narrow(1, 1, seq)};
+  models::TrainingBatch b =
+      models::training_batch(spec, torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong));
+  return {b.inputs, b.targets};
 }
 
 }  // namespace

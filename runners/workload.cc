@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/stats.h"
 #include "models/templates.h"
+#include "models/training_batch.h"
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
 #include "runners/runner.h"
@@ -37,8 +38,9 @@ int64_t knob_int(const Config& config, const char* name, int64_t fallback) {
 // Token batches: from the data file (consecutive windows) or synthetic (seeded).
 class Batches {
  public:
-  Batches(const Workload& w, int64_t vocab, int64_t batch, int64_t seq)
-      : batch_(batch), seq_(seq), vocab_(vocab) {
+  Batches(const Workload& w, const models::ModelSpec& spec, int64_t batch, int64_t seq)
+      : spec_(spec), batch_(batch), seq_(seq) {
+    const int64_t vocab = spec.vocab;
     torch::manual_seed(w.seed + 1);
     if (w.data.empty()) return;
     std::ifstream in(w.data, std::ios::binary);
@@ -61,22 +63,23 @@ class Batches {
                 vocab, ")");
   }
 
-  // Inputs and next-token targets.
-  std::pair<torch::Tensor, torch::Tensor> next() {
-    if (!data_.defined()) {
-      torch::Tensor t = torch::randint(vocab_, {batch_, seq_ + 1}, torch::kLong);
-      return {t.narrow(1, 0, seq_), t.narrow(1, 1, seq_)};
-    }
-    const int64_t span = batch_ * seq_ + 1;
-    if (offset_ + span > data_.size(0)) offset_ = 0;
-    torch::Tensor window = data_.narrow(0, offset_, span);
-    offset_ += batch_ * seq_;
-    return {window.narrow(0, 0, span - 1).view({batch_, seq_}),
-            window.narrow(0, 1, span - 1).view({batch_, seq_})};
-  }
+  // Inputs and targets: a window of seq + 1 tokens per sample, as the family learns from it.
+  models::TrainingBatch next() { return models::training_batch(spec_, window()); }
 
  private:
-  int64_t batch_, seq_, vocab_;
+  // The next [batch, seq + 1] tokens: random, or the data's next span (wrapping around).
+  torch::Tensor window() {
+    if (!data_.defined()) return torch::randint(spec_.vocab, {batch_, seq_ + 1}, torch::kLong);
+    const int64_t span = batch_ * seq_ + 1;
+    if (offset_ + span > data_.size(0)) offset_ = 0;
+    // Sample i reads tokens [offset + i·seq, offset + (i+1)·seq] (one more for its last target).
+    torch::Tensor w = data_.narrow(0, offset_, span).as_strided({batch_, seq_ + 1}, {seq_, 1});
+    offset_ += batch_ * seq_;
+    return w;
+  }
+
+  models::ModelSpec spec_;
+  int64_t batch_, seq_;
   torch::Tensor data_;
   int64_t offset_ = 0;
 };
@@ -291,7 +294,7 @@ TrialResult measure_trial(const Workload& w, const Config& config,
     }
     result.metrics[metric::kBuildMs] = ms_since(build_start);
 
-    Batches batches(w, spec.vocab, batch, seq);
+    Batches batches(w, spec, batch, seq);
     const auto train_start = Clock::now();
     for (int step = 0; step < w.warmup + w.steps; ++step) {
       auto [tokens, targets] = batches.next();

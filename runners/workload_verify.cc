@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "models/templates.h"
+#include "models/training_batch.h"
 #include "models/zoo.h"
 #include "schedule/language/build.h"
 #include "schedule/language/schedule.h"
@@ -55,8 +56,10 @@ WorkloadVerifyReport verify_workload(const Workload& workload, const Config& con
   const schedule::BuildResult built = schedule::build(*sch);
 
   torch::manual_seed(seed + 1);
-  const torch::Tensor tokens = torch::randint(spec.vocab, {batch, seq}, torch::kLong);
-  const torch::Tensor targets = torch::randint(spec.vocab, {batch, seq}, torch::kLong);
+  const models::TrainingBatch data =
+      models::training_batch(spec, torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong));
+  const torch::Tensor& tokens = data.inputs;
+  const torch::Tensor& targets = data.targets;
   auto run = [&](torch::nn::Module& m) {
     torch::Tensor logits = models::model_forward(dynamic_cast<schedule::SlotModule&>(m), tokens);
     return std::make_pair(logits, models::language_model_loss(logits, targets));

@@ -7,7 +7,8 @@ namespace slapo::tuner {
 
 namespace {
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string mib(double bytes) {
@@ -19,8 +20,8 @@ std::string mib(double bytes) {
 
 std::optional<double> metric_bytes(const std::string& name, double value) {
   static const std::pair<const char*, double> kUnits[] = {
-      {"_bytes", 1},       {"_kib", 1024.0},   {"_kb", 1e3}, {"_mib", 1048576.0},
-      {"_mb", 1e6},        {"_gib", 1073741824.0}, {"_gb", 1e9}};
+      {"_bytes", 1}, {"_kib", 1024.0},       {"_kb", 1e3}, {"_mib", 1048576.0},
+      {"_mb", 1e6},  {"_gib", 1073741824.0}, {"_gb", 1e9}};
   for (const auto& [suffix, factor] : kUnits) {
     if (ends_with(name, suffix)) return value * factor;
   }
@@ -90,8 +91,9 @@ std::optional<std::string> MeasuredMemory::over_budget(const Config& config) con
   // Monotone: a measured configuration at most as hungry already reported more than the budget.
   for (const auto& [lean, p] : measured_) {
     if (p.bytes > budget_ && dominance_.at_least_as_hungry(config, lean)) {
-      return "predicted out of memory: trial " + std::to_string(p.index) + " needs less and reported " +
-             metric_ + " of " + mib(p.bytes) + ", over the budget of " + mib(budget_);
+      return "predicted out of memory: trial " + std::to_string(p.index) +
+             " needs less and reported " + metric_ + " of " + mib(p.bytes) +
+             ", over the budget of " + mib(budget_);
     }
   }
   // Affine in the batch size at the same other knobs.

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -37,6 +38,40 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
   EXPECT_EQ(resumed["best_config"], summary["best_config"]);
   Outcome trials = run("db trials --db " + db + " --format json");
   EXPECT_EQ(nlohmann::json::parse(trials.out).size(), 4u);
+}
+
+// Every example space either tunes (it names a [workload]: one trial is measured, ok) or is an
+// example of the space language (no workload: `space show` takes it). Files added later are
+// covered: the folder is listed, not named.
+TEST(TuneCliTest, EveryExampleSpaceTunesOrShows) {
+  namespace fs = std::filesystem;
+  int tuned = 0, shown = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(SLAPO_SOURCE_DIR) / "examples/spaces")) {
+    if (entry.path().extension() != ".toml") continue;
+    const std::string path = entry.path().string();
+    const std::string name = entry.path().filename().string();
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("\n[workload]") == std::string::npos && text.rfind("[workload]", 0) != 0) {
+      const Outcome r = run("space show " + path);
+      EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+      ++shown;
+      continue;
+    }
+    // The first configuration in index order, measured by the built-in runner.
+    const std::string db = temp_db("example-" + name);
+    const Outcome r = run("single-device --space " + path + " --db " + db +
+                          " --runner inprocess --strategy exhaustive --trials 1 --json");
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.out << r.err;
+    const Outcome trials = run("db trials --db " + db + " --format json");
+    ASSERT_EQ(trials.exit_code, 0) << name << ": " << trials.err;
+    const auto rows = nlohmann::json::parse(trials.out);
+    ASSERT_EQ(rows.size(), 1u) << name << ": " << trials.out;
+    EXPECT_EQ(rows[0]["status"], "ok") << name << ": " << rows[0].dump();
+    ++tuned;
+  }
+  EXPECT_GE(tuned, 6);  // gpt-mini-tune, the tiny trial, verify and parallel spaces
+  EXPECT_GE(shown, 3);  // gpt-training, pipeline-cuts, training-64, python-gpt
 }
 
 TEST(TuneCliTest, HumanOutputEndsWithTheBestAndHowToReplayIt) {

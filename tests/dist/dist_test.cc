@@ -189,7 +189,13 @@ INSTANTIATE_TEST_SUITE_P(
             2},
         Layout{
             "bert_tp2_pp2", "bert-tiny-parallel.toml",
-            "{\"tp\": 2, \"pp\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}",
+            "{\"tp\": 2, \"pp\": 2, \"dp\": 1, \"micro_batches\": 1, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}",
+            4},
+        // The masked-LM loss of equal parts (micro-batches, data-parallel shards) averages to the
+        // whole batch's: every sequence predicts the same number of positions.
+        Layout{
+            "bert_pp2_dp2_micro_batches", "bert-tiny-parallel.toml",
+            "{\"tp\": 1, \"pp\": 2, \"dp\": 2, \"micro_batches\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}",
             4},
         Layout{
             "mlp_tp2_dp2", "mlp-tiny-parallel.toml",

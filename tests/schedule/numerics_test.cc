@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "models/templates.h"
+#include "models/training_batch.h"
 #include "models/zoo.h"
 #include "schedule/language/build.h"
 #include "schedule/language/schedule.h"
@@ -216,6 +217,65 @@ TEST(NumericsTest, TemplateRejectsUnknownKnobsBeforeBuilding) {
   EXPECT_THROW(models::apply_template(*f.sch, f.spec, "mlp", config(R"({"ckpt_ratio": 1.5})")),
                Error);
   EXPECT_THROW(models::apply_template(*f.sch, f.spec, "gpt", config("{}")), Error);
+}
+
+// ---- what each family learns from a window of tokens ----------------------------------------
+
+TEST(TrainingBatchTest, NextTokenFamiliesPredictTheFollowingToken) {
+  torch::manual_seed(3);
+  const torch::Tensor window = torch::randint(128, {3, 17}, torch::kLong);
+  for (const char* preset : {"gpt-tiny", "mlp-tiny"}) {
+    const models::TrainingBatch b = models::training_batch(models::model_preset(preset), window);
+    EXPECT_TRUE(b.inputs.equal(window.narrow(1, 0, 16))) << preset;
+    EXPECT_TRUE(b.targets.equal(window.narrow(1, 1, 16))) << preset;
+  }
+}
+
+TEST(TrainingBatchTest, BertPredictsFifteenPercentOfEachSequenceMaskedInItsInput) {
+  const models::ModelSpec spec = models::model_preset("bert-tiny");
+  ASSERT_TRUE(spec.traits().masked_lm);
+  torch::manual_seed(5);
+  const int64_t batch = 4000, seq = 20;
+  const torch::Tensor window = torch::randint(spec.vocab - 1, {batch, seq + 1}, torch::kLong);
+  const models::TrainingBatch b = models::training_batch(spec, window);
+  const torch::Tensor tokens = window.narrow(1, 0, seq);
+  const torch::Tensor predicted = b.targets != models::kIgnoredTarget;
+  // Exactly round(0.15 · 20) = 3 positions per sequence, their targets the original tokens.
+  EXPECT_EQ(models::masked_positions(seq), 3);
+  EXPECT_TRUE(predicted.sum(1).eq(3).all().item<bool>());
+  EXPECT_TRUE(b.targets.masked_select(predicted).equal(tokens.masked_select(predicted)));
+  // Every other position reads its token as it is.
+  EXPECT_TRUE(b.inputs.masked_select(~predicted).equal(tokens.masked_select(~predicted)));
+  // Of the predicted positions, 80% read [MASK], 10% a random token, 10% the token itself.
+  const torch::Tensor read = b.inputs.masked_select(predicted);
+  const torch::Tensor original = tokens.masked_select(predicted);
+  const double n = static_cast<double>(read.numel());
+  const double masked = read.eq(models::mask_token(spec)).sum().item<double>() / n;
+  const double kept = read.eq(original).sum().item<double>() / n;
+  EXPECT_NEAR(masked, 0.8, 0.01);
+  EXPECT_NEAR(kept, 0.1 + 0.1 / static_cast<double>(spec.vocab), 0.01);  // a random draw may hit it
+  EXPECT_NEAR(1 - masked - kept, 0.1, 0.01);
+  // Positions are spread over the sequence, not always the same ones.
+  const torch::Tensor per_position = predicted.sum(0).to(torch::kDouble) / batch;
+  EXPECT_LT((per_position - 0.15).abs().max().item<double>(), 0.03) << per_position;
+}
+
+TEST(TrainingBatchTest, TheMaskedLossOfABatchIsTheMeanOfItsPartsLosses) {
+  // What pipelines (micro-batches) and data parallelism compute: the mean of equal parts' means.
+  const models::ModelSpec spec = models::model_preset("bert-tiny");
+  torch::manual_seed(7);
+  const models::TrainingBatch b =
+      models::training_batch(spec, torch::randint(spec.vocab, {8, 17}, torch::kLong));
+  const torch::Tensor logits = torch::randn({8, 16, spec.vocab}, torch::kDouble);
+  const double whole = models::language_model_loss(logits, b.targets).item<double>();
+  double parts = 0;
+  for (int64_t i = 0; i < 4; ++i)
+    parts += models::language_model_loss(logits.narrow(0, 2 * i, 2), b.targets.narrow(0, 2 * i, 2))
+                 .item<double>() /
+             4;
+  EXPECT_NEAR(whole, parts, 1e-12);
+  // Over every position the loss would be another number: the targets do leave positions out.
+  EXPECT_GT(std::fabs(whole - models::language_model_loss(logits, b.inputs).item<double>()), 1e-3);
 }
 
 }  // namespace
