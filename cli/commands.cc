@@ -43,6 +43,8 @@ const std::vector<Command>& commands() {
        main_of<DbOptions, parse_db, run_db>},
       {"replay", "re-measure a recorded configuration and compare with the record",
        main_of<ReplayOptions, parse_replay, run_replay>},
+      {"weights", "checkpoints: show FILE, convert IN OUT (to the zoo's names), init OUT",
+       main_of<WeightsOptions, parse_weights, run_weights>},
       {"version", "print the version, LibTorch, BLAS and machine facts",
        main_of<VersionOptions, parse_version, run_version>},
   };

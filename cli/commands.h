@@ -179,6 +179,19 @@ struct ReportCommandOptions {
 ReportCommandOptions parse_report(const Args& args);
 int run_report(const ReportCommandOptions& options, std::ostream& out, std::ostream& err);
 
+// slapo-tune weights show FILE | convert IN OUT | init OUT (docs/weights.md).
+struct WeightsOptions {
+  bool help = false;
+  std::string action;
+  std::vector<std::string> files;
+  std::string model;            // a zoo preset: what the names are mapped onto
+  std::string layout = "auto";  // the checkpoint's names (models/weights/hf_layouts.h)
+  uint64_t seed = 0;
+  auto tie() const { return std::tie(help, action, files, model, layout, seed); }
+};
+WeightsOptions parse_weights(const Args& args);
+int run_weights(const WeightsOptions& options, std::ostream& out, std::ostream& err);
+
 // slapo-tune version (and --version).
 struct VersionOptions {
   bool help = false;

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "models/templates.h"
+#include "models/weights/weights_file.h"
 #include "models/zoo.h"
 #include "schedule/runtime/data_parallel.h"
 
@@ -23,6 +24,8 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
               knobs.layout.to_string(), " (", knobs.world(), " ranks) but this job is ",
               layout.to_string(), " (", layout.world(), " ranks)");
   model_ = models::build_model(setup.spec, setup.seed);
+  // Every rank loads the whole checkpoint; the schedule then keeps its shards and stages.
+  if (!setup.weights.empty()) models::load_weights(*model_, setup.spec, setup.weights);
   schedule::ScheduleOptions options;
   options.tp_group = groups_.tp;
   options.seed = setup.seed;

@@ -37,6 +37,7 @@ struct TrainerSetup {
   uint64_t seed = 0;
   std::string optimizer = "adamw";  // | "sgd"
   double lr = 1e-4;
+  std::string weights;  // a checkpoint loaded before the schedule (models/weights/weights_file.h)
 };
 
 class ParallelTrainer {

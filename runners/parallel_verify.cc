@@ -10,6 +10,7 @@
 
 #include "models/templates.h"
 #include "models/training_batch.h"
+#include "models/weights/weights_file.h"
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
 #include "schedule/language/build.h"
@@ -69,6 +70,7 @@ ParallelVerifyReport verify_parallel(const Workload& w, const Config& config,
 
   // The original, alone, on the whole batch.
   auto original = models::build_model(spec, w.seed);
+  if (!w.weights.empty()) models::load_weights(*original, spec, w.weights);
   original->train();
   std::vector<torch::Tensor> original_params = schedule::unique_parameters(*original);
   torch::optim::AdamW ref_optimizer(original_params, torch::optim::AdamWOptions(lr));
@@ -82,7 +84,7 @@ ParallelVerifyReport verify_parallel(const Workload& w, const Config& config,
     return loss.item<double>();
   };
 
-  TrainerSetup setup{spec, w.schedule_template(), config, w.seed, "adamw", lr};
+  TrainerSetup setup{spec, w.schedule_template(), config, w.seed, "adamw", lr, w.weights};
   ParallelTrainer trainer(setup, groups);
   report.schedule_text = trainer.schedule_text();
 

@@ -15,6 +15,7 @@
 #include "core/stats.h"
 #include "models/templates.h"
 #include "models/training_batch.h"
+#include "models/weights/weights_file.h"
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
 #include "runners/runner.h"
@@ -168,6 +169,7 @@ const std::vector<WorkloadField>& workload_fields() {
        }},
       // data_dtype is written only beside data.
       text_field("data", &Workload::data, {}, "a string", /*write_when_empty=*/false),
+      text_field("weights", &Workload::weights, {}, "a string", /*write_when_empty=*/false),
       {"data_dtype",
        [](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
          need(v.is_string(), "a string");
@@ -248,6 +250,15 @@ void check_workload(const Workload& w, const Config& config) {
               " is not in [1, ", spec.max_seq, "] for model ", spec.preset);
   SLAPO_CHECK(w.batch_size_for(config) >= 1, ErrorCode::kInvalidArgument,
               "batch_size must be at least 1");
+  // The checkpoint is readable and in a format slapo reads (its header; names and shapes are
+  // checked where the model is built).
+  if (!w.weights.empty()) {
+    try {
+      models::read_weights(w.weights);
+    } catch (const Error& e) {
+      SLAPO_FAIL(e.code(), "[workload] weights: ", e.what());
+    }
+  }
 }
 
 TrialResult measure_trial(const Workload& w, const Config& config) {
@@ -285,7 +296,7 @@ TrialResult measure_trial(const Workload& w, const Config& config,
     const auto build_start = Clock::now();
     std::unique_ptr<ParallelTrainer> trainer;
     try {
-      TrainerSetup setup{spec, w.schedule_template(), config, w.seed, w.optimizer, w.lr};
+      TrainerSetup setup{spec, w.schedule_template(), config, w.seed, w.optimizer, w.lr, w.weights};
       trainer = std::make_unique<ParallelTrainer>(setup, groups);
     } catch (const c10::OutOfMemoryError&) {
       throw;

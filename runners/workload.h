@@ -30,6 +30,9 @@ struct Workload {
   uint64_t memory_budget = 0;  // 0: none
   std::string data;
   std::string data_dtype = "uint16";
+  // A checkpoint (safetensors or torch.save; the zoo's names or a Hugging Face layout) that the
+  // model starts from instead of random weights; empty: random (docs/weights.md).
+  std::string weights;
 
   // Parses the [workload] table (as JSON). Throws Error(kInvalidArgument) naming `origin` and the
   // key for unknown keys and bad values.

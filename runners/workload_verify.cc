@@ -7,6 +7,7 @@
 
 #include "models/templates.h"
 #include "models/training_batch.h"
+#include "models/weights/weights_file.h"
 #include "models/zoo.h"
 #include "schedule/language/build.h"
 #include "schedule/language/schedule.h"
@@ -51,6 +52,10 @@ WorkloadVerifyReport verify_workload(const Workload& workload, const Config& con
 
   auto original = models::build_model(spec, seed);
   auto scheduled = models::build_model(spec, seed);
+  if (!workload.weights.empty()) {
+    models::load_weights(*original, spec, workload.weights);
+    models::load_weights(*scheduled, spec, workload.weights);
+  }
   auto sch = schedule::create_schedule(scheduled);
   models::apply_template(*sch, spec, template_name, config);
   const schedule::BuildResult built = schedule::build(*sch);

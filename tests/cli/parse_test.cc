@@ -117,6 +117,25 @@ TEST(ParseTest, NounsTakeAVerb) {
         parse_db({"vacuum", "--db", "t.db"});
       }),
       "db: unknown action 'vacuum' (expected tasks, trials, best, show, export, claims or prune)");
+  const WeightsOptions convert =
+      parse_weights({"convert", "in.pt", "out.safetensors", "--model", "gpt2", "--layout", "gpt2"});
+  EXPECT_EQ(convert.files, (std::vector<std::string>{"in.pt", "out.safetensors"}));
+  EXPECT_EQ(convert.layout, "gpt2");
+  EXPECT_EQ(parse_weights({"show", "w.pt"}).layout, "auto");
+  EXPECT_EQ(error_of([] {
+              parse_weights({"load", "w.pt"});
+            }),
+            "weights: unknown action 'load' (expected show, convert or init; see 'slapo-tune "
+            "weights --help')");
+  EXPECT_EQ(error_of([] {
+              parse_weights({"convert", "in.pt", "--model", "gpt2"});
+            }),
+            "weights convert: expected two files (IN OUT), got 1");
+  EXPECT_EQ(error_of([] { parse_weights({"init", "w.pt"}); }), "weights init: --model is required");
+  EXPECT_EQ(error_of([] {
+              parse_weights({"show", "w.pt", "--layout", "llama"});
+            }),
+            "--layout llama: unknown (auto, zoo, gpt2, bert)");
 }
 
 TEST(ParseTest, BadInputIsRefusedWithTheFlagItCameFrom) {
