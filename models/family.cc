@@ -5,21 +5,58 @@
 namespace slapo::models {
 
 const std::vector<FamilyTraits>& model_families() {
-  static const std::vector<FamilyTraits> families = {
-      // name, description,
-      //   blocks, embedding, head,
-      //   attention, causal, position_embedding, head_bias, final_norm, layer_norm_eps, masked_lm
-      {"gpt", "pre-LN causal decoder (GPT-2): wte, wpe | h.<i> | ln_f, head",  //
-       "h", "wte", "head",                                                     //
-       true, true, true, false, true, 1e-5, false},
-      {"bert",
-       "post-LN bidirectional encoder (BERT): embeddings.* | encoder.<i> | head.*, decoder",  //
-       "encoder", "embeddings.word", "decoder",                                               //
-       true, false, true, true, false, 1e-12, true},
-      {"mlp", "residual MLP blocks (no attention): wte | h.<i> | ln_f, head",  //
-       "h", "wte", "head",                                                     //
-       false, false, false, false, true, 1e-5, false},
-  };
+  static const std::vector<FamilyTraits> families = [] {
+    std::vector<FamilyTraits> out;
+    FamilyTraits gpt;
+    gpt.name = "gpt";
+    gpt.description = "pre-LN causal decoder (GPT-2): wte, wpe | h.<i> | ln_f, head";
+    gpt.blocks = "h";
+    gpt.embedding = "wte";
+    gpt.head = "head";
+    out.push_back(gpt);
+
+    FamilyTraits bert;
+    bert.name = "bert";
+    bert.description =
+        "post-LN bidirectional encoder (BERT): embeddings.* | encoder.<i> | head.*, decoder";
+    bert.blocks = "encoder";
+    bert.embedding = "embeddings.word";
+    bert.head = "decoder";
+    bert.causal = false;
+    bert.head_bias = true;
+    bert.final_norm = false;
+    bert.layer_norm_eps = 1e-12;
+    bert.masked_lm = true;
+    out.push_back(bert);
+
+    FamilyTraits mlp;
+    mlp.name = "mlp";
+    mlp.description = "residual MLP blocks (no attention): wte | h.<i> | ln_f, head";
+    mlp.blocks = "h";
+    mlp.embedding = "wte";
+    mlp.head = "head";
+    mlp.attention = false;
+    mlp.causal = false;
+    mlp.position_embedding = false;
+    out.push_back(mlp);
+
+    FamilyTraits llama;
+    llama.name = "llama";
+    llama.description =
+        "LLaMA decoder (RMSNorm, rotary, SwiGLU, grouped-query attention): wte | h.<i> | ln_f, "
+        "head (untied)";
+    llama.blocks = "h";
+    llama.embedding = "wte";
+    llama.head = "head";
+    llama.position_embedding = false;
+    llama.layer_norm_eps = 1e-5;
+    llama.gated_mlp = true;
+    llama.rms_norm = true;
+    llama.rotary = true;
+    llama.tied_head = false;
+    out.push_back(llama);
+    return out;
+  }();
   return families;
 }
 

@@ -9,7 +9,7 @@
 namespace slapo::models {
 
 struct FamilyTraits {
-  std::string name;         // "gpt", "bert", "mlp"
+  std::string name;         // "gpt", "bert", "mlp", "llama"
   std::string description;  // one line, for listings
   std::string blocks;       // the path of the repeated blocks: "h", "encoder"
   std::string embedding;    // the token embedding: "wte", "embeddings.word"
@@ -23,6 +23,13 @@ struct FamilyTraits {
   // Trains as a masked language model (BERT): predicts 15% of the positions of each sequence,
   // masked in its input (models/training_batch.h); else it predicts the next token.
   bool masked_lm = false;
+  // LLaMA's structure: a SwiGLU MLP (gate_proj, up_proj, down_proj) in place of fc_in, GELU,
+  // fc_out; RMSNorm in place of layer norm; rotary position embeddings inside attention (with
+  // grouped key/value heads: ModelSpec::kv_heads); no biases in Linears; an LM head of its own.
+  bool gated_mlp = false;
+  bool rms_norm = false;
+  bool rotary = false;
+  bool tied_head = true;  // the LM head is the token embedding's weight
 };
 
 // The traits of `family`. Throws Error(kNotFound) listing the families otherwise.

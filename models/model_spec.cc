@@ -19,6 +19,14 @@ ModelSpec spec(const char* preset, const char* family, int64_t vocab, int64_t se
   s.layer_norm_eps = s.traits().layer_norm_eps;
   return s;
 }
+// A LLaMA-family preset: grouped key/value heads, no dropout (as the family trains).
+ModelSpec llama(const char* preset, int64_t vocab, int64_t seq, int64_t hidden, int64_t heads,
+                int64_t kv_heads, int64_t layers, int64_t ffn) {
+  ModelSpec s = spec(preset, "llama", vocab, seq, hidden, heads, layers, ffn);
+  s.kv_heads = kv_heads;
+  s.dropout = 0;
+  return s;
+}
 
 const std::vector<ModelSpec>& all() {
   static const std::vector<ModelSpec> presets = {
@@ -32,6 +40,10 @@ const std::vector<ModelSpec>& all() {
       spec("bert-tiny", "bert", 128, 16, 32, 4, 2, 64),
       spec("mlp-mini", "mlp", 8192, 256, 512, 1, 8, 2048),
       spec("mlp-tiny", "mlp", 128, 16, 32, 1, 2, 64),
+      // vocab, max_seq, hidden, heads, kv_heads, layers, ffn (SwiGLU's intermediate size)
+      llama("llama-7b", 32000, 4096, 4096, 32, 32, 32, 11008),  // LLaMA-2 7B's shape
+      llama("llama-mini", 8192, 256, 256, 8, 4, 6, 768),
+      llama("llama-tiny", 128, 16, 32, 4, 2, 2, 64),
   };
   return presets;
 }
@@ -56,6 +68,11 @@ int64_t ModelSpec::parameter_count() const {
   const int64_t h = hidden;
   int64_t per_layer = 0;
   const FamilyTraits& f = traits();
+  if (f.gated_mlp) {
+    const int64_t kv = key_value_heads() * (h / heads);  // the width of k and of v
+    const int64_t per_block = 2 * h * h + 2 * h * kv + 3 * h * ffn + 2 * h;  // no biases
+    return vocab * h * (f.tied_head ? 1 : 2) + layers * per_block + h;
+  }
   if (!f.attention) {
     per_layer = 2 * h + (h * ffn + ffn) + (ffn * h + h);
   } else {
@@ -71,6 +88,12 @@ int64_t ModelSpec::parameter_count() const {
 double ModelSpec::block_forward_flops(int64_t seq) const {
   const double h = static_cast<double>(hidden), s = static_cast<double>(seq),
                f = static_cast<double>(ffn);
+  if (traits().gated_mlp) {
+    const double kv = static_cast<double>(key_value_heads() * (hidden / heads));
+    return 2 * s * h * f * 3               // gate, up, down
+           + 2 * s * h * (2 * h + 2 * kv)  // q, out; k, v
+           + 2 * s * s * h * 2;            // scores and weighted values
+  }
   double flops = 2 * s * h * f * 2;  // MLP: two matmuls
   if (traits().attention)
     flops += 2 * s * h * h * 4     // q, k, v, out projections

@@ -1,7 +1,8 @@
 #pragma once
-// The model zoo's sizes: public configurations (gpt2, gpt2-medium, bert-base, bert-large),
-// CPU-sized ones (gpt-mini, bert-mini, mlp-mini) and tiny ones for tests (gpt-tiny, bert-tiny,
-// mlp-tiny). Every zoo model maps token ids [batch, seq] to logits [batch, seq, vocab].
+// The model zoo's sizes: public configurations (gpt2, gpt2-medium, bert-base, bert-large,
+// llama-7b), CPU-sized ones (gpt-mini, bert-mini, mlp-mini, llama-mini) and tiny ones for tests
+// (gpt-tiny, bert-tiny, mlp-tiny, llama-tiny). Every zoo model maps token ids [batch, seq] to
+// logits [batch, seq, vocab].
 
 #include <cstdint>
 #include <string>
@@ -18,10 +19,13 @@ struct ModelSpec {
   int64_t max_seq = 0;
   int64_t hidden = 0;
   int64_t heads = 1;
+  int64_t kv_heads = 0;  // key/value heads of grouped-query attention; 0: as many as heads
   int64_t layers = 0;
   int64_t ffn = 0;
   double dropout = 0.1;
   double layer_norm_eps = 1e-5;
+
+  int64_t key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }
 
   // What the family means to schedules (models/family.h).
   const FamilyTraits& traits() const { return family_traits(family); }

@@ -9,6 +9,12 @@ namespace slapo::models {
 namespace {
 
 bool with_attention(const FamilyTraits& f) { return f.attention; }
+// The attention variants (fused qkv, baddbmm) are of the zoo's plain attention: no rotary, no
+// grouped key/value heads.
+bool with_attention_variants(const FamilyTraits& f) { return f.attention && !f.rotary; }
+// fc_in, GELU, fc_out with biases (not a gated MLP without biases).
+bool with_plain_mlp(const FamilyTraits& f) { return !f.gated_mlp; }
+bool with_layer_norm(const FamilyTraits& f) { return !f.rms_norm; }
 
 int64_t whole(const Value& v) { return static_cast<int64_t>(as_number(v)); }
 
@@ -62,44 +68,47 @@ std::vector<TemplateKnob> make_table() {
   row("attn", KnobKind::kChoice, {"naive", "fused_qkv", "baddbmm"}, "naive",
       "the attention implementation: separate q, k, v projections; one fused qkv projection; "
       "or scores through one baddbmm",
-      false, with_attention, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      false, with_attention_variants, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->attn = static_cast<AttentionKind>(choice_index("attn", v));
       });
   row("attn_shard", KnobKind::kChoice, {"col_row", "row_col"}, "col_row",
-      "with tp > 1: col_row splits q, k, v by heads and out_proj by inputs (Megatron: one "
-      "all-reduce each way); row_col splits q, k, v by inputs and out_proj by outputs",
+      "with tp > 1: col_row splits q, k, v by heads (k, v by key/value heads) and out_proj by "
+      "inputs (Megatron: one all-reduce each way); row_col splits q, k, v by inputs and out_proj "
+      "by outputs",
       false, with_attention, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->attn_shard = static_cast<PairShard>(choice_index("attn_shard", v));
       });
   row("mlp_shard", KnobKind::kChoice, {"col_row", "row_col"}, "col_row",
-      "with tp > 1: col_row splits fc_in by outputs and fc_out by inputs; row_col the other way",
+      "with tp > 1: col_row splits fc_in (gate_proj and up_proj) by outputs and fc_out "
+      "(down_proj) by inputs; row_col the other way",
       false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->mlp_shard = static_cast<PairShard>(choice_index("mlp_shard", v));
       });
   row("embed_shard", KnobKind::kChoice, {"vocab", "hidden", "replicated"}, "vocab",
-      "with tp > 1: the embedding and the tied LM head split by vocabulary, by hidden units, or replicated",
+      "with tp > 1: the embedding and the LM head split by vocabulary, by hidden units, or "
+      "replicated",
       false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->embed_shard = static_cast<EmbedShard>(choice_index("embed_shard", v));
       });
   row("decompose", KnobKind::kBool, {}, "false",
-      "each block's MLP Linears become matmul + bias add (before any shard)", false, nullptr,
+      "each block's MLP Linears become matmul + bias add (before any shard)", false, with_plain_mlp,
       [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->decompose = std::get<bool>(v);
       });
   row("fuse_bias_gelu", KnobKind::kBool, {}, "false",
       "each block traced and fc_in's bias add + GELU fused into one kernel (not with tp > 1)",
-      false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      false, with_plain_mlp, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_bias_gelu = std::get<bool>(v);
       });
   row("fuse_bias_dropout_add", KnobKind::kBool, {}, "false",
       "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused (those Linears "
       "decomposed; not with tp > 1)",
-      false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      false, with_plain_mlp, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_bias_dropout_add = std::get<bool>(v);
       });
   row("fuse_layer_norm", KnobKind::kBool, {}, "false",
       "each block traced and its layer norms run by the project's kernel (not with tp > 1)", false,
-      nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      with_layer_norm, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_layer_norm = std::get<bool>(v);
       });
   row("tp", KnobKind::kWhole, {}, "1",

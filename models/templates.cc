@@ -70,6 +70,9 @@ void finish(const ModelSpec& spec, const Config& config, int world_size, Templat
   // What tensor parallelism splits must split evenly (a model without attention has no heads).
   const std::vector<std::pair<const char*, int64_t>> split = {
       {"heads", family.attention ? spec.heads : tp},
+      // Split by heads, each rank needs whole key/value heads.
+      {"kv_heads",
+       family.attention && c->attn_shard == PairShard::kColRow ? spec.key_value_heads() : tp},
       {"ffn", spec.ffn},
       {"vocab", spec.vocab},
       {"hidden", spec.hidden}};
@@ -118,21 +121,44 @@ TemplateConfig parse(const TemplateInfo* t, const ModelSpec& spec, const Config&
   return c;
 }
 
-// Megatron's layouts for a pair of Linears (first, second) that follow each other.
-void shard_linear_pair(schedule::Schedule& first, schedule::Schedule& second, PairShard layout) {
+// Shards a Linear's weight along `axis`, and its bias with it when it has one and the axis is the
+// outputs (a bias of split inputs is added once, after the reduction).
+schedule::Schedule& shard_linear(schedule::Schedule& linear, int64_t axis) {
+  linear.shard("weight", axis);
+  if (axis == 0 && linear.module()->named_parameters(/*recurse=*/false).contains("bias"))
+    linear.shard("bias", 0);
+  return linear;
+}
+
+// Megatron's layouts for Linears (`firsts`, each reading the same input) followed by one that
+// reads what they computed (`second`): the MLP's fc_in → fc_out, or SwiGLU's gate_proj and
+// up_proj → down_proj.
+void shard_linear_pair(const std::vector<schedule::Schedule*>& firsts, schedule::Schedule& second,
+                       PairShard layout) {
   switch (layout) {
     case PairShard::kColRow:
-      first.shard("weight", 0).shard("bias", 0).sync("bwd_post", "all_reduce");
+      for (schedule::Schedule* first : firsts) shard_linear(*first, 0);
+      // The input's gradient is a partial sum on each rank; several firsts share one reduction,
+      // which their caller places on their common parent.
+      if (firsts.size() == 1) firsts.front()->sync("bwd_post", "all_reduce");
       second.shard("weight", 1).sync("fwd_post", "all_reduce");
       return;
     case PairShard::kRowCol:
-      first.shard("weight", 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
-      second.shard("weight", 0)
-          .shard("bias", 0)
-          .sync("fwd_post", "all_gather", -1)
-          .sync("bwd_post", "all_reduce");
+      for (schedule::Schedule* first : firsts)
+        shard_linear(*first, 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
+      shard_linear(second, 0).sync("fwd_post", "all_gather", -1).sync("bwd_post", "all_reduce");
       return;
   }
+}
+
+void shard_mlp(schedule::Schedule& mlp, const FamilyTraits& family, PairShard layout) {
+  if (!family.gated_mlp) {
+    shard_linear_pair({&mlp["fc_in"]}, mlp["fc_out"], layout);
+    return;
+  }
+  shard_linear_pair({&mlp["gate_proj"], &mlp["up_proj"]}, mlp["down_proj"], layout);
+  // Both column-split projections read the input: one all-reduce of its gradient, for both.
+  if (layout == PairShard::kColRow) mlp.sync("bwd_post", "all_reduce");
 }
 
 void shard_attention(schedule::Schedule& sch, const std::string& path, AttentionKind attn,
@@ -143,16 +169,18 @@ void shard_attention(schedule::Schedule& sch, const std::string& path, Attention
   if (layout == PairShard::kColRow) {
     // Split by heads: q, k, v by outputs (before fusing them, so the fused projection holds this
     // rank's heads of each), out_proj by inputs.
-    for (const char* proj : {"q_proj", "k_proj", "v_proj"})
-      a[proj].shard("weight", 0).shard("bias", 0);
+    for (const char* proj : {"q_proj", "k_proj", "v_proj"}) shard_linear(a[proj], 0);
     if (attn != AttentionKind::kNaive) replace_with_zoo_module(a, attention_type(attn));
     a["out_proj"].shard("weight", 1).sync("fwd_post", "all_reduce");
     // The input's gradient is a partial sum on each rank: one all-reduce for q, k and v together.
     a.sync("bwd_post", "all_reduce");
-    // The attention probabilities [batch, heads, seq, seq] of this rank's heads.
-    if (auto drop =
-            std::dynamic_pointer_cast<schedule::KeyedDropoutImpl>(a["attn_drop"].module())) {
-      drop->shard_mask(1, tp, rank);
+    // The attention probabilities [batch, heads, seq, seq] of this rank's heads (an attention
+    // without dropout, as LLaMA's, has none to shard).
+    auto* slots = dynamic_cast<schedule::SlotModule*>(a.module().get());
+    if (slots != nullptr && slots->has_slot("attn_drop")) {
+      if (auto drop =
+              std::dynamic_pointer_cast<schedule::KeyedDropoutImpl>(a["attn_drop"].module()))
+        drop->shard_mask(1, tp, rank);
     }
     return;
   }
@@ -161,13 +189,9 @@ void shard_attention(schedule::Schedule& sch, const std::string& path, Attention
       attn == AttentionKind::kFusedQkv ? std::vector<std::string>{"qkv"}
                                        : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
   for (const std::string& proj : projections) {
-    a[proj].shard("weight", 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
+    shard_linear(a[proj], 1).sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
   }
-  a["out_proj"]
-      .shard("weight", 0)
-      .shard("bias", 0)
-      .sync("fwd_post", "all_gather", -1)
-      .sync("bwd_post", "all_reduce");
+  shard_linear(a["out_proj"], 0).sync("fwd_post", "all_gather", -1).sync("bwd_post", "all_reduce");
 }
 
 void shard_embedding(schedule::Schedule& sch, const FamilyTraits& family, EmbedShard layout) {
@@ -176,11 +200,13 @@ void shard_embedding(schedule::Schedule& sch, const FamilyTraits& family, EmbedS
   switch (layout) {
     case EmbedShard::kVocab:
       embedding.shard("weight", 0).sync("fwd_post", "all_reduce");
+      if (!family.tied_head) head.shard("weight", 0);  // a tied head is sharded with the embedding
       if (family.head_bias) head.shard("bias", 0);
       head.sync("bwd_post", "all_reduce").sync("fwd_post", "all_gather", -1);
       return;
     case EmbedShard::kHidden:
       embedding.shard("weight", 1).sync("fwd_post", "all_gather", -1);
+      if (!family.tied_head) head.shard("weight", 1);
       head.sync("fwd_pre", "split", -1).sync("fwd_post", "all_reduce");
       return;
     case EmbedShard::kReplicated: return;
@@ -297,8 +323,7 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
     shard_embedding(sch, family, c.embed_shard);
     for (int64_t i = 0; i < spec.layers; ++i) {
       if (family.attention) shard_attention(sch, block(i) + ".attn", c.attn, c.attn_shard);
-      schedule::Schedule& mlp = sch[block(i) + ".mlp"];
-      shard_linear_pair(mlp["fc_in"], mlp["fc_out"], c.mlp_shard);
+      shard_mlp(sch[block(i) + ".mlp"], family, c.mlp_shard);
     }
   } else if (c.attn != AttentionKind::kNaive) {
     for (int64_t i = 0; i < spec.layers; ++i)

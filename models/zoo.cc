@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "models/blocks.h"
+#include "models/llama.h"
 #include "models/token_embedding.h"
 #include "schedule/language/sequence.h"
 #include "schedule/runtime/pipeline.h"
@@ -133,6 +134,24 @@ class MlpModelImpl : public ZooModel {
 };
 TORCH_MODULE(MlpModel);
 
+class LlamaModelImpl : public ZooModel {
+ public:
+  explicit LlamaModelImpl(const ModelSpec& spec) : ZooModel("h") {
+    add_slot("wte", TokenEmbedding(spec.vocab, spec.hidden));
+    schedule::Sequence blocks;
+    for (int64_t i = 0; i < spec.layers; ++i) blocks->push_back(LlamaBlock(spec));
+    add_slot("h", blocks);
+    add_slot("ln_f", RmsNorm(spec.hidden, spec.layer_norm_eps));
+    add_slot("head",
+             torch::nn::Linear(torch::nn::LinearOptions(spec.hidden, spec.vocab).bias(false)));
+  }
+  std::vector<std::string> prologue_slots() const override { return {"wte"}; }
+  std::vector<std::string> epilogue_slots() const override { return {"ln_f", "head"}; }
+  torch::Tensor prologue(const torch::Tensor& tokens) override { return call("wte", tokens); }
+  torch::Tensor epilogue(const torch::Tensor& h) override { return call("head", call("ln_f", h)); }
+};
+TORCH_MODULE(LlamaModel);
+
 }  // namespace
 
 std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_t seed) {
@@ -140,6 +159,7 @@ std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_
   if (spec.family == "gpt") return GptModel(spec).ptr();
   if (spec.family == "bert") return BertModel(spec).ptr();
   if (spec.family == "mlp") return MlpModel(spec).ptr();
+  if (spec.family == "llama") return LlamaModel(spec).ptr();
   SLAPO_FAIL(ErrorCode::kInvalidArgument, "model '", spec.preset, "': unknown family '",
              spec.family, "'");
 }

@@ -6,6 +6,8 @@
 //   bert  embeddings.{word, position, token_type, norm, drop} | encoder.<i> (BertLayer) |
 //         head.{dense, act, norm}, decoder (tied to embeddings.word, with a bias)
 //   mlp   wte | h.<i> (MlpBlock) | ln_f, head (tied to wte)
+//   llama wte | h.<i> (LlamaBlock: ln_1, attn.{q,k,v,out}_proj, ln_2, mlp.{gate,up,down}_proj) |
+//         ln_f, head (a Linear of its own)
 //
 // Each is a schedule::Pipelined model: prologue | body | epilogue as marked, so a pipeline can cut
 // the body into stages. Dropout is keyed (schedule/runtime/keyed_dropout.h): the masks depend on

@@ -49,6 +49,12 @@ Config computation_knobs(const Config& config) {
   return c;
 }
 
+// What a profile is of, for the notes: the knobs that change what is computed, or the workload.
+std::string profiled_what(const Config& config) {
+  const Config knobs = computation_knobs(config);
+  return knobs.entries().empty() ? std::string("the workload") : knobs.to_string();
+}
+
 // Calls f(config) for every configuration of `space` — with a cut-point knob, for every
 // configuration of the other knobs (the cuts change no profile and no batch size, and may be
 // 10^10 of them).
@@ -206,7 +212,7 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
       const std::string stale = p ? why_stale(p->fingerprint_json, p->code_revision) : "";
       if (p && stale.empty()) {
         profile = std::move(p);
-        if (on_note_) on_note_("profile reused for " + computation_knobs(config).to_string());
+        if (on_note_) on_note_("profile reused for " + profiled_what(config));
       } else if (p && on_note_) {
         on_note_("a stored profile " + stale + ": profiling again");
       }
@@ -217,11 +223,8 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     profile_seconds_ += profile->profile_s;
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {
-      on_note_("profiled " +
-               (computation_knobs(config).entries().empty()
-                    ? std::string("the workload")
-                    : computation_knobs(config).to_string()) +
-               " in " + std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s");
+      on_note_("profiled " + profiled_what(config) + " in " +
+               std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s");
     }
   }
   std::optional<cost::CollectiveModel> comm;

@@ -78,7 +78,23 @@ const std::vector<Rule>& rules_of(const std::string& layout) {
       {R"((?:bert\.)?pooler\.dense\.(weight|bias))", {}},   // the zoo has no pooler
       {R"(cls\.seq_relationship\.(weight|bias))", {}},      // nor next-sentence prediction
   };
+  // LlamaForCausalLM / LlamaModel ("model." prefix optional); the zoo's llama has HF's q/k
+  // layout (rotate-half rotary), so no permutation is needed.
+  static const std::vector<Rule> kLlama = {
+      {R"((?:model\.)?embed_tokens\.weight)", {"wte.weight"}},
+      {R"((?:model\.)?layers\.(\d+)\.self_attn\.([qkv])_proj\.weight)",
+       {"h.$1.attn.$2_proj.weight"}},
+      {R"((?:model\.)?layers\.(\d+)\.self_attn\.o_proj\.weight)", {"h.$1.attn.out_proj.weight"}},
+      {R"((?:model\.)?layers\.(\d+)\.mlp\.(gate|up|down)_proj\.weight)",
+       {"h.$1.mlp.$2_proj.weight"}},
+      {R"((?:model\.)?layers\.(\d+)\.input_layernorm\.weight)", {"h.$1.ln_1.weight"}},
+      {R"((?:model\.)?layers\.(\d+)\.post_attention_layernorm\.weight)", {"h.$1.ln_2.weight"}},
+      {R"((?:model\.)?norm\.weight)", {"ln_f.weight"}},
+      {R"(lm_head\.weight)", {"head.weight"}},
+      {R"((?:model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq)", {}},  // recomputed
+  };
   static const std::vector<Rule> kNone;
+  if (layout == "llama") return kLlama;
   if (layout == "gpt2") return kGpt2;
   if (layout == "bert") return kBert;
   return kNone;
@@ -110,6 +126,7 @@ const std::vector<WeightLayout>& weight_layouts() {
       {"zoo", "", "the zoo's own parameter names (what slapo saves)"},
       {"gpt2", "gpt", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)"},
       {"bert", "bert", "Hugging Face BERT (BertModel, BertForMaskedLM, BertForPreTraining)"},
+      {"llama", "llama", "Hugging Face LLaMA (LlamaModel, LlamaForCausalLM)"},
   };
   return layouts;
 }

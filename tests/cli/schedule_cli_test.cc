@@ -115,9 +115,14 @@ TEST(TemplatesCliTest, ListAndShowComeFromTheKnobTable) {
   Outcome mlp = run("templates show mlp");
   EXPECT_EQ(mlp.out.find("attn"), std::string::npos)
       << "an MLP has no attention knobs: " << mlp.out;
-  Outcome unknown = run("templates show llama");
+  Outcome llama = run("templates show llama");
+  EXPECT_NE(llama.out.find("attn_shard"), std::string::npos) << llama.out;
+  for (const char* absent : {"fuse_bias_gelu", "fuse_layer_norm", "decompose", "attn "})
+    EXPECT_EQ(llama.out.find(absent), std::string::npos)
+        << absent << " does not apply to a SwiGLU, RMSNorm, rotary model: " << llama.out;
+  Outcome unknown = run("templates show neo");
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("unknown schedule template 'llama' (templates: gpt, bert, mlp)"),
+  EXPECT_NE(unknown.err.find("unknown schedule template 'neo' (templates: gpt, bert, mlp, llama)"),
             std::string::npos)
       << unknown.err;
 }

@@ -157,6 +157,11 @@ TEST_P(VerifyLayoutTest, MatchesTheSingleProcessModel) {
 #define SHARDS(attn, mlp, embed) \
   ", \"attn_shard\": \"" attn "\", \"mlp_shard\": \"" mlp "\", \"embed_shard\": \"" embed "\""
 
+// The knobs every configuration of llama-tiny-parallel.toml names.
+#define LLAMA(layout, shard, embed)                                                          \
+  "{\"tp\": " layout ", \"micro_batches\": 2, \"ckpt_ratio\": 0.5, \"attn_shard\": \"" shard \
+  "\", \"mlp_shard\": \"" shard "\", \"embed_shard\": \"" embed "\"}"
+
 INSTANTIATE_TEST_SUITE_P(
     Layouts, VerifyLayoutTest,
     ::testing::Values(
@@ -197,6 +202,18 @@ INSTANTIATE_TEST_SUITE_P(
             "bert_pp2_dp2_micro_batches", "bert-tiny-parallel.toml",
             "{\"tp\": 1, \"pp\": 2, \"dp\": 2, \"micro_batches\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}",
             4},
+        // LLaMA: RMSNorm, rotary, SwiGLU (gate and up split together), 4 query heads sharing 2
+        // key/value heads (each rank one key/value head and its two query heads), untied head.
+        Layout{"llama_tp2", "llama-tiny-parallel.toml",
+               LLAMA("2, \"pp\": 1, \"dp\": 1", "col_row", "vocab"), 2},
+        Layout{"llama_tp2_row_col_hidden", "llama-tiny-parallel.toml",
+               LLAMA("2, \"pp\": 1, \"dp\": 1", "row_col", "hidden"), 2},
+        Layout{"llama_pp2", "llama-tiny-parallel.toml",
+               LLAMA("1, \"pp\": 2, \"dp\": 1", "col_row", "vocab"), 2},
+        Layout{"llama_dp2", "llama-tiny-parallel.toml",
+               LLAMA("1, \"pp\": 1, \"dp\": 2", "col_row", "vocab"), 2},
+        Layout{"llama_tp2_pp2", "llama-tiny-parallel.toml",
+               LLAMA("2, \"pp\": 2, \"dp\": 1", "col_row", "vocab"), 4},
         Layout{
             "mlp_tp2_dp2", "mlp-tiny-parallel.toml",
             "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\", \"decompose\": false}",

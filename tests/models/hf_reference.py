@@ -1,8 +1,9 @@
 """Reference models for the weight-loading test (tests/models/weights_test.cc).
 
-GPT-2 and BERT written in plain PyTorch with Hugging Face transformers' parameter names and
+GPT-2, BERT and LLaMA written in plain PyTorch with Hugging Face transformers' parameter names and
 layouts (GPT-2's Conv1D keeps weights as [in, out] and q, k, v in one c_attn; BERT's names under
-bert.* and cls.*), computing what the zoo's gpt and bert compute (exact GELU, the zoo's norms).
+bert.* and cls.*; LLaMA's under model.*, rotate-half rotary, grouped key/value heads, an untied
+lm_head), computing what the zoo's gpt, bert and llama compute (exact GELU, the zoo's norms).
 No hub access: the weights are random. For each model the script writes, into OUT_DIR:
 
   <name>.safetensors     the weights as safetensors, written here byte by byte (the format is an
@@ -25,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 TINY = dict(vocab=128, max_seq=16, hidden=32, heads=4, layers=2, ffn=64)
+LLAMA_TINY = dict(TINY, kv_heads=2)
 
 
 def gpt2_weights(g, c):
@@ -130,6 +132,61 @@ def bert_forward(w, tokens, c):
     return x @ w["cls.predictions.decoder.weight"].t() + w["cls.predictions.bias"]
 
 
+def llama_weights(g, c):
+    h, f = c["hidden"], c["ffn"]
+    kv = c["kv_heads"] * (h // c["heads"])
+    w = collections.OrderedDict()
+    r = lambda *shape: torch.randn(*shape, generator=g) * 0.2
+    w["model.embed_tokens.weight"] = r(c["vocab"], h)
+    for i in range(c["layers"]):
+        p = f"model.layers.{i}."
+        w[p + "self_attn.q_proj.weight"] = r(h, h)
+        w[p + "self_attn.k_proj.weight"] = r(kv, h)
+        w[p + "self_attn.v_proj.weight"] = r(kv, h)
+        w[p + "self_attn.o_proj.weight"] = r(h, h)
+        w[p + "self_attn.rotary_emb.inv_freq"] = torch.ones(h // c["heads"] // 2)  # a buffer
+        w[p + "mlp.gate_proj.weight"] = r(f, h)
+        w[p + "mlp.up_proj.weight"] = r(f, h)
+        w[p + "mlp.down_proj.weight"] = r(h, f)
+        w[p + "input_layernorm.weight"] = 1 + r(h)
+        w[p + "post_attention_layernorm.weight"] = 1 + r(h)
+    w["model.norm.weight"] = 1 + r(h)
+    w["lm_head.weight"] = r(c["vocab"], h)  # not tied
+    return w
+
+
+def llama_forward(w, tokens, c):
+    """Hugging Face's LlamaModel: RMSNorm (eps 1e-5), rotate-half rotary with base 10000,
+    grouped-query attention, SwiGLU."""
+    h, heads, kvh = c["hidden"], c["heads"], c["kv_heads"]
+    d = h // heads
+    b, s = tokens.shape
+    rms = lambda x, weight: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * weight
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+    freqs = torch.outer(torch.arange(s, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos().float(), emb.sin().float()
+    rotate_half = lambda x: torch.cat((-x[..., d // 2:], x[..., : d // 2]), dim=-1)
+    x = w["model.embed_tokens.weight"][tokens]
+    for i in range(c["layers"]):
+        p = f"model.layers.{i}."
+        a = rms(x, w[p + "input_layernorm.weight"])
+        q = (a @ w[p + "self_attn.q_proj.weight"].t()).view(b, s, heads, d).transpose(1, 2)
+        k = (a @ w[p + "self_attn.k_proj.weight"].t()).view(b, s, kvh, d).transpose(1, 2)
+        v = (a @ w[p + "self_attn.v_proj.weight"].t()).view(b, s, kvh, d).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(heads // kvh, dim=1)
+        v = v.repeat_interleave(heads // kvh, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool).triu(1), float("-inf"))
+        y = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, s, h)
+        x = x + y @ w[p + "self_attn.o_proj.weight"].t()
+        m = rms(x, w[p + "post_attention_layernorm.weight"])
+        m = F.silu(m @ w[p + "mlp.gate_proj.weight"].t()) * (m @ w[p + "mlp.up_proj.weight"].t())
+        x = x + m @ w[p + "mlp.down_proj.weight"].t()
+    return rms(x, w["model.norm.weight"]) @ w["lm_head.weight"].t()
+
+
 DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.float16: "F16", torch.bfloat16: "BF16"}
 
 
@@ -183,16 +240,19 @@ def main():
     g = torch.Generator().manual_seed(1234)
     tokens = torch.randint(TINY["vocab"], (3, 12), generator=g)
     targets = torch.randint(TINY["vocab"], (3, 12), generator=g)
-    for name, make, forward in (("gpt2", gpt2_weights, gpt2_forward),
-                                ("bert", bert_weights, bert_forward)):
-        w = make(g, TINY)
+    for name, make, forward, c in (("gpt2", gpt2_weights, gpt2_forward, TINY),
+                                   ("bert", bert_weights, bert_forward, TINY),
+                                   ("llama", llama_weights, llama_forward, LLAMA_TINY)):
+        w = make(g, c)
         with torch.no_grad():
-            logits = forward(w, tokens, TINY)
-        loss = F.cross_entropy(logits.reshape(-1, TINY["vocab"]), targets.reshape(-1))
+            logits = forward(w, tokens, c)
+        loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), targets.reshape(-1))
         # safetensors cannot hold a tensor twice: the hub's files leave the tied copies out.
-        unique = collections.OrderedDict(
-            (k, v) for k, v in w.items() if k not in ("lm_head.weight", "cls.predictions.decoder.weight",
-                                                      "cls.predictions.decoder.bias"))
+        unique, seen = collections.OrderedDict(), set()
+        for k, v in w.items():
+            if id(v) not in seen:
+                unique[k] = v
+                seen.add(id(v))
         write_safetensors(f"{out}/{name}.safetensors", unique)
         torch.save(w, f"{out}/{name}.pt")  # an OrderedDict, tied entries sharing storage
         write_safetensors(f"{out}/{name}.expected.safetensors",

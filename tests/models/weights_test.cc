@@ -103,6 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gpt2.pt", "gpt-tiny", "gpt2", "gpt2"},
                       Case{"bert.safetensors", "bert-tiny", "bert", "bert"},
                       Case{"bert.pt", "bert-tiny", "bert", "bert"},
+                      Case{"llama.safetensors", "llama-tiny", "llama", "llama"},
+                      Case{"llama.pt", "llama-tiny", "llama", "llama"},
                       // {"model": state dict in bfloat16, "step": .., "lr": ..}, widened to float.
                       Case{"gpt2-bf16-checkpoint.pt", "gpt-tiny", "gpt2-bf16-checkpoint", "gpt2"}),
     [](const ::testing::TestParamInfo<Case>& info) {
@@ -201,9 +203,9 @@ TEST(WeightsTest, AFileThatDoesNotFitIsRefusedNamingWhatAndChangesNothing) {
             std::string::npos);
   EXPECT_NE(error_of([&] {
               LoadOptions o;
-              o.layout = "llama";
+              o.layout = "opt";
               load_weights(*target, tiny, good, o);
-            }).find("unknown weight layout 'llama' (layouts: auto, zoo, gpt2, bert)"),
+            }).find("unknown weight layout 'opt' (layouts: auto, zoo, gpt2, bert, llama)"),
             std::string::npos);
 }
 

@@ -69,7 +69,8 @@ TEST_P(CheckpointTest, BitIdenticalLossAndEveryGradient) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryRatio, CheckpointTest,
-                         ::testing::Combine(::testing::Values("gpt-tiny", "bert-tiny", "mlp-tiny"),
+                         ::testing::Combine(::testing::Values("gpt-tiny", "bert-tiny", "mlp-tiny",
+                                                              "llama-tiny"),
                                             ::testing::Values(0.0, 0.5, 1.0)));
 
 TEST(NumericsTest, ForkedStreamsInsideACheckpointAreReplayed) {

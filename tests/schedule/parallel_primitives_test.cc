@@ -328,12 +328,16 @@ TEST(TemplateTest, FamilyTraitsSayWhereThingsAre) {
   EXPECT_EQ(models::model_preset("gpt-tiny").traits().embedding, "wte");
   EXPECT_FALSE(models::model_preset("mlp-tiny").traits().attention);
   EXPECT_TRUE(models::model_preset("bert-tiny").traits().head_bias);
+  EXPECT_FALSE(models::model_preset("llama-tiny").traits().tied_head);
+  EXPECT_EQ(models::model_preset("llama-tiny").key_value_heads(), 2);
+  EXPECT_EQ(models::model_preset("gpt-tiny").key_value_heads(), 4);
   EXPECT_NE(error_of([] {
-              models::family_traits("llama");
-            }).find("unknown model family 'llama' (families: gpt, bert, mlp)"),
+              models::family_traits("neo");
+            }).find("unknown model family 'neo' (families: gpt, bert, mlp, llama)"),
             std::string::npos);
   // The parameter count follows the traits (and the built model).
-  for (const std::string& preset : {"gpt-tiny", "bert-tiny", "mlp-tiny"}) {
+  for (const std::string& preset :
+       {"gpt-tiny", "bert-tiny", "mlp-tiny", "llama-tiny", "llama-mini"}) {
     const models::ModelSpec spec = models::model_preset(preset);
     int64_t built = 0;
     for (const auto& t : unique_parameters(*models::build_model(spec, 0))) built += t.numel();
