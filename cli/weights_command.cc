@@ -21,8 +21,8 @@ constexpr const char* kUsage =
     "usage: slapo-tune weights ACTION FILE... [options]\n"
     "\n"
     "Checkpoints: safetensors, or a zip written by PyTorch's torch.save (told apart by their\n"
-    "first bytes); in the zoo's names or a Hugging Face layout (gpt2, bert). A workload starts\n"
-    "from one with [workload] weights = \"FILE\".\n"
+    "first bytes); in the zoo's names or a Hugging Face layout (see --layout). A workload\n"
+    "starts from one with [workload] weights = \"FILE\".\n"
     "\n"
     "actions:\n"
     "  show FILE          every tensor's name, dtype and shape; with --model, whether and how it\n"
@@ -31,12 +31,20 @@ constexpr const char* kUsage =
     "                     when OUT ends in .safetensors, else as torch.save writes\n"
     "  init OUT           saves --model's initial weights (drawn from --seed)\n";
 
+// "the checkpoint's names: auto, zoo, gpt2, ...", from the table of layouts.
+std::string layout_help() {
+  std::string help = "the checkpoint's names: auto";
+  for (const models::WeightLayout& l : models::weight_layouts()) help += ", " + l.name;
+  return help;
+}
+
 void declare(WeightsOptions* o, OptionSet& set) {
+  static const std::string kLayoutHelp = layout_help();
   // clang-format off
   set.visible.add_options()
       ("model", po::value<std::string>(&o->model), "a zoo preset (slapo-tune templates list)")
       ("layout", po::value<std::string>(&o->layout)->default_value("auto"),
-       "the checkpoint's names: auto, zoo, gpt2, bert")
+       kLayoutHelp.c_str())
       ("seed", po::value<uint64_t>(&o->seed)->default_value(0), "init: the weights' seed");
   // clang-format on
   set.hidden.add_options()("action", po::value<std::string>(&o->action))(

@@ -26,10 +26,17 @@ torch::Tensor causal_mask(int64_t seq, const torch::Tensor& like) {
 }  // namespace
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     bool causal, schedule::SlotModule& owner, const char* dropout_slot) {
-  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1)) * scale;
-  if (causal) scores = scores.masked_fill(causal_mask(q.size(2), q), -INFINITY);
+                     const AttentionOptions& options, schedule::SlotModule& owner,
+                     const char* dropout_slot) {
+  torch::Tensor scores = torch::matmul(q, k.transpose(-2, -1));
+  if (options.scaled) scores = scores * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  const int64_t s = q.size(2);
+  if (options.causal) scores = scores.masked_fill(causal_mask(s, q), -INFINITY);
+  if (options.window > 0) {  // and nothing `window` or more tokens back
+    const torch::Tensor far =
+        torch::ones({s, s}, q.options().dtype(torch::kBool)).tril(-options.window);
+    scores = scores.masked_fill(far, -INFINITY);
+  }
   torch::Tensor probs = torch::softmax(scores, -1);
   probs = owner.call(dropout_slot, probs);
   return torch::matmul(probs, v);
@@ -39,7 +46,9 @@ AttentionImpl::AttentionImpl(const AttentionOptions& options) : options_(options
   SLAPO_CHECK(options.hidden % options.heads == 0, ErrorCode::kInvalidArgument,
               "attention: hidden ", options.hidden, " is not divisible by heads ", options.heads);
   for (const char* name : {"q_proj", "k_proj", "v_proj"})
-    add_slot(name, torch::nn::Linear(options.hidden, options.hidden));
+    add_slot(name,
+             torch::nn::Linear(
+                 torch::nn::LinearOptions(options.hidden, options.hidden).bias(options.qkv_bias)));
   add_slot("attn_drop", dropout(options.dropout));
   add_slot("out_proj", torch::nn::Linear(options.hidden, options.hidden));
   add_slot("resid_drop", dropout(options.dropout));
@@ -50,12 +59,14 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x) {
   torch::Tensor q = split_heads(call("q_proj", x), d);
   torch::Tensor k = split_heads(call("k_proj", x), d);
   torch::Tensor v = split_heads(call("v_proj", x), d);
-  torch::Tensor y = merge_heads(attend(q, k, v, options_.causal, *this, "attn_drop"));
+  torch::Tensor y = merge_heads(attend(q, k, v, options_, *this, "attn_drop"));
   return call("resid_drop", call("out_proj", y));
 }
 
 FusedQkvAttentionImpl::FusedQkvAttentionImpl(AttentionImpl& original)
     : options_(original.options()) {
+  SLAPO_CHECK(options_.plain(), ErrorCode::kInvalidArgument,
+              "fused qkv attention replaces a plain attention only (biases, scaled, global)");
   std::vector<torch::Tensor> weights, biases;
   for (const char* name : {"q_proj", "k_proj", "v_proj"}) {
     auto* linear = original.slot(name).module.get<torch::nn::Linear>().get();
@@ -81,11 +92,13 @@ torch::Tensor FusedQkvAttentionImpl::forward(const torch::Tensor& x) {
   torch::Tensor q = split_heads(qkv[0], d);
   torch::Tensor k = split_heads(qkv[1], d);
   torch::Tensor v = split_heads(qkv[2], d);
-  torch::Tensor y = merge_heads(attend(q, k, v, options_.causal, *this, "attn_drop"));
+  torch::Tensor y = merge_heads(attend(q, k, v, options_, *this, "attn_drop"));
   return call("resid_drop", call("out_proj", y));
 }
 
 OnePassAttentionImpl::OnePassAttentionImpl(AttentionImpl& original) : options_(original.options()) {
+  SLAPO_CHECK(options_.plain(), ErrorCode::kInvalidArgument,
+              "one-pass attention replaces a plain attention only (biases, scaled, global)");
   for (const char* name : {"q_proj", "k_proj", "v_proj"})
     add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
   add_slot("attn_drop", original.slot("attn_drop").module.get<schedule::KeyedDropout>());

@@ -23,6 +23,11 @@ struct AttentionOptions {
   int64_t heads = 1;
   double dropout = 0.1;
   bool causal = true;
+  bool qkv_bias = true;  // q, k and v projections with biases (GPT-Neo's have none)
+  bool scaled = true;    // scores scaled by 1/sqrt(head_dim) (GPT-Neo does not scale them)
+  int64_t window = 0;  // local attention: a token sees itself and the window − 1 before it; 0: all
+  // The zoo's attention variants (fused qkv, one pass) implement this plain form only.
+  bool plain() const { return qkv_bias && scaled && window == 0; }
 };
 
 class AttentionImpl : public schedule::SlotModule {
@@ -59,8 +64,10 @@ class OnePassAttentionImpl : public schedule::SlotModule {
 };
 TORCH_MODULE(OnePassAttention);
 
-// Scaled dot-product attention on [batch, heads, seq, head_dim] tensors, shared by the variants.
+// Dot-product attention on [batch, heads, seq, head_dim] tensors as `options` say (scaling, causal
+// and local masks), the probabilities through `owner`'s dropout slot; shared by the variants.
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     bool causal, schedule::SlotModule& owner, const char* dropout_slot);
+                     const AttentionOptions& options, schedule::SlotModule& owner,
+                     const char* dropout_slot);
 
 }  // namespace slapo::models

@@ -17,19 +17,24 @@ schedule::KeyedDropout dropout(double p) {
 }
 
 namespace {
-AttentionOptions attention_options(const ModelSpec& spec) {
+AttentionOptions attention_options(const ModelSpec& spec, int64_t index = 0) {
+  const FamilyTraits& f = spec.traits();
   AttentionOptions o;
   o.hidden = spec.hidden;
   o.heads = spec.heads;
   o.dropout = spec.dropout;
-  o.causal = spec.traits().causal;
+  o.causal = f.causal;
+  o.qkv_bias = f.qkv_bias;
+  o.scaled = f.scaled_attention;
+  o.window = index % 2 == 1 ? spec.local_window : 0;  // global, local, global, ...
   return o;
 }
 }  // namespace
 
-MlpImpl::MlpImpl(int64_t hidden, int64_t ffn, double dropout) {
+MlpImpl::MlpImpl(int64_t hidden, int64_t ffn, double dropout, bool gelu_tanh) {
   add_slot("fc_in", torch::nn::Linear(hidden, ffn));
-  add_slot("act", torch::nn::GELU());
+  add_slot("act",
+           torch::nn::GELU(torch::nn::GELUOptions().approximate(gelu_tanh ? "tanh" : "none")));
   add_slot("fc_out", torch::nn::Linear(ffn, hidden));
   add_slot("drop", models::dropout(dropout));
 }
@@ -38,11 +43,11 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return call("drop", call("fc_out", call("act", call("fc_in", x))));
 }
 
-GptBlockImpl::GptBlockImpl(const ModelSpec& spec) {
+GptBlockImpl::GptBlockImpl(const ModelSpec& spec, int64_t index) {
   add_slot("ln_1", layer_norm(spec));
-  add_slot("attn", Attention(attention_options(spec)));
+  add_slot("attn", Attention(attention_options(spec, index)));
   add_slot("ln_2", layer_norm(spec));
-  add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout));
+  add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout, spec.traits().gelu_tanh));
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {

@@ -17,14 +17,16 @@ namespace slapo::models {
 
 class MlpImpl : public schedule::SlotModule {
  public:
-  MlpImpl(int64_t hidden, int64_t ffn, double dropout);
+  // `gelu_tanh`: GELU's tanh approximation (GPT-Neo's "gelu_new"), else the exact one.
+  MlpImpl(int64_t hidden, int64_t ffn, double dropout, bool gelu_tanh = false);
   torch::Tensor forward(const torch::Tensor& x);
 };
 TORCH_MODULE(Mlp);
 
 class GptBlockImpl : public schedule::SlotModule {
  public:
-  explicit GptBlockImpl(const ModelSpec& spec);
+  // Block `index` of the model: GPT-Neo's odd blocks attend locally (ModelSpec::local_window).
+  explicit GptBlockImpl(const ModelSpec& spec, int64_t index = 0);
   torch::Tensor forward(const torch::Tensor& x);
 };
 TORCH_MODULE(GptBlock);

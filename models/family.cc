@@ -40,6 +40,16 @@ const std::vector<FamilyTraits>& model_families() {
     mlp.position_embedding = false;
     out.push_back(mlp);
 
+    FamilyTraits neo = gpt;
+    neo.name = "gpt_neo";
+    neo.description =
+        "GPT-Neo decoder (GPT-2's with global and local attention alternating, unscaled, q/k/v "
+        "without biases): wte, wpe | h.<i> | ln_f, head";
+    neo.qkv_bias = false;
+    neo.scaled_attention = false;
+    neo.gelu_tanh = true;
+    out.push_back(neo);
+
     FamilyTraits llama;
     llama.name = "llama";
     llama.description =

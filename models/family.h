@@ -30,6 +30,11 @@ struct FamilyTraits {
   bool rms_norm = false;
   bool rotary = false;
   bool tied_head = true;  // the LM head is the token embedding's weight
+  // GPT-Neo's attention and MLP: q, k, v without biases, unscaled scores, GELU's tanh form (and
+  // local attention on every second block when ModelSpec::local_window > 0).
+  bool qkv_bias = true;
+  bool scaled_attention = true;
+  bool gelu_tanh = false;
 };
 
 // The traits of `family`. Throws Error(kNotFound) listing the families otherwise.

@@ -19,6 +19,13 @@ ModelSpec spec(const char* preset, const char* family, int64_t vocab, int64_t se
   s.layer_norm_eps = s.traits().layer_norm_eps;
   return s;
 }
+// A GPT-Neo preset: local attention of `window` tokens on every second block.
+ModelSpec neo(const char* preset, int64_t vocab, int64_t seq, int64_t hidden, int64_t heads,
+              int64_t layers, int64_t ffn, int64_t window) {
+  ModelSpec s = spec(preset, "gpt_neo", vocab, seq, hidden, heads, layers, ffn);
+  s.local_window = window;
+  return s;
+}
 // A LLaMA-family preset: grouped key/value heads, no dropout (as the family trains).
 ModelSpec llama(const char* preset, int64_t vocab, int64_t seq, int64_t hidden, int64_t heads,
                 int64_t kv_heads, int64_t layers, int64_t ffn) {
@@ -40,6 +47,10 @@ const std::vector<ModelSpec>& all() {
       spec("bert-tiny", "bert", 128, 16, 32, 4, 2, 64),
       spec("mlp-mini", "mlp", 8192, 256, 512, 1, 8, 2048),
       spec("mlp-tiny", "mlp", 128, 16, 32, 1, 2, 64),
+      // vocab, max_seq, hidden, heads, layers, ffn, local window
+      neo("gpt-neo-1.3b", 50257, 2048, 2048, 16, 24, 8192, 256),
+      neo("gpt-neo-125m", 50257, 2048, 768, 12, 12, 3072, 256),
+      neo("gpt-neo-tiny", 128, 16, 32, 4, 2, 64, 4),
       // vocab, max_seq, hidden, heads, kv_heads, layers, ffn (SwiGLU's intermediate size)
       llama("llama-7b", 32000, 4096, 4096, 32, 32, 32, 11008),  // LLaMA-2 7B's shape
       llama("llama-mini", 8192, 256, 256, 8, 4, 6, 768),
@@ -77,6 +88,7 @@ int64_t ModelSpec::parameter_count() const {
     per_layer = 2 * h + (h * ffn + ffn) + (ffn * h + h);
   } else {
     per_layer = 4 * (h * h + h) + (h * ffn + ffn) + (ffn * h + h) + 2 * 2 * h;
+    if (!f.qkv_bias) per_layer -= 3 * h;
   }
   int64_t embeddings = vocab * h + (f.position_embedding ? max_seq * h : 0);
   // BERT's token-type embedding and its norm, and its head's dense, norm and vocabulary bias.

@@ -20,6 +20,9 @@ struct ModelSpec {
   int64_t hidden = 0;
   int64_t heads = 1;
   int64_t kv_heads = 0;  // key/value heads of grouped-query attention; 0: as many as heads
+  // GPT-Neo: blocks 1, 3, 5, ... attend to the last `local_window` tokens only; 0: every block
+  // global.
+  int64_t local_window = 0;
   int64_t layers = 0;
   int64_t ffn = 0;
   double dropout = 0.1;

@@ -11,9 +11,13 @@ namespace {
 bool with_attention(const FamilyTraits& f) { return f.attention; }
 // The attention variants (fused qkv, baddbmm) are of the zoo's plain attention: no rotary, no
 // grouped key/value heads.
-bool with_attention_variants(const FamilyTraits& f) { return f.attention && !f.rotary; }
+bool with_attention_variants(const FamilyTraits& f) {
+  return f.attention && !f.rotary && f.qkv_bias && f.scaled_attention;
+}
 // fc_in, GELU, fc_out with biases (not a gated MLP without biases).
 bool with_plain_mlp(const FamilyTraits& f) { return !f.gated_mlp; }
+// The fused bias + GELU kernel computes the exact GELU.
+bool with_exact_gelu(const FamilyTraits& f) { return !f.gated_mlp && !f.gelu_tanh; }
 bool with_layer_norm(const FamilyTraits& f) { return !f.rms_norm; }
 
 int64_t whole(const Value& v) { return static_cast<int64_t>(as_number(v)); }
@@ -97,7 +101,7 @@ std::vector<TemplateKnob> make_table() {
       });
   row("fuse_bias_gelu", KnobKind::kBool, {}, "false",
       "each block traced and fc_in's bias add + GELU fused into one kernel (not with tp > 1)",
-      false, with_plain_mlp, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      false, with_exact_gelu, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_bias_gelu = std::get<bool>(v);
       });
   row("fuse_bias_dropout_add", KnobKind::kBool, {}, "false",

@@ -51,7 +51,7 @@ class GptModelImpl : public ZooModel {
     add_slot("wpe", embedding(spec.max_seq, spec.hidden));
     add_slot("drop", dropout(spec.dropout));
     schedule::Sequence blocks;
-    for (int64_t i = 0; i < spec.layers; ++i) blocks->push_back(GptBlock(spec));
+    for (int64_t i = 0; i < spec.layers; ++i) blocks->push_back(GptBlock(spec, i));
     add_slot("h", blocks);
     add_slot("ln_f", layer_norm(spec));
     add_slot("head", TiedLmHead(wte->weight));
@@ -156,7 +156,7 @@ TORCH_MODULE(LlamaModel);
 
 std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_t seed) {
   torch::manual_seed(seed);
-  if (spec.family == "gpt") return GptModel(spec).ptr();
+  if (spec.family == "gpt" || spec.family == "gpt_neo") return GptModel(spec).ptr();
   if (spec.family == "bert") return BertModel(spec).ptr();
   if (spec.family == "mlp") return MlpModel(spec).ptr();
   if (spec.family == "llama") return LlamaModel(spec).ptr();

@@ -6,6 +6,7 @@
 //   bert  embeddings.{word, position, token_type, norm, drop} | encoder.<i> (BertLayer) |
 //         head.{dense, act, norm}, decoder (tied to embeddings.word, with a bias)
 //   mlp   wte | h.<i> (MlpBlock) | ln_f, head (tied to wte)
+//   gpt_neo as gpt (its blocks attend globally and locally in turn)
 //   llama wte | h.<i> (LlamaBlock: ln_1, attn.{q,k,v,out}_proj, ln_2, mlp.{gate,up,down}_proj) |
 //         ln_f, head (a Linear of its own)
 //

@@ -93,7 +93,24 @@ const std::vector<Rule>& rules_of(const std::string& layout) {
       {R"(lm_head\.weight)", {"head.weight"}},
       {R"((?:model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq)", {}},  // recomputed
   };
+  // GPTNeoForCausalLM / GPTNeoModel ("transformer." prefix optional): nn.Linear throughout (no
+  // Conv1D), q, k, v without biases under attn.attention.
+  static const std::vector<Rule> kGptNeo = {
+      {R"((?:transformer\.)?wte\.weight)", {"wte.weight"}},
+      {R"((?:transformer\.)?wpe\.weight)", {"wpe.weight"}},
+      {R"((?:transformer\.)?h\.(\d+)\.ln_([12])\.(weight|bias))", {"h.$1.ln_$2.$3"}},
+      {R"((?:transformer\.)?h\.(\d+)\.attn\.attention\.([qkv])_proj\.weight)",
+       {"h.$1.attn.$2_proj.weight"}},
+      {R"((?:transformer\.)?h\.(\d+)\.attn\.attention\.out_proj\.(weight|bias))",
+       {"h.$1.attn.out_proj.$2"}},
+      {R"((?:transformer\.)?h\.(\d+)\.mlp\.c_fc\.(weight|bias))", {"h.$1.mlp.fc_in.$2"}},
+      {R"((?:transformer\.)?h\.(\d+)\.mlp\.c_proj\.(weight|bias))", {"h.$1.mlp.fc_out.$2"}},
+      {R"((?:transformer\.)?ln_f\.(weight|bias))", {"ln_f.$1"}},
+      {R"(lm_head\.weight)", {}},                                              // tied to wte
+      {R"((?:transformer\.)?h\.\d+\.attn\.attention\.(?:masked_)?bias)", {}},  // mask buffers
+  };
   static const std::vector<Rule> kNone;
+  if (layout == "gpt_neo") return kGptNeo;
   if (layout == "llama") return kLlama;
   if (layout == "gpt2") return kGpt2;
   if (layout == "bert") return kBert;
@@ -126,6 +143,7 @@ const std::vector<WeightLayout>& weight_layouts() {
       {"zoo", "", "the zoo's own parameter names (what slapo saves)"},
       {"gpt2", "gpt", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)"},
       {"bert", "bert", "Hugging Face BERT (BertModel, BertForMaskedLM, BertForPreTraining)"},
+      {"gpt_neo", "gpt_neo", "Hugging Face GPT-Neo (GPTNeoModel, GPTNeoForCausalLM)"},
       {"llama", "llama", "Hugging Face LLaMA (LlamaModel, LlamaForCausalLM)"},
   };
   return layouts;

@@ -1,7 +1,8 @@
 #pragma once
 // The names of other codebases' checkpoints mapped onto the zoo's (docs/weights.md): Hugging Face
 // transformers' GPT-2 (GPT2Model / GPT2LMHeadModel), BERT (BertModel / BertForMaskedLM /
-// BertForPreTraining) and LLaMA (LlamaModel / LlamaForCausalLM). A layout is a list of rules; each
+// BertForPreTraining), GPT-Neo (GPTNeoModel / GPTNeoForCausalLM) and LLaMA (LlamaModel /
+// LlamaForCausalLM). A layout is a list of rules; each
 // maps a name (a regular expression over the whole name) to one or more zoo names with how the
 // tensor changes on the way: GPT-2's Conv1D keeps weights as [in, out] (transposed to nn::Linear's
 // [out, in]) and its attention's query, key and value as one c_attn (split in three along the
@@ -17,7 +18,7 @@
 namespace slapo::models {
 
 struct WeightLayout {
-  std::string name;         // "zoo", "gpt2", "bert", "llama"
+  std::string name;         // "zoo", "gpt2", "bert", "gpt_neo", "llama"
   std::string family;       // the zoo family it maps onto; empty: any ("zoo")
   std::string description;  // one line, for errors and docs
 };

@@ -135,7 +135,7 @@ TEST(ParseTest, NounsTakeAVerb) {
   EXPECT_EQ(error_of([] {
               parse_weights({"show", "w.pt", "--layout", "opt"});
             }),
-            "--layout opt: unknown (auto, zoo, gpt2, bert, llama)");
+            "--layout opt: unknown (auto, zoo, gpt2, bert, gpt_neo, llama)");
 }
 
 TEST(ParseTest, BadInputIsRefusedWithTheFlagItCameFrom) {

@@ -122,7 +122,8 @@ TEST(TemplatesCliTest, ListAndShowComeFromTheKnobTable) {
         << absent << " does not apply to a SwiGLU, RMSNorm, rotary model: " << llama.out;
   Outcome unknown = run("templates show neo");
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("unknown schedule template 'neo' (templates: gpt, bert, mlp, llama)"),
+  EXPECT_NE(unknown.err.find(
+                "unknown schedule template 'neo' (templates: gpt, bert, mlp, gpt_neo, llama)"),
             std::string::npos)
       << unknown.err;
 }

@@ -162,6 +162,11 @@ TEST_P(VerifyLayoutTest, MatchesTheSingleProcessModel) {
   "{\"tp\": " layout ", \"micro_batches\": 2, \"ckpt_ratio\": 0.5, \"attn_shard\": \"" shard \
   "\", \"mlp_shard\": \"" shard "\", \"embed_shard\": \"" embed "\"}"
 
+#define NEO(layout, shard, embed)                                                            \
+  "{\"tp\": " layout ", \"micro_batches\": 2, \"ckpt_ratio\": 0.5, \"attn_shard\": \"" shard \
+  "\", \"mlp_shard\": \"" shard "\", \"embed_shard\": \"" embed                              \
+  "\", \"fuse_bias_dropout_add\": false}"
+
 INSTANTIATE_TEST_SUITE_P(
     Layouts, VerifyLayoutTest,
     ::testing::Values(
@@ -214,6 +219,13 @@ INSTANTIATE_TEST_SUITE_P(
                LLAMA("1, \"pp\": 1, \"dp\": 2", "col_row", "vocab"), 2},
         Layout{"llama_tp2_pp2", "llama-tiny-parallel.toml",
                LLAMA("2, \"pp\": 2, \"dp\": 1", "col_row", "vocab"), 4},
+        // GPT-Neo: local attention on block 1, unscaled, q/k/v without biases, tanh GELU.
+        Layout{"neo_tp2", "gpt-neo-tiny-parallel.toml",
+               NEO("2, \"pp\": 1, \"dp\": 1", "col_row", "vocab"), 2},
+        Layout{"neo_tp2_row_col_hidden", "gpt-neo-tiny-parallel.toml",
+               NEO("2, \"pp\": 1, \"dp\": 1", "row_col", "hidden"), 2},
+        Layout{"neo_pp2_dp2", "gpt-neo-tiny-parallel.toml",
+               NEO("1, \"pp\": 2, \"dp\": 2", "col_row", "vocab"), 4},
         Layout{
             "mlp_tp2_dp2", "mlp-tiny-parallel.toml",
             "{\"tp\": 2, \"dp\": 2, \"mlp_shard\": \"row_col\", \"embed_shard\": \"hidden\", \"decompose\": false}",

@@ -1,6 +1,6 @@
 """Reference models for the weight-loading test (tests/models/weights_test.cc).
 
-GPT-2, BERT and LLaMA written in plain PyTorch with Hugging Face transformers' parameter names and
+GPT-2, BERT, GPT-Neo and LLaMA written in plain PyTorch with Hugging Face transformers' parameter names and
 layouts (GPT-2's Conv1D keeps weights as [in, out] and q, k, v in one c_attn; BERT's names under
 bert.* and cls.*; LLaMA's under model.*, rotate-half rotary, grouped key/value heads, an untied
 lm_head), computing what the zoo's gpt, bert and llama compute (exact GELU, the zoo's norms).
@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 TINY = dict(vocab=128, max_seq=16, hidden=32, heads=4, layers=2, ffn=64)
 LLAMA_TINY = dict(TINY, kv_heads=2)
+NEO_TINY = dict(TINY, window=4)
 
 
 def gpt2_weights(g, c):
@@ -187,7 +188,56 @@ def llama_forward(w, tokens, c):
     return rms(x, w["model.norm.weight"]) @ w["lm_head.weight"].t()
 
 
-DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.float16: "F16", torch.bfloat16: "BF16"}
+def neo_weights(g, c):
+    h, f = c["hidden"], c["ffn"]
+    w = collections.OrderedDict()
+    r = lambda *shape: torch.randn(*shape, generator=g) * 0.2
+    w["transformer.wte.weight"] = r(c["vocab"], h)
+    w["transformer.wpe.weight"] = r(c["max_seq"], h)
+    for i in range(c["layers"]):
+        p = f"transformer.h.{i}."
+        w[p + "ln_1.weight"], w[p + "ln_1.bias"] = 1 + r(h), r(h)
+        for n in ("q", "k", "v"):
+            w[p + f"attn.attention.{n}_proj.weight"] = r(h, h)
+        w[p + "attn.attention.out_proj.weight"] = r(h, h)
+        w[p + "attn.attention.out_proj.bias"] = r(h)
+        w[p + "attn.attention.bias"] = torch.tril(torch.ones(c["max_seq"], c["max_seq"], dtype=torch.bool))
+        w[p + "ln_2.weight"], w[p + "ln_2.bias"] = 1 + r(h), r(h)
+        w[p + "mlp.c_fc.weight"], w[p + "mlp.c_fc.bias"] = r(f, h), r(f)
+        w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"] = r(h, f), r(h)
+    w["transformer.ln_f.weight"], w["transformer.ln_f.bias"] = 1 + r(h), r(h)
+    w["lm_head.weight"] = w["transformer.wte.weight"]
+    return w
+
+
+def neo_forward(w, tokens, c):
+    """Hugging Face's GPTNeoModel: attention layers global, local, global, ... (local: the last
+    window_size tokens), scores not scaled, q/k/v without biases, gelu_new."""
+    h, heads, window = c["hidden"], c["heads"], c["window"]
+    b, s = tokens.shape
+    d = h // heads
+    x = w["transformer.wte.weight"][tokens] + w["transformer.wpe.weight"][:s]
+    for i in range(c["layers"]):
+        p = f"transformer.h.{i}."
+        a = F.layer_norm(x, (h,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], 1e-5)
+        split = lambda t: t.view(b, s, heads, d).transpose(1, 2)
+        q, k, v = (split(a @ w[p + f"attn.attention.{n}_proj.weight"].t()) for n in "qkv")
+        scores = q @ k.transpose(-2, -1)  # no 1/sqrt(d)
+        keep = torch.tril(torch.ones(s, s, dtype=torch.bool))
+        if i % 2 == 1:  # local
+            keep = keep ^ torch.tril(keep, -window)
+        scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+        y = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, s, h)
+        x = x + F.linear(y, w[p + "attn.attention.out_proj.weight"], w[p + "attn.attention.out_proj.bias"])
+        m = F.layer_norm(x, (h,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], 1e-5)
+        m = F.gelu(F.linear(m, w[p + "mlp.c_fc.weight"], w[p + "mlp.c_fc.bias"]), approximate="tanh")
+        x = x + F.linear(m, w[p + "mlp.c_proj.weight"], w[p + "mlp.c_proj.bias"])
+    x = F.layer_norm(x, (h,), w["transformer.ln_f.weight"], w["transformer.ln_f.bias"], 1e-5)
+    return x @ w["lm_head.weight"].t()
+
+
+DTYPES = {torch.float32: "F32", torch.int64: "I64", torch.float16: "F16", torch.bfloat16: "BF16",
+          torch.bool: "BOOL"}
 
 
 def write_safetensors(path, tensors):
@@ -242,7 +292,8 @@ def main():
     targets = torch.randint(TINY["vocab"], (3, 12), generator=g)
     for name, make, forward, c in (("gpt2", gpt2_weights, gpt2_forward, TINY),
                                    ("bert", bert_weights, bert_forward, TINY),
-                                   ("llama", llama_weights, llama_forward, LLAMA_TINY)):
+                                   ("llama", llama_weights, llama_forward, LLAMA_TINY),
+                                   ("gpt_neo", neo_weights, neo_forward, NEO_TINY)):
         w = make(g, c)
         with torch.no_grad():
             logits = forward(w, tokens, c)

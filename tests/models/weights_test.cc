@@ -104,6 +104,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"bert.safetensors", "bert-tiny", "bert", "bert"},
                       Case{"bert.pt", "bert-tiny", "bert", "bert"},
                       Case{"llama.safetensors", "llama-tiny", "llama", "llama"},
+                      Case{"gpt_neo.safetensors", "gpt-neo-tiny", "gpt_neo", "gpt_neo"},
+                      Case{"gpt_neo.pt", "gpt-neo-tiny", "gpt_neo", "gpt_neo"},
                       Case{"llama.pt", "llama-tiny", "llama", "llama"},
                       // {"model": state dict in bfloat16, "step": .., "lr": ..}, widened to float.
                       Case{"gpt2-bf16-checkpoint.pt", "gpt-tiny", "gpt2-bf16-checkpoint", "gpt2"}),
@@ -205,7 +207,7 @@ TEST(WeightsTest, AFileThatDoesNotFitIsRefusedNamingWhatAndChangesNothing) {
               LoadOptions o;
               o.layout = "opt";
               load_weights(*target, tiny, good, o);
-            }).find("unknown weight layout 'opt' (layouts: auto, zoo, gpt2, bert, llama)"),
+            }).find("unknown weight layout 'opt' (layouts: auto, zoo, gpt2, bert, gpt_neo, llama)"),
             std::string::npos);
 }
 

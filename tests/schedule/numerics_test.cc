@@ -70,7 +70,7 @@ TEST_P(CheckpointTest, BitIdenticalLossAndEveryGradient) {
 
 INSTANTIATE_TEST_SUITE_P(EveryRatio, CheckpointTest,
                          ::testing::Combine(::testing::Values("gpt-tiny", "bert-tiny", "mlp-tiny",
-                                                              "llama-tiny"),
+                                                              "llama-tiny", "gpt-neo-tiny"),
                                             ::testing::Values(0.0, 0.5, 1.0)));
 
 TEST(NumericsTest, ForkedStreamsInsideACheckpointAreReplayed) {
