@@ -1,11 +1,13 @@
 #include "models/family.h"
 
+#include "models/family_table.h"
+
 #include "core/named.h"
 
 namespace slapo::models {
 
-const std::vector<FamilyTraits>& model_families() {
-  static const std::vector<FamilyTraits> families = [] {
+std::vector<FamilyTraits>& mutable_model_families() {
+  static std::vector<FamilyTraits> families = [] {
     std::vector<FamilyTraits> out;
     FamilyTraits gpt;
     gpt.name = "gpt";
@@ -69,6 +71,8 @@ const std::vector<FamilyTraits>& model_families() {
   }();
   return families;
 }
+
+const std::vector<FamilyTraits>& model_families() { return mutable_model_families(); }
 
 const FamilyTraits& family_traits(const std::string& family) {
   return find_named(model_families(), family, "model family", "families", ErrorCode::kNotFound);

@@ -37,7 +37,8 @@ struct FamilyTraits {
   bool gelu_tanh = false;
 };
 
-// The traits of `family`. Throws Error(kNotFound) listing the families otherwise.
+// The traits of `family` (built in, or registered: models/model_registry.h). Throws
+// Error(kNotFound) listing the families otherwise.
 const FamilyTraits& family_traits(const std::string& family);
 const std::vector<FamilyTraits>& model_families();
 

@@ -1,6 +1,7 @@
 #include "models/model_spec.h"
 
 #include "core/error.h"
+#include "models/family_table.h"
 
 namespace slapo::models {
 
@@ -35,8 +36,10 @@ ModelSpec llama(const char* preset, int64_t vocab, int64_t seq, int64_t hidden, 
   return s;
 }
 
-const std::vector<ModelSpec>& all() {
-  static const std::vector<ModelSpec> presets = {
+}  // namespace
+
+std::vector<ModelSpec>& mutable_model_presets() {
+  static std::vector<ModelSpec> presets = {
       spec("gpt2", "gpt", 50257, 1024, 768, 12, 12, 3072),
       spec("gpt2-medium", "gpt", 50257, 1024, 1024, 16, 24, 4096),
       spec("gpt-mini", "gpt", 8192, 256, 256, 8, 6, 1024),
@@ -58,6 +61,9 @@ const std::vector<ModelSpec>& all() {
   };
   return presets;
 }
+
+namespace {
+const std::vector<ModelSpec>& all() { return mutable_model_presets(); }
 }  // namespace
 
 ModelSpec model_preset(const std::string& name) {
@@ -66,7 +72,8 @@ ModelSpec model_preset(const std::string& name) {
   }
   std::string names;
   for (const ModelSpec& s : all()) names += (names.empty() ? "" : ", ") + s.preset;
-  SLAPO_FAIL(ErrorCode::kNotFound, "unknown model '", name, "' (models: ", names, ")");
+  SLAPO_FAIL(ErrorCode::kNotFound, "unknown model '", name, "' (models: ", names,
+             "; a model of a program's own is known to that program: docs/own-model.md)");
 }
 
 std::vector<std::string> model_presets() {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/named.h"
 #include "models/attention.h"
+#include "models/model_registry.h"
 #include "models/pipeline_cuts.h"
 #include "models/template_knobs.h"
 #include "models/zoo.h"
@@ -106,7 +107,10 @@ TemplateConfig parse(const TemplateInfo* t, const ModelSpec& spec, const Config&
   TemplateConfig c;
   for (const auto& [name, value] : config.entries()) {
     const TemplateKnob* knob = find_template_knob(name);
-    const bool understood = knob != nullptr && knob->applies_to(spec.traits());
+    const bool understood =
+        knob != nullptr &&
+        (t != nullptr ? std::find(t->knobs.begin(), t->knobs.end(), name) != t->knobs.end()
+                      : knob->applies_to(spec.traits()));
     if (!understood && t == nullptr) continue;
     if (!understood) {
       std::string names;
@@ -239,18 +243,21 @@ void apply_fusions(schedule::Schedule& sch, const ModelSpec& spec, const Templat
 }  // namespace
 
 const std::vector<TemplateInfo>& schedule_templates() {
-  // One template per family, with the knobs of the table that apply to it.
-  static const std::vector<TemplateInfo> templates = [] {
-    std::vector<TemplateInfo> out;
-    for (const FamilyTraits& family : model_families()) {
-      TemplateInfo t{family.name, family.name, {}};
-      for (const TemplateKnob& k : template_knobs()) {
+  // One template per family, with the knobs of the table that apply to it (a registered family:
+  // the knobs it names). Made again when a family was registered since.
+  static std::vector<TemplateInfo> templates;
+  if (templates.size() == model_families().size()) return templates;
+  templates.clear();
+  for (const FamilyTraits& family : model_families()) {
+    TemplateInfo t{family.name, family.name, {}};
+    if (const FamilyRegistration* own = registered_family(family.name)) {
+      t.knobs = own->knobs;
+    } else {
+      for (const TemplateKnob& k : template_knobs())
         if (k.applies_to(family)) t.knobs.push_back(k.name);
-      }
-      out.push_back(std::move(t));
     }
-    return out;
-  }();
+    templates.push_back(std::move(t));
+  }
   return templates;
 }
 
@@ -312,6 +319,13 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
               " but this schedule's tensor-parallel group has ", sch.options().tp_parts(),
               " rank(s): run it with that many ranks per pipeline stage");
   auto block = [&](int64_t i) { return family.blocks + "." + std::to_string(i); };
+  if (const FamilyRegistration* own = registered_family(family.name)) {
+    // A program's own family: its primitives, then the checkpoints and cuts on its blocks.
+    if (own->apply) own->apply(sch, spec, c);
+    for (int64_t i = 0; i < c.checkpointed_blocks; ++i) sch[block(i)].checkpoint();
+    for (int64_t begin : c.parallel.cuts) sch[block(begin - 1)].cut_pipeline_stage();
+    return;
+  }
   // decompose comes first: it must precede shard.
   if (c.decompose) {
     for (int64_t i = 0; i < spec.layers; ++i) {

@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "models/family.h"
+#include "models/model_registry.h"
+#include "models/zoo.h"
 
 namespace slapo::models {
 
@@ -17,6 +19,8 @@ int64_t masked_positions(int64_t seq) {
 int64_t mask_token(const ModelSpec& spec) { return spec.vocab - 1; }
 
 TrainingBatch training_batch(const ModelSpec& spec, const at::Tensor& window) {
+  if (const FamilyRegistration* own = registered_family(spec.family); own && own->batch)
+    return own->batch(spec, window);
   SLAPO_CHECK(window.dim() == 2 && window.size(1) >= 2, ErrorCode::kInvalidArgument,
               "training_batch: expected a window of [batch, seq + 1] tokens, got ", window.sizes());
   const int64_t batch = window.size(0);
@@ -36,6 +40,12 @@ TrainingBatch training_batch(const ModelSpec& spec, const at::Tensor& window) {
   out.inputs = tokens.clone().scatter_(1, chosen, replaced);
   out.targets = at::full_like(tokens, kIgnoredTarget).scatter_(1, chosen, originals);
   return out;
+}
+
+LossFn training_loss(const ModelSpec& spec) {
+  if (const FamilyRegistration* own = registered_family(spec.family); own && own->loss)
+    return own->loss;
+  return language_model_loss;
 }
 
 }  // namespace slapo::models

@@ -11,6 +11,7 @@
 // change the math.
 
 #include <cstdint>
+#include <functional>
 
 #include <ATen/core/Tensor.h>
 
@@ -27,6 +28,11 @@ struct TrainingBatch {
   at::Tensor inputs;   // [b, s] token ids
   at::Tensor targets;  // [b, s] token ids, or kIgnoredTarget where nothing is predicted
 };
+
+// The loss of `spec`'s family: logits [b, s, v], targets [b, s] → a scalar (the registered
+// family's, or the mean token cross-entropy over targets that are not kIgnoredTarget).
+using LossFn = std::function<at::Tensor(const at::Tensor& logits, const at::Tensor& targets)>;
+LossFn training_loss(const ModelSpec& spec);
 
 // The positions a masked language model predicts per sequence of `seq` tokens.
 int64_t masked_positions(int64_t seq);

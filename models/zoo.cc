@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "models/blocks.h"
 #include "models/llama.h"
+#include "models/model_registry.h"
 #include "models/token_embedding.h"
 #include "schedule/language/sequence.h"
 #include "schedule/runtime/pipeline.h"
@@ -156,6 +157,13 @@ TORCH_MODULE(LlamaModel);
 
 std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_t seed) {
   torch::manual_seed(seed);
+  if (const FamilyRegistration* own = registered_family(spec.family)) {
+    auto model = own->build(spec);
+    SLAPO_CHECK(model != nullptr && dynamic_cast<schedule::Pipelined*>(model.get()) != nullptr,
+                ErrorCode::kInvalidArgument, "model '", spec.preset, "' of family '", spec.family,
+                "': its build function must return a SlotModule that is a schedule::Pipelined");
+    return model;
+  }
   if (spec.family == "gpt" || spec.family == "gpt_neo") return GptModel(spec).ptr();
   if (spec.family == "bert") return BertModel(spec).ptr();
   if (spec.family == "mlp") return MlpModel(spec).ptr();
@@ -166,7 +174,12 @@ std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_
 
 torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens) {
   if (auto* zoo = dynamic_cast<ZooModel*>(&model)) return zoo->forward(tokens);
-  SLAPO_FAIL(ErrorCode::kInvalidArgument, "model_forward: not a zoo model");
+  // A registered family's model: prologue, the body through its slot (so that what the schedule
+  // put on the blocks applies), epilogue.
+  auto* pipelined = dynamic_cast<schedule::Pipelined*>(&model);
+  SLAPO_CHECK(pipelined != nullptr, ErrorCode::kInvalidArgument,
+              "model_forward: not a zoo model nor a schedule::Pipelined");
+  return pipelined->epilogue(model.call(pipelined->body_slot(), pipelined->prologue(tokens)));
 }
 
 torch::Tensor language_model_loss(const torch::Tensor& logits, const torch::Tensor& targets) {

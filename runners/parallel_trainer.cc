@@ -24,6 +24,7 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
               knobs.layout.to_string(), " (", knobs.world(), " ranks) but this job is ",
               layout.to_string(), " (", layout.world(), " ranks)");
   model_ = models::build_model(setup.spec, setup.seed);
+  loss_ = models::training_loss(setup.spec);
   // Every rank loads the whole checkpoint; the schedule then keeps its shards and stages.
   if (!setup.weights.empty()) models::load_weights(*model_, setup.spec, setup.weights);
   schedule::ScheduleOptions options;
@@ -99,9 +100,8 @@ double ParallelTrainer::step(const torch::Tensor& tokens, const torch::Tensor& t
               " does not split into dp = ", dp, " data-parallel ranks");
   const int64_t per_rank = batch / dp;
   const int64_t first = groups_.dp_rank() * per_rank;
-  const double loss =
-      runner_->run(tokens.narrow(0, first, per_rank), targets.narrow(0, first, per_rank),
-                   models::language_model_loss, step_index, first);
+  const double loss = runner_->run(tokens.narrow(0, first, per_rank),
+                                   targets.narrow(0, first, per_rank), loss_, step_index, first);
   if (!tied_.empty() && groups_.ends) schedule::sum_gradients(tied_, *groups_.ends);
   schedule::average_gradients(tensors_, *groups_.dp);
   if (update) optimizer_->step();

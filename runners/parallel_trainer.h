@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "dist/world.h"
 #include "models/model_spec.h"
+#include "models/training_batch.h"
 #include "schedule/language/build.h"
 #include "schedule/runtime/pipeline.h"
 
@@ -75,6 +76,7 @@ class ParallelTrainer {
   std::vector<torch::Tensor> tensors_;  // params_' tensors, in the same order
   std::vector<torch::Tensor> tied_;     // held by the first and the last stage: gradients summed
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  models::LossFn loss_;  // the family's (models/training_batch.h)
 };
 
 }  // namespace slapo::runners

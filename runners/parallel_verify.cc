@@ -79,7 +79,7 @@ ParallelVerifyReport verify_parallel(const Workload& w, const Config& config,
     ref_optimizer.zero_grad();
     schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
     torch::Tensor loss =
-        models::language_model_loss(models::model_forward(*original, tokens), targets);
+        models::training_loss(spec)(models::model_forward(*original, tokens), targets);
     loss.backward();
     return loss.item<double>();
   };

@@ -67,7 +67,7 @@ WorkloadVerifyReport verify_workload(const Workload& workload, const Config& con
   const torch::Tensor& targets = data.targets;
   auto run = [&](torch::nn::Module& m) {
     torch::Tensor logits = models::model_forward(dynamic_cast<schedule::SlotModule&>(m), tokens);
-    return std::make_pair(logits, models::language_model_loss(logits, targets));
+    return std::make_pair(logits, models::training_loss(spec)(logits, targets));
   };
   WorkloadVerifyReport report;
   report.outputs_and_grads = schedule::verify(*original, *scheduled, run, seed);
