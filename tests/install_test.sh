@@ -21,6 +21,11 @@ cmake -S "$source/examples/installed" -B "$work/user" "${generator[@]}" \
 cmake --build "$work/user" -j 2 >/dev/null
 "$work/user/user_model" | tail -1 | grep -qx 'verified'
 (cd "$work" && "$work/user/user_weights" "$work/w.safetensors") | grep -qx 'same logits'
+# The user's own model tuned by the user's program, its trials measured by its own workers.
+"$work/user/user_tuning" single-device --space "$source/examples/own_model/shift-mixer.toml" \
+  --db "$work/own.db" --strategy random --trials 2 --json >/dev/null
+"$work/user/user_tuning" db trials --db "$work/own.db" --format json | grep -c '"status": "ok"' \
+  | grep -qx 2
 
 # A package a Debian machine installs: the binary, the libraries, the headers, the config.
 (cd "$work" && cpack -G DEB --config "$build/CPackConfig.cmake" >/dev/null)
