@@ -1,10 +1,5 @@
 #include "models/weights/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -15,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "models/weights/mapped_file.h"
 
 namespace slapo::models {
 
@@ -31,35 +27,6 @@ const std::vector<std::pair<const char*, at::ScalarType>>& dtypes() {
   return table;
 }
 
-// A read-only file mapped copy-on-write; unmapped when the last tensor viewing it is gone.
-struct Mapping {
-  void* base = MAP_FAILED;
-  size_t size = 0;
-  ~Mapping() {
-    if (base != MAP_FAILED) munmap(base, size);
-  }
-};
-
-std::shared_ptr<Mapping> map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SLAPO_CHECK(fd >= 0, ErrorCode::kNotFound, path, ": cannot open the weights (",
-              std::strerror(errno), ")");
-  struct stat st {};
-  const bool stat_ok = fstat(fd, &st) == 0;
-  auto mapping = std::make_shared<Mapping>();
-  if (stat_ok && S_ISREG(st.st_mode) && st.st_size > 0) {
-    mapping->size = static_cast<size_t>(st.st_size);
-    mapping->base = mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  }
-  const int map_errno = errno;
-  ::close(fd);
-  SLAPO_CHECK(stat_ok && S_ISREG(st.st_mode), ErrorCode::kInvalidArgument, path,
-              ": not a regular file where safetensors weights were expected");
-  SLAPO_CHECK(mapping->base != MAP_FAILED || mapping->size == 0, ErrorCode::kInvalidArgument, path,
-              ": cannot map the weights (", std::strerror(map_errno), ")");
-  return mapping;
-}
-
 uint64_t read_le64(const unsigned char* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -69,7 +36,7 @@ uint64_t read_le64(const unsigned char* p) {
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  const std::shared_ptr<Mapping> mapping = map_file(path);
+  const std::shared_ptr<MappedFile> mapping = MappedFile::open(path, "safetensors weights");
   const auto* bytes = static_cast<const unsigned char*>(mapping->base);
   SLAPO_CHECK(mapping->size >= 8, ErrorCode::kInvalidArgument, path, ": ", mapping->size,
               " bytes, too short for a safetensors header");
@@ -138,9 +105,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     SLAPO_CHECK(end - begin == numel * item, ErrorCode::kInvalidArgument, where, ": ", end - begin,
                 " bytes of data for shape ", entry["shape"].dump(), " of ", dtype_name, " (",
                 numel * item, " expected)");
-    void* data = static_cast<char*>(mapping->base) + data_begin + begin;
-    at::Tensor t = at::from_blob(
-        data, shape, [mapping](void*) {}, at::TensorOptions().dtype(dtype->second));
+    at::Tensor t = MappedFile::view(mapping, data_begin + begin, shape, dtype->second);
     by_offset.push_back({begin, {name, std::move(t)}});
   }
   std::sort(by_offset.begin(), by_offset.end(),

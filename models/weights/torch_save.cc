@@ -1,10 +1,5 @@
 #include "models/weights/torch_save.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -15,6 +10,7 @@
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include "core/error.h"
+#include "models/weights/mapped_file.h"
 
 namespace slapo::models {
 
@@ -62,19 +58,10 @@ at::ScalarType storage_dtype(const std::string& name, const std::string& where) 
   return it->second;
 }
 
-// The file mapped copy-on-write, kept alive by the tensors that view it.
-struct Mapping {
-  void* base = MAP_FAILED;
-  size_t size = 0;
-  ~Mapping() {
-    if (base != MAP_FAILED) munmap(base, size);
-  }
-};
-
 class Unpickler {
  public:
   Unpickler(std::string path, const std::string& pickle,
-            caffe2::serialize::PyTorchStreamReader& zip, std::shared_ptr<Mapping> mapping)
+            caffe2::serialize::PyTorchStreamReader& zip, std::shared_ptr<MappedFile> mapping)
       : path_(std::move(path)), in_(pickle), zip_(zip), mapping_(std::move(mapping)) {}
 
   PyRef run() {
@@ -286,7 +273,7 @@ class Unpickler {
                 ErrorCode::kInvalidArgument, path_, ": the record ", record,
                 " lies outside the file");
     PyRef v = make(PyValue::Kind::kTensor);
-    std::shared_ptr<Mapping> keep = mapping_;
+    std::shared_ptr<MappedFile> keep = mapping_;
     v->tensor = at::from_blob(
         static_cast<char*>(mapping_->base) + offset, {numel}, [keep](void*) {},
         at::TensorOptions().dtype(dtype));
@@ -347,28 +334,12 @@ class Unpickler {
   const std::string& in_;
   size_t pos_ = 0;
   caffe2::serialize::PyTorchStreamReader& zip_;
-  std::shared_ptr<Mapping> mapping_;
+  std::shared_ptr<MappedFile> mapping_;
   std::vector<PyRef> stack_;
   std::vector<size_t> marks_;
   std::map<uint64_t, PyRef> memo_;
   std::map<std::string, PyRef> storages_;
 };
-
-std::shared_ptr<Mapping> map_whole_file(const std::string& path) {
-  auto mapping = std::make_shared<Mapping>();
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SLAPO_CHECK(fd >= 0, ErrorCode::kNotFound, path, ": cannot open the weights (",
-              std::strerror(errno), ")");
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-    mapping->size = static_cast<size_t>(st.st_size);
-    mapping->base = mmap(nullptr, mapping->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  }
-  ::close(fd);
-  SLAPO_CHECK(mapping->base != MAP_FAILED, ErrorCode::kInvalidArgument, path,
-              ": not a regular, non-empty file where torch.save weights were expected");
-  return mapping;
-}
 
 // The dict of tensors at the top of a checkpoint, or under its "state_dict" or "model" key.
 const PyValue* state_dict_of(const PyValue& top) {
@@ -390,7 +361,7 @@ const PyValue* state_dict_of(const PyValue& top) {
 }  // namespace
 
 NamedTensors read_torch_save(const std::string& path) {
-  std::shared_ptr<Mapping> mapping = map_whole_file(path);
+  std::shared_ptr<MappedFile> mapping = MappedFile::open(path, "torch.save weights");
   SLAPO_CHECK(mapping->size >= 4 && std::memcmp(mapping->base, "PK\x03\x04", 4) == 0,
               ErrorCode::kInvalidArgument, path,
               ": not a zip file as torch.save writes (the legacy format of PyTorch < 1.6 is not "
