@@ -169,7 +169,6 @@ const std::vector<WorkloadField>& workload_fields() {
        }},
       // data_dtype is written only beside data.
       text_field("data", &Workload::data, {}, "a string", /*write_when_empty=*/false),
-      text_field("weights", &Workload::weights, {}, "a string", /*write_when_empty=*/false),
       {"data_dtype",
        [](const nlohmann::json& v, Workload& w, const auto& need, const std::string&) {
          need(v.is_string(), "a string");
@@ -179,6 +178,7 @@ const std::vector<WorkloadField>& workload_fields() {
        [](const Workload& w, nlohmann::ordered_json& j) {
          if (!w.data.empty()) j["data_dtype"] = w.data_dtype;
        }},
+      text_field("weights", &Workload::weights, {}, "a string", /*write_when_empty=*/false),
   };
   return fields;
 }
