@@ -38,4 +38,9 @@ std::string shell_quote(const std::string& word) {
   return quoted + "'";
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace slapo

@@ -13,6 +13,9 @@ size_t edit_distance(const std::string& a, const std::string& b);
 // there is none.
 std::string last_line(const std::string& text);
 
+// Whether `s` ends with `suffix`.
+bool ends_with(const std::string& s, const std::string& suffix);
+
 // `word` as one word of a POSIX shell command line: as is when it holds only characters no shell
 // treats specially, else in single quotes (a quote inside written '\'').
 std::string shell_quote(const std::string& word);

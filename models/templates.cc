@@ -136,15 +136,15 @@ schedule::Schedule& shard_linear(schedule::Schedule& linear, int64_t axis) {
 
 // Megatron's layouts for Linears (`firsts`, each reading the same input) followed by one that
 // reads what they computed (`second`): the MLP's fc_in → fc_out, or SwiGLU's gate_proj and
-// up_proj → down_proj.
+// up_proj → down_proj. Column-split, the input's gradient is a partial sum on each rank: one
+// all-reduce of that gradient where `reader` (the first Linear alone, or the module holding them
+// all) hands it back.
 void shard_linear_pair(const std::vector<schedule::Schedule*>& firsts, schedule::Schedule& second,
-                       PairShard layout) {
+                       schedule::Schedule& reader, PairShard layout) {
   switch (layout) {
     case PairShard::kColRow:
       for (schedule::Schedule* first : firsts) shard_linear(*first, 0);
-      // The input's gradient is a partial sum on each rank; several firsts share one reduction,
-      // which their caller places on their common parent.
-      if (firsts.size() == 1) firsts.front()->sync("bwd_post", "all_reduce");
+      reader.sync("bwd_post", "all_reduce");
       second.shard("weight", 1).sync("fwd_post", "all_reduce");
       return;
     case PairShard::kRowCol:
@@ -157,12 +157,11 @@ void shard_linear_pair(const std::vector<schedule::Schedule*>& firsts, schedule:
 
 void shard_mlp(schedule::Schedule& mlp, const FamilyTraits& family, PairShard layout) {
   if (!family.gated_mlp) {
-    shard_linear_pair({&mlp["fc_in"]}, mlp["fc_out"], layout);
+    shard_linear_pair({&mlp["fc_in"]}, mlp["fc_out"], mlp["fc_in"], layout);
     return;
   }
-  shard_linear_pair({&mlp["gate_proj"], &mlp["up_proj"]}, mlp["down_proj"], layout);
-  // Both column-split projections read the input: one all-reduce of its gradient, for both.
-  if (layout == PairShard::kColRow) mlp.sync("bwd_post", "all_reduce");
+  // Both column-split projections read the MLP's input: one reduction of its gradient, for both.
+  shard_linear_pair({&mlp["gate_proj"], &mlp["up_proj"]}, mlp["down_proj"], mlp, layout);
 }
 
 void shard_attention(schedule::Schedule& sch, const std::string& path, AttentionKind attn,

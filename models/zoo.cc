@@ -173,12 +173,11 @@ std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_
 }
 
 torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens) {
-  if (auto* zoo = dynamic_cast<ZooModel*>(&model)) return zoo->forward(tokens);
-  // A registered family's model: prologue, the body through its slot (so that what the schedule
-  // put on the blocks applies), epilogue.
+  // A zoo model or a registered family's: prologue, the body through its slot (so that what the
+  // schedule put on the blocks applies), epilogue.
   auto* pipelined = dynamic_cast<schedule::Pipelined*>(&model);
   SLAPO_CHECK(pipelined != nullptr, ErrorCode::kInvalidArgument,
-              "model_forward: not a zoo model nor a schedule::Pipelined");
+              "model_forward: not a schedule::Pipelined model");
   return pipelined->epilogue(model.call(pipelined->body_slot(), pipelined->prologue(tokens)));
 }
 

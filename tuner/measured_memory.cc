@@ -3,14 +3,11 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/text.h"
+
 namespace slapo::tuner {
 
 namespace {
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 std::string mib(double bytes) {
   std::ostringstream out;
   out << static_cast<int64_t>(std::llround(bytes / (1 << 20))) << " MiB";

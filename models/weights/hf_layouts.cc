@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace slapo::models {
 
@@ -219,8 +220,7 @@ MappedTensors map_to_zoo(const WeightLayout& layout, const NamedTensors& tensors
     }
     for (size_t i = 0; i < rule.targets.size(); ++i) {
       at::Tensor t = parts[i];
-      if (rule.reshape != Reshape::kNone && name.size() > 7 &&
-          name.compare(name.size() - 7, 7, ".weight") == 0) {
+      if (rule.reshape != Reshape::kNone && ends_with(name, ".weight")) {
         SLAPO_CHECK(t.dim() == 2, ErrorCode::kInvalidArgument, "tensor '", original, "' of shape ",
                     tensor.sizes(), ": a Conv1D weight is 2-D");
         t = t.t();

@@ -11,17 +11,13 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "models/weights/hf_layouts.h"
 #include "models/weights/torch_save.h"
 
 namespace slapo::models {
 
 namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // "a, b, c and 4 more".
 std::string some(const std::vector<std::string>& names, size_t shown = 4) {
@@ -62,24 +58,19 @@ LoadReport load_weights(torch::nn::Module& model, const ModelSpec& spec, const s
 
   std::vector<std::string> names;
   for (const auto& [name, tensor] : file) names.push_back(name);
-  const WeightLayout& layout = [&]() -> const WeightLayout& {
-    try {
-      return resolve_weight_layout(options.layout, spec.family, names,
-                                   [&](const std::string& n) { return params.contains(n); });
-    } catch (const Error& e) {
-      SLAPO_FAIL(e.code(), path, ": ", e.what());
-    }
-  }();
+  const WeightLayout* layout = nullptr;
   MappedTensors mapped;
-  try {
-    mapped = map_to_zoo(layout, file);
+  try {  // the layout's errors name no file: this one
+    layout = &resolve_weight_layout(options.layout, spec.family, names,
+                                    [&](const std::string& n) { return params.contains(n); });
+    mapped = map_to_zoo(*layout, file);
   } catch (const Error& e) {
     SLAPO_FAIL(e.code(), path, ": ", e.what());
   }
 
   LoadReport report;
   report.path = path;
-  report.layout = layout.name;
+  report.layout = layout->name;
   report.ignored = mapped.ignored;
   report.unexpected = mapped.unknown;
 
@@ -124,7 +115,7 @@ LoadReport load_weights(torch::nn::Module& model, const ModelSpec& spec, const s
               std::to_string(report.unexpected.size()) +
               " of its tensors: " + some(report.unexpected);
     SLAPO_FAIL(ErrorCode::kInvalidArgument, path, ": does not fit ", spec.preset, " (read as ",
-               layout.description, "): ", what);
+               layout->description, "): ", what);
   }
   torch::NoGradGuard no_grad;
   for (auto& [param, value] : copies) param.copy_(value);

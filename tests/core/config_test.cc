@@ -111,6 +111,12 @@ TEST(TextTest, EditDistance) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("fc_in", ""), 5u);
 }
+TEST(TextTest, EndsWith) {
+  EXPECT_TRUE(ends_with("w.safetensors", ".safetensors"));
+  EXPECT_TRUE(ends_with("x", ""));
+  EXPECT_FALSE(ends_with("safetensors", ".safetensors"));  // shorter than the suffix
+  EXPECT_FALSE(ends_with("peak_mib_x", "_mib"));
+}
 TEST(TextTest, LastLineIsTheLastNonEmptyOneTrimmed) {
   EXPECT_EQ(last_line("a\nb\n"), "b");
   EXPECT_EQ(last_line("a\n{\"x\": 1}  \n\n"), "{\"x\": 1}");
