@@ -186,8 +186,9 @@ struct WeightsOptions {
   std::vector<std::string> files;
   std::string model;            // a zoo preset: what the names are mapped onto
   std::string layout = "auto";  // the checkpoint's names (models/weights/hf_layouts.h)
+  std::string to = "zoo";       // the names convert and init write under
   uint64_t seed = 0;
-  auto tie() const { return std::tie(help, action, files, model, layout, seed); }
+  auto tie() const { return std::tie(help, action, files, model, layout, to, seed); }
 };
 WeightsOptions parse_weights(const Args& args);
 int run_weights(const WeightsOptions& options, std::ostream& out, std::ostream& err);

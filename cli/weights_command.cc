@@ -1,5 +1,5 @@
-// slapo-tune weights show FILE [--model M] | convert IN OUT --model M | init OUT --model M: the
-// checkpoints a workload starts from (docs/weights.md).
+// slapo-tune weights show FILE [--model M] | convert IN OUT --model M [--to L] |
+// init OUT --model M [--to L]: the checkpoints a workload starts from (docs/weights.md).
 
 #include <iomanip>
 #include <ostream>
@@ -27,9 +27,10 @@ constexpr const char* kUsage =
     "actions:\n"
     "  show FILE          every tensor's name, dtype and shape; with --model, whether and how it\n"
     "                     loads into that model (the layout found, missing and unexpected names)\n"
-    "  convert IN OUT     loads IN into --model and saves it under the zoo's names: safetensors\n"
-    "                     when OUT ends in .safetensors, else as torch.save writes\n"
-    "  init OUT           saves --model's initial weights (drawn from --seed)\n";
+    "  convert IN OUT     loads IN into --model and saves it under the names of --to (the zoo's\n"
+    "                     by default): safetensors when OUT ends in .safetensors, else as\n"
+    "                     torch.save writes\n"
+    "  init OUT           saves --model's initial weights (drawn from --seed), under --to's names\n";
 
 // "the checkpoint's names: auto, zoo, gpt2, ...", from the table of layouts.
 std::string layout_help() {
@@ -40,11 +41,15 @@ std::string layout_help() {
 
 void declare(WeightsOptions* o, OptionSet& set) {
   static const std::string kLayoutHelp = layout_help();
+  static const std::string kToHelp = "convert, init: the names OUT is written under: " +
+                                     layout_help().substr(layout_help().find("auto, ") + 6);
   // clang-format off
   set.visible.add_options()
       ("model", po::value<std::string>(&o->model), "a zoo preset (slapo-tune templates list)")
       ("layout", po::value<std::string>(&o->layout)->default_value("auto"),
        kLayoutHelp.c_str())
+      ("to", po::value<std::string>(&o->to)->default_value("zoo"),
+       kToHelp.c_str())
       ("seed", po::value<uint64_t>(&o->seed)->default_value(0), "init: the weights' seed");
   // clang-format on
   set.hidden.add_options()("action", po::value<std::string>(&o->action))(
@@ -73,13 +78,16 @@ WeightsOptions parse_weights(const Args& args) {
               o.files.size());
   SLAPO_CHECK(o.action == "show" || !o.model.empty(), ErrorCode::kInvalidArgument, "weights ",
               o.action, ": --model is required");
-  std::string layouts = "auto";
+  std::string layouts;
+  bool layout_known = o.layout == "auto", to_known = false;
   for (const models::WeightLayout& l : models::weight_layouts()) {
-    layouts += ", " + l.name;
-    if (l.name == o.layout) return o;
+    layouts += (layouts.empty() ? "" : ", ") + l.name;
+    layout_known = layout_known || l.name == o.layout;
+    to_known = to_known || l.name == o.to;
   }
-  SLAPO_CHECK(o.layout == "auto", ErrorCode::kInvalidArgument, "--layout ", o.layout, ": unknown (",
+  SLAPO_CHECK(layout_known, ErrorCode::kInvalidArgument, "--layout ", o.layout, ": unknown (auto, ",
               layouts, ")");
+  SLAPO_CHECK(to_known, ErrorCode::kInvalidArgument, "--to ", o.to, ": unknown (", layouts, ")");
   return o;
 }
 
@@ -96,15 +104,17 @@ int run_weights(const WeightsOptions& o, std::ostream& out, std::ostream& err) {
 
   if (o.action == "init") {
     auto model = models::build_model(*spec, o.seed);
-    models::save_weights(*model, o.files[0]);
-    out << o.files[0] << ": the initial weights of " << o.model << " (seed " << o.seed << ")\n";
+    for_flag("--to", o.to, [&] { models::save_weights(*model, o.files[0], o.to, spec->family); });
+    out << o.files[0] << ": the initial weights of " << o.model << " (seed " << o.seed
+        << "), under the " << o.to << " layout's names\n";
     return kExitOk;
   }
   if (o.action == "convert") {
     auto model = models::build_model(*spec, o.seed);
     const models::LoadReport report = models::load_weights(*model, *spec, o.files[0], load);
-    models::save_weights(*model, o.files[1]);
-    out << report.to_string() << "\n" << o.files[1] << ": saved under the zoo's names\n";
+    for_flag("--to", o.to, [&] { models::save_weights(*model, o.files[1], o.to, spec->family); });
+    out << report.to_string() << "\n"
+        << o.files[1] << ": saved under the " << o.to << " layout's names\n";
     return kExitOk;
   }
   const models::NamedTensors tensors = models::read_weights(o.files[0]);

@@ -178,7 +178,19 @@ torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& to
   auto* pipelined = dynamic_cast<schedule::Pipelined*>(&model);
   SLAPO_CHECK(pipelined != nullptr, ErrorCode::kInvalidArgument,
               "model_forward: not a schedule::Pipelined model");
-  return pipelined->epilogue(model.call(pipelined->body_slot(), pipelined->prologue(tokens)));
+  schedule::Values carried = pipelined->prologue_values(tokens);
+  if (carried.size() == 1) {
+    return pipelined->epilogue_values({model.call(pipelined->body_slot(), carried[0])});
+  }
+  // Blocks that take more than the hidden state (a mask): the body's blocks through the carried
+  // tensors, as a pipeline stage runs them.
+  auto* body =
+      dynamic_cast<schedule::SequenceImpl*>(model.slot(pipelined->body_slot()).module.ptr().get());
+  SLAPO_CHECK(body != nullptr, ErrorCode::kInvalidArgument, "model_forward: the body slot '",
+              pipelined->body_slot(), "' is not a Sequence, so it cannot carry ", carried.size(),
+              " tensors");
+  return pipelined->epilogue_values(
+      body->forward_values(std::move(carried), 0, static_cast<int64_t>(body->size())));
 }
 
 torch::Tensor language_model_loss(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -64,7 +64,7 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   models::ModelSpec spec = w.spec();
   spec.layers = 2;
   std::shared_ptr<SimulatedGroup> group;
-  ParallelTrainer trainer({spec, w.schedule_template(), knobs, w.seed, w.optimizer, w.lr},
+  ParallelTrainer trainer({spec, w.schedule_template(), knobs, w.seed, w.optimizer, w.lr, {}},
                           simulated_groups(tp, &group));
   schedule::StagePlan plan;
   plan.stages = 2;

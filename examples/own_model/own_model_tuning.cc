@@ -3,8 +3,8 @@
 // here, registered as family "shift_mixer" with presets, then handed to slapo. Built as
 // `own_model_example`:
 //
-//   ./build/examples/own_model_example single-device --space examples/own_model/shift-mixer.toml \
-//       --db own.db --trials 6
+//   ./build/examples/own_model_example single-device --space examples/own_model/shift-mixer.toml
+//       (continued) --db own.db --trials 6
 //   ./build/examples/own_model_example single-node --nproc 2 --space ... --db own.db
 //   ./build/examples/own_model_example verify --space ... --config '{"ckpt_ratio": 0.5}'
 //

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <regex>
+#include <set>
 
 #include <ATen/ATen.h>
 
@@ -20,7 +21,8 @@ enum class Reshape {
 };
 
 // One rule: a name the pattern matches becomes `targets` ($1.. are the pattern's groups); an
-// empty `targets` means the name is known and left out on purpose.
+// empty `targets` means the name is known and left out on purpose. Saving goes the other way:
+// the targets become the pattern's own name, optional prefixes included (saved_name).
 struct Rule {
   const char* pattern;
   std::vector<const char*> targets;
@@ -137,6 +139,77 @@ const std::vector<std::pair<Rule, std::regex>>& compiled(const std::string& layo
   return it->second;
 }
 
+// The name a rule's pattern stands for, as the codebase's own save writes it: an optional prefix
+// "(?:transformer\.)?" is written, each group "(...)" becomes $1, $2, ... in order, "\." a dot:
+// "(?:transformer\.)?h\.(\d+)\.ln_([12])\.(weight|bias)" → "transformer.h.$1.ln_$2.$3".
+std::string saved_name(const std::string& pattern) {
+  std::string out;
+  int group = 0;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern.compare(i, 3, "(?:") == 0) {
+      const size_t close = pattern.find(")?", i);
+      out += saved_name(pattern.substr(i + 3, close - i - 3));
+      i = close + 1;
+    } else if (pattern[i] == '(') {
+      out += "$" + std::to_string(++group);
+      i = pattern.find(')', i);
+    } else if (pattern[i] == '\\') {
+      out += pattern[++i];
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+// The groups of a rule's pattern, in order, without their parentheses ("\\d+", "[qkv]").
+std::vector<std::string> pattern_groups(const std::string& pattern) {
+  std::vector<std::string> groups;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '\\') {
+      ++i;
+    } else if (pattern[i] == '(' && pattern.compare(i, 3, "(?:") != 0) {
+      const size_t close = pattern.find(')', i);
+      groups.push_back(pattern.substr(i + 1, close - i - 1));
+      i = close;
+    }
+  }
+  return groups;
+}
+
+// A target name ("h.$1.attn.$2_proj.weight") as a regular expression over the zoo's names, each
+// $k standing for what the pattern's group k matches (so "[qkv]" does not take "out_proj"), with
+// the $ number of each of its groups in order.
+std::pair<std::regex, std::vector<int>> target_regex(const std::string& target,
+                                                     const std::string& pattern) {
+  const std::vector<std::string> groups = pattern_groups(pattern);
+  std::string re;
+  std::vector<int> order;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == '$') {
+      order.push_back(target[++i] - '0');
+      re += "(" + groups.at(static_cast<size_t>(order.back() - 1)) + ")";
+    } else {
+      if (target[i] == '.') re += '\\';
+      re += target[i];
+    }
+  }
+  return {std::regex(re), order};
+}
+
+// `text` with $1.. replaced by `groups` (index 0 is $1).
+std::string substitute(const std::string& text, const std::vector<std::string>& groups) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '$' && i + 1 < text.size()) {
+      out += groups.at(static_cast<size_t>(text[++i] - '1'));
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 const std::vector<WeightLayout>& weight_layouts() {
@@ -227,6 +300,55 @@ MappedTensors map_to_zoo(const WeightLayout& layout, const NamedTensors& tensors
       }
       out.tensors.emplace_back(m.format(rule.targets[i]), t);
     }
+  }
+  return out;
+}
+
+NamedTensors map_from_zoo(const WeightLayout& layout, const NamedTensors& tensors) {
+  if (layout.name == "zoo") return tensors;
+  std::map<std::string, at::Tensor> by_name(tensors.begin(), tensors.end());
+  std::set<std::string> used;
+  NamedTensors out;
+  for (const auto& [name, tensor] : tensors) {
+    if (used.count(name)) continue;
+    bool saved = false;
+    for (const auto& [rule, re] : compiled(layout.name)) {
+      if (rule.targets.empty()) continue;
+      // The rule's targets, one of which is this name: the groups come from the one it matches.
+      std::vector<std::string> groups;
+      bool matched = false;
+      for (const char* target : rule.targets) {
+        const auto [target_re, order] = target_regex(target, rule.pattern);
+        std::smatch m;
+        if (!std::regex_match(name, m, target_re)) continue;
+        for (size_t g = 0; g < order.size(); ++g) {
+          const auto at = static_cast<size_t>(order[g] - 1);
+          if (groups.size() <= at) groups.resize(at + 1);
+          groups[at] = m[static_cast<int>(g) + 1].str();
+        }
+        matched = true;
+        break;
+      }
+      if (!matched) continue;
+      std::vector<at::Tensor> parts;
+      for (const char* target : rule.targets) {
+        const std::string part = substitute(target, groups);
+        auto it = by_name.find(part);
+        SLAPO_CHECK(it != by_name.end(), ErrorCode::kInvalidArgument, "cannot save '", name,
+                    "' as ", layout.description, ": '", part, "' is missing");
+        at::Tensor t = it->second;
+        if (rule.reshape != Reshape::kNone && ends_with(part, ".weight")) t = t.t();
+        parts.push_back(t);
+        used.insert(part);
+      }
+      // c_attn holds q, k and v side by side along its last axis (map_to_zoo splits it there).
+      at::Tensor value = parts.size() == 1 ? parts[0] : at::cat(parts, parts[0].dim() - 1);
+      out.emplace_back(substitute(saved_name(rule.pattern), groups), value.contiguous());
+      saved = true;
+      break;
+    }
+    SLAPO_CHECK(saved, ErrorCode::kInvalidArgument, "cannot save '", name, "' as ",
+                layout.description, ": the layout has no name for it");
   }
   return out;
 }

@@ -46,4 +46,10 @@ struct MappedTensors {
 // Conv1D weight that is not 2-D).
 MappedTensors map_to_zoo(const WeightLayout& layout, const NamedTensors& tensors);
 
+// The other way: the zoo's `tensors` under `layout`'s names, as that codebase saves them (GPT-2's
+// Conv1D weights transposed and q, k, v joined into c_attn; the "transformer.", "bert.", "model."
+// prefixes of its LM-head models). Tied copies and buffers the layout ignores are not written.
+// Throws Error(kInvalidArgument) naming the tensor the layout has no name for.
+NamedTensors map_from_zoo(const WeightLayout& layout, const NamedTensors& tensors);
+
 }  // namespace slapo::models

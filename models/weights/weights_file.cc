@@ -123,12 +123,21 @@ LoadReport load_weights(torch::nn::Module& model, const ModelSpec& spec, const s
   return report;
 }
 
-void save_weights(const torch::nn::Module& model, const std::string& path) {
+void save_weights(const torch::nn::Module& model, const std::string& path,
+                  const std::string& layout, const std::string& family) {
+  SLAPO_CHECK(layout != "auto", ErrorCode::kInvalidArgument,
+              "saving weights takes a layout, not 'auto'");
+  // Without a family, any layout of that name (the caller knows what the model is).
+  std::string of_family = family;
+  for (const WeightLayout& l : weight_layouts())
+    if (l.name == layout && family.empty()) of_family = l.family;
+  const WeightLayout& target = resolve_weight_layout(layout, of_family, {}, nullptr);
   NamedTensors tensors;
   std::set<const void*> seen;
   for (const auto& p : model.named_parameters(/*recurse=*/true))
     if (seen.insert(p.value().unsafeGetTensorImpl()).second)
       tensors.emplace_back(p.key(), p.value().detach());
+  tensors = map_from_zoo(target, tensors);
   if (ends_with(path, ".safetensors"))
     write_safetensors(path, tensors);
   else

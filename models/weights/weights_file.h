@@ -42,8 +42,12 @@ struct LoadReport {
 LoadReport load_weights(torch::nn::Module& model, const ModelSpec& spec, const std::string& path,
                         const LoadOptions& options = {});
 
-// Saves `model`'s parameters under the zoo's names (a tensor shared by several names once, under
-// its first), as safetensors when `path` ends in ".safetensors", else as torch.save does.
-void save_weights(const torch::nn::Module& model, const std::string& path);
+// Saves `model`'s parameters (a tensor shared by several names once, under its first) under the
+// names of `layout` (weight_layouts(): "zoo", or a Hugging Face layout of the model's family —
+// map_from_zoo), as safetensors when `path` ends in ".safetensors", else as torch.save does.
+// Throws Error(kInvalidArgument) naming the layout when it is unknown or not of `family` (when
+// given).
+void save_weights(const torch::nn::Module& model, const std::string& path,
+                  const std::string& layout = "zoo", const std::string& family = "");
 
 }  // namespace slapo::models

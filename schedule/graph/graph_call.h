@@ -7,10 +7,15 @@
 // gradients (the module's parameters get theirs; a checkpoint brings its own function).
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
-#include "schedule/runtime/checkpoint.h"  // TensorFunction
+#include <ATen/core/Tensor.h>
 
 namespace slapo::schedule {
+
+// What a graph calls: tensors in, one tensor out.
+using TensorFunction = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
 
 // Registers `fn` while it lives; graphs call it as slapo::call(id(), [tensors]).
 class GraphCallable {

@@ -104,11 +104,11 @@ Schedule& Schedule::trace(const std::vector<torch::Tensor>& example_inputs) {
     SLAPO_CHECK(s == nullptr || !s->policy.traced, ErrorCode::kInvalidArgument, "trace on '", path_,
                 "': '", node->path_, "' above it is traced already (trace one or the other)");
   }
-  auto traced = std::make_shared<TracedGraph>(slot.module, path_);
+  auto traced = std::make_shared<TracedGraph>(slot.module, slot.signature, path_);
   if (!example_inputs.empty()) {
-    SLAPO_CHECK(example_inputs.size() == slot.signature.tensor_inputs, ErrorCode::kInvalidArgument,
-                "trace on '", path_, "': its forward takes ", slot.signature.tensor_inputs,
-                " tensors, ", example_inputs.size(), " example inputs given");
+    SLAPO_CHECK(example_inputs.size() == slot.signature.inputs.size(), ErrorCode::kInvalidArgument,
+                "trace on '", path_, "': its forward takes ", slot.signature.inputs.size(),
+                " inputs, ", example_inputs.size(), " example inputs given");
     traced->run(example_inputs);  // traces and checks now
   }
   slot.policy.traced = traced;
@@ -229,9 +229,10 @@ Schedule& Schedule::replace_match(const GraphMatch& match, torch::nn::AnyModule 
   check_match(match, "replace");
   TracedGraph& traced = traced_slot("replace");
   const auto pattern = parse_pattern(match.pattern, where);
-  SLAPO_CHECK(signature.tensors_only, ErrorCode::kInvalidArgument, where,
-              ": the new module's forward (", signature.text, ") must take and return tensors");
-  const size_t arity = signature.tensor_inputs;
+  SLAPO_CHECK(signature.plain_tensors(), ErrorCode::kInvalidArgument, where,
+              ": the new module's forward (", signature.text,
+              ") must take tensors and return one tensor");
+  const size_t arity = signature.inputs.size();
   const std::string name = match.to_string();
   auto check_arity = [pattern, arity, where, name](const torch::jit::Graph& graph,
                                                    const torch::jit::Match& found) {
@@ -251,7 +252,7 @@ Schedule& Schedule::replace_match(const GraphMatch& match, torch::nn::AnyModule 
     slot = "subgraph_" + std::to_string(i);
   auto callable =
       std::make_shared<GraphCallable>([owner, slot](const std::vector<torch::Tensor>& xs) {
-        return owner->call_tensors(slot, xs);
+        return owner->call_values(slot, xs).at(0);
       });
   const size_t index = match.index;
   // Tried on the graphs traced so far before anything changes; the slot is added once it holds.
@@ -284,12 +285,12 @@ Schedule& Schedule::checkpoint(const GraphMatch& match) {
             graph_function("slapo_checkpointed", graph_surgery::extract(*pattern, found, where));
         auto callable =
             std::make_shared<GraphCallable>([function](const std::vector<torch::Tensor>& xs) {
-              TensorFunction run = [function](const std::vector<torch::Tensor>& in) {
-                return run_graph(*function, in);
+              ValuesFunction run = [function](const std::vector<torch::Tensor>& in) {
+                return std::vector<torch::Tensor>{run_graph(*function, in)};
               };
-              if (!torch::GradMode::is_enabled()) return run(xs);
+              if (!torch::GradMode::is_enabled()) return run(xs).at(0);
               // Its parameters are among its inputs (a traced graph takes them as inputs).
-              return checkpoint_call(run, xs, {}, {});
+              return checkpoint_call(run, xs, {}, {}).at(0);
             });
         graph_surgery::replace_with_call(*graph, *pattern, found, callable->id(), where);
         callables->push_back(std::move(callable));

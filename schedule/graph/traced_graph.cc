@@ -30,8 +30,31 @@ class WarningCollector : public c10::WarningHandler {
 
 std::string shape_key(const std::vector<at::Tensor>& tensors) {
   std::ostringstream key;
-  for (const at::Tensor& t : tensors) key << t.sizes() << t.scalar_type() << ";";
+  for (const at::Tensor& t : tensors) {
+    if (t.defined()) {
+      key << t.sizes() << t.scalar_type() << ";";
+    } else {
+      key << "none;";  // an absent optional input: another graph
+    }
+  }
   return key.str();
+}
+
+// The tensors of a graph's result: one, or a tuple's.
+Values graph_outputs(const torch::jit::Stack& stack) {
+  const c10::IValue& result = stack.at(0);
+  if (!result.isTuple()) return {result.toTensor()};
+  Values out;
+  for (const c10::IValue& v : result.toTupleRef().elements()) out.push_back(v.toTensor());
+  return out;
+}
+
+// The defined inputs, in order: the graph's inputs.
+std::vector<at::Tensor> present(const std::vector<at::Tensor>& inputs) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor& x : inputs)
+    if (x.defined()) out.push_back(x);
+  return out;
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -49,8 +72,12 @@ struct TracedGraph::Entry {
   std::unique_ptr<torch::jit::GraphFunction> function;
 };
 
-TracedGraph::TracedGraph(torch::nn::AnyModule module, std::string path)
-    : module_(std::move(module)), path_(std::move(path)) {}
+TracedGraph::TracedGraph(torch::nn::AnyModule module, Signature signature, std::string path)
+    : module_(std::move(module)), signature_(std::move(signature)), path_(std::move(path)) {}
+
+Values TracedGraph::eager(const Values& inputs) {
+  return forward_values(module_, signature_, inputs, path_);
+}
 
 TracedGraph::~TracedGraph() = default;
 
@@ -58,16 +85,15 @@ std::vector<at::Tensor> TracedGraph::parameters() const {
   return unique_parameters(*module_.ptr());
 }
 
-TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs,
+TracedGraph::Entry& TracedGraph::entry_for(const Values& inputs,
                                            const std::vector<at::Tensor>& params) {
   const std::string key = shape_key(inputs) + "|" + shape_key(params);
   auto it = graphs_.find(key);
   if (it != graphs_.end()) return *it->second;
 
   torch::jit::Stack stack;
-  for (const at::Tensor& x : inputs) stack.emplace_back(x);
+  for (const at::Tensor& x : present(inputs)) stack.emplace_back(x);
   for (const at::Tensor& p : params) stack.emplace_back(p);
-  const size_t n_inputs = inputs.size();
   WarningCollector warnings;
   std::shared_ptr<torch::jit::Graph> graph;
   // The same dropout key for the trace and for the check below.
@@ -78,9 +104,19 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
     auto traced = torch::jit::tracer::trace(
         stack,
         [&](torch::jit::Stack in) -> torch::jit::Stack {
-          std::vector<at::Tensor> xs;
-          for (size_t i = 0; i < n_inputs; ++i) xs.push_back(in[i].toTensor());
-          return {forward_tensors(module_, xs)};
+          // The graph's inputs back in their places; absent ones stay absent.
+          Values xs;
+          size_t next = 0;
+          for (const at::Tensor& x : inputs)
+            xs.push_back(x.defined() ? in.at(next++).toTensor() : at::Tensor());
+          Values ys = eager(xs);
+          for (const at::Tensor& y : ys) {
+            SLAPO_CHECK(y.defined(), ErrorCode::kInvalidArgument, "cannot trace '", path_,
+                        "': its forward returned an undefined tensor, which a graph cannot hold");
+          }
+          // A graph function has one output: a tuple result stays a tuple.
+          if (!signature_.tuple_output) return {ys.at(0)};
+          return {c10::ivalue::Tuple::create(std::vector<c10::IValue>(ys.begin(), ys.end()))};
         },
         [](const torch::autograd::Variable&) { return std::string(); }, /*strict=*/true);
     graph = traced.first->graph;
@@ -117,7 +153,7 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
     for (int variant = 0; variant < 7; ++variant) {
       std::vector<at::Tensor> xs;
       for (const at::Tensor& x : inputs) {
-        if (variant == 0) {
+        if (variant == 0 || !x.defined()) {
           xs.push_back(x);
         } else if (at::isFloatingType(x.scalar_type())) {
           // Alternately around the example's mean and around zero (a sign test on a sum would
@@ -133,19 +169,25 @@ TracedGraph::Entry& TracedGraph::entry_for(const std::vector<at::Tensor>& inputs
         }
       }
       DropoutScope scope(key_for_check);
-      const at::Tensor eager = forward_tensors(module_, xs);
+      const Values expected = eager(xs);
       torch::jit::Stack run_stack;
-      for (const at::Tensor& x : xs) run_stack.emplace_back(x);
+      for (const at::Tensor& x : present(xs)) run_stack.emplace_back(x);
       for (const at::Tensor& p : params) run_stack.emplace_back(p);
       entry->function->run(run_stack);
-      const at::Tensor traced = run_stack.at(0).toTensor();
-      SLAPO_CHECK(
-          traced.sizes() == eager.sizes() &&
-              at::allclose(traced, eager, 1e-5, 1e-6, /*equal_nan=*/true),
-          ErrorCode::kInvalidArgument, "cannot trace '", path_,
-          "': the traced graph differs from its forward on ",
-          variant == 0 ? "the example inputs" : "other inputs of the same shape",
-          " (the forward depends on tensor values it reads in C++: data-dependent control flow)");
+      const Values outputs = graph_outputs(run_stack);
+      for (size_t i = 0; i < expected.size(); ++i) {
+        const at::Tensor& traced = outputs.at(i);
+        const bool same = traced.sizes() == expected[i].sizes() &&
+                          (at::isFloatingType(traced.scalar_type())
+                               ? at::allclose(traced, expected[i], 1e-5, 1e-6, /*equal_nan=*/true)
+                               : at::equal(traced, expected[i]));
+        SLAPO_CHECK(same, ErrorCode::kInvalidArgument, "cannot trace '", path_,
+                    "': the traced graph differs from its forward on ",
+                    variant == 0 ? "the example inputs" : "other inputs of the same shape",
+                    expected.size() > 1 ? " (output " + std::to_string(i) + ")" : std::string(),
+                    " (the forward depends on tensor values it reads in C++: data-dependent "
+                    "control flow)");
+      }
     }
   }
   for (const Transform& transform : transforms_) {
@@ -190,15 +232,16 @@ std::vector<std::shared_ptr<torch::jit::Graph>> TracedGraph::graphs() const {
   return out;
 }
 
-at::Tensor TracedGraph::run(const std::vector<at::Tensor>& inputs) {
+Values TracedGraph::run(const Values& inputs) {
   const std::vector<at::Tensor> params =
       parameters();  // walked once per call: this is the hot path
   Entry& e = entry_for(inputs, params);
   torch::jit::Stack stack;
-  for (const at::Tensor& x : inputs) stack.emplace_back(x);
+  for (const at::Tensor& x : inputs)
+    if (x.defined()) stack.emplace_back(x);
   for (const at::Tensor& p : params) stack.emplace_back(p);
   e.function->run(stack);
-  return stack.at(0).toTensor();
+  return graph_outputs(stack);
 }
 
 std::shared_ptr<torch::jit::Graph> TracedGraph::graph() const {

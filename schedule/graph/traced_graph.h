@@ -9,6 +9,10 @@
 // is checked against the eager forward on the inputs it was traced with (same dropout key) — a
 // module whose forward depends on values it reads in C++ (data-dependent control flow) fails that
 // check, or the tracer's own warning, with a message saying why.
+//
+// Any forward of tensors and optional tensors to a tensor or a tuple of tensors can be traced
+// (module_values.h): an absent optional input is not a graph input — which inputs are present is
+// part of the key, like the shapes — and each tensor of a tuple result is a graph output.
 
 #include <functional>
 #include <map>
@@ -18,6 +22,8 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/modules/container/any.h>
+
+#include "schedule/language/module_values.h"
 
 namespace torch::jit {
 struct Graph;
@@ -34,12 +40,12 @@ std::unique_ptr<torch::jit::GraphFunction> graph_function(const std::string& nam
 
 class TracedGraph {
  public:
-  // `module` is the slot's module; `path` names it in errors.
-  TracedGraph(torch::nn::AnyModule module, std::string path);
+  // `module` is the slot's module and `signature` its forward's; `path` names it in errors.
+  TracedGraph(torch::nn::AnyModule module, Signature signature, std::string path);
   ~TracedGraph();
 
-  // Traces for these inputs' shapes (if not yet) and runs the graph.
-  at::Tensor run(const std::vector<at::Tensor>& inputs);
+  // Traces for these inputs' shapes (if not yet) and runs the graph: the forward's outputs.
+  Values run(const Values& inputs);
   // The graph of the first shape traced, as TorchScript IR text.
   std::string graph_text() const;
   std::shared_ptr<torch::jit::Graph> graph() const;
@@ -63,10 +69,13 @@ class TracedGraph {
 
  private:
   struct Entry;
-  Entry& entry_for(const std::vector<at::Tensor>& inputs, const std::vector<at::Tensor>& params);
+  Entry& entry_for(const Values& inputs, const std::vector<at::Tensor>& params);
   std::vector<at::Tensor> parameters() const;
+  // The eager forward (what a graph must reproduce).
+  Values eager(const Values& inputs);
 
   torch::nn::AnyModule module_;
+  Signature signature_;
   std::string path_;
   std::map<std::string, std::unique_ptr<Entry>> graphs_;  // by input and parameter shapes
   std::vector<Transform> transforms_;

@@ -64,7 +64,8 @@ const std::vector<Primitive>& list_primitives() {
        "  Runs the module under activation checkpointing: forward keeps only its inputs; backward\n"
        "  re-runs forward with the random state of the first run restored (the default generator and\n"
        "  every forked stream inside), so dropout masks and gradients are bit-identical. Skipped in\n"
-       "  eval mode and when grad mode is off. The forward must take 1 to 4 tensors and return one.\n"
+       "  eval mode and when grad mode is off. Any forward of tensors and optional tensors to a\n"
+       "  tensor or a tuple of tensors (docs/schedule.md, \"Forward signatures\").\n"
        "sch[path].checkpoint(match)\n"
        "  On a traced module: the matched subgraph (find_pattern) keeps no activations; backward\n"
        "  recomputes it with the random state and the dropout key of the forward.",

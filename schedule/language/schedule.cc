@@ -219,13 +219,11 @@ Schedule& Schedule::replace_any(torch::nn::AnyModule module, Signature signature
 
 Slot& Schedule::policy_slot(const char* primitive) {
   Slot& slot = parent_slots(primitive).slot(slot_name_);
-  // The policy calls the module with a list of tensors (forward_tensors).
-  SLAPO_CHECK(
-      slot.signature.tensors_only && slot.signature.tensor_inputs >= 1 &&
-          slot.signature.tensor_inputs <= 4,
-      ErrorCode::kInvalidArgument, primitive, " on '", path_,
-      "': supports modules whose forward takes 1 to 4 tensors and returns a tensor; this one is ",
-      slot.signature.text);
+  // The policy calls the module through a list of tensors (module_values.h).
+  SLAPO_CHECK(slot.signature.by_values, ErrorCode::kInvalidArgument, primitive, " on '", path_,
+              "': supports modules whose forward takes 1 to ", kMaxValueInputs,
+              " tensors or optional tensors and returns a tensor or a tuple of up to ",
+              kMaxValueOutputs, " tensors; this one is ", slot.signature.text);
   return slot;
 }
 
@@ -401,6 +399,10 @@ Schedule& Schedule::sync(const std::string& mode_name, const std::string& op_nam
         " and axis -1");
   }
   Slot& slot = policy_slot("sync");
+  // The collective acts on the hidden state: the first input and the first output.
+  SLAPO_CHECK(slot.signature.inputs.at(0) == InputKind::kTensor, ErrorCode::kInvalidArgument, what,
+              ": the forward's first input is optional (", slot.signature.text,
+              "); sync acts on the first input and output, which must be tensors");
   if (root_->options.tp_group) {
     slot.policy.syncs.push_back(SyncSpec{mode, op, axis, root_->options.tp_group});
     if (linear && mode == SyncMode::kFwdPost && op == SyncOp::kAllReduce) {

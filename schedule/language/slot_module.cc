@@ -42,6 +42,11 @@ const Slot& SlotModule::slot(const std::string& name) const {
 
 std::string SlotModule::name_of_module() const { return name(); }
 
+namespace {
+// "GptBlock.attn": the module's class and the slot, for errors.
+std::string join(const std::string& module, const std::string& slot) { return module + "." + slot; }
+}  // namespace
+
 void SlotModule::add_slot_any(const std::string& name, torch::nn::AnyModule module,
                               Signature signature) {
   SLAPO_CHECK(!has_slot(name), ErrorCode::kInvalidArgument, "'", name_of_module(),
@@ -51,13 +56,18 @@ void SlotModule::add_slot_any(const std::string& name, torch::nn::AnyModule modu
   order_.push_back(name);
 }
 
-torch::Tensor SlotModule::call_tensors(const std::string& name,
-                                       const std::vector<torch::Tensor>& inputs) {
+Values SlotModule::call_values(const std::string& name, const Values& inputs) {
   Slot& s = slot(name);
   if (s.policy.plain()) {
-    return forward_tensors(s.module, inputs);
+    return forward_values(s.module, s.signature, inputs, join(name_of_module(), name));
   }
-  return call_with_policy(s, inputs);
+  return call_with_policy(s, name, inputs);
+}
+
+void SlotModule::check_result_count(const Slot& s, const std::string& name, size_t count) const {
+  SLAPO_CHECK(s.signature.by_values && s.signature.outputs == count, ErrorCode::kInvalidArgument,
+              "call of '", join(name_of_module(), name), "': its forward is ", s.signature.text,
+              ", called for a result of ", count, count == 1 ? " tensor" : " tensors");
 }
 
 void SlotModule::set_slot_module(const std::string& name, torch::nn::AnyModule module,
@@ -88,21 +98,28 @@ torch::Tensor apply_sync(const SyncSpec& sync, const torch::Tensor& x) {
 
 }  // namespace
 
-torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> inputs) {
+Values SlotModule::call_with_policy(Slot& s, const std::string& name, Values inputs) {
+  const std::string where = join(name_of_module(), name);
+  SLAPO_CHECK(s.signature.by_values, ErrorCode::kInvalidArgument, "call of '", where,
+              "': a checkpointed, forked, synchronized or traced module needs a forward of tensors "
+              "and optional tensors to tensors; this one is ",
+              s.signature.text);
+  // The syncs act on the hidden state: the first input, the first output (slot_module.h).
   for (const SyncSpec& sync : s.policy.syncs) {
     if (sync.mode == SyncMode::kFwdPost) continue;
-    for (torch::Tensor& x : inputs) x = apply_sync(sync, x);
+    inputs.at(0) = apply_sync(sync, inputs.at(0));
   }
-  auto run = [&]() -> torch::Tensor {
+  auto run = [&]() -> Values {
     if (s.policy.bias_after_reduce) {
       // A Linear or a DecomposedLinear: the product alone; the bias comes after the reduce.
-      return torch::nn::functional::linear(inputs.at(0),
-                                           s.module.ptr()->named_parameters(false)["weight"]);
+      return {torch::nn::functional::linear(inputs.at(0),
+                                            s.module.ptr()->named_parameters(false)["weight"])};
     }
     // A traced module runs its graph, checkpointed or not.
     std::shared_ptr<TracedGraph> traced = s.policy.traced;
-    TensorFunction forward = [module = s.module, traced](const std::vector<torch::Tensor>& xs) {
-      return traced ? traced->run(xs) : forward_tensors(module, xs);
+    ValuesFunction forward = [module = s.module, signature = s.signature, traced,
+                              where](const Values& xs) mutable {
+      return traced ? traced->run(xs) : forward_values(module, signature, xs, where);
     };
     if (s.policy.checkpoint && s.module.ptr()->is_training() && torch::GradMode::is_enabled()) {
       std::vector<std::shared_ptr<RngStream>> streams;
@@ -112,27 +129,15 @@ torch::Tensor SlotModule::call_with_policy(Slot& s, std::vector<torch::Tensor> i
     }
     return forward(inputs);
   };
-  torch::Tensor out = s.policy.rng ? s.policy.rng->run(run) : run();
+  Values out = s.policy.rng ? s.policy.rng->run(run) : run();
   for (const SyncSpec& sync : s.policy.syncs) {
-    if (sync.mode == SyncMode::kFwdPost) out = apply_sync(sync, out);
+    if (sync.mode == SyncMode::kFwdPost) out.at(0) = apply_sync(sync, out.at(0));
   }
   if (s.policy.bias_after_reduce) {
     const auto params = s.module.ptr()->named_parameters(false);
-    if (params.contains("bias")) out = out + params["bias"];
+    if (params.contains("bias")) out.at(0) = out.at(0) + params["bias"];
   }
   return out;
-}
-
-torch::Tensor forward_tensors(torch::nn::AnyModule& module, const std::vector<torch::Tensor>& in) {
-  switch (in.size()) {
-    case 1: return module.forward(in[0]);
-    case 2: return module.forward(in[0], in[1]);
-    case 3: return module.forward(in[0], in[1], in[2]);
-    case 4: return module.forward(in[0], in[1], in[2], in[3]);
-    default:
-      SLAPO_FAIL(ErrorCode::kInvalidArgument,
-                 "a checkpointed or forked module takes 1 to 4 tensors, got ", in.size());
-  }
 }
 
 }  // namespace slapo::schedule

@@ -17,66 +17,23 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <type_traits>
-#include <typeindex>
-#include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 
+#include "schedule/language/module_values.h"
+
 namespace slapo::schedule {
-
-// The forward signature of a module type without its class: Tensor(const Tensor&).
-template <typename T>
-struct ForwardSignature;
-template <typename C, typename R, typename... A>
-struct ForwardSignature<R (C::*)(A...)> {
-  using type = R(A...);
-  static constexpr size_t arity = sizeof...(A);
-  static constexpr bool all_tensors =
-      (std::is_same_v<std::decay_t<A>, torch::Tensor> && ...) && std::is_same_v<R, torch::Tensor>;
-};
-template <typename C, typename R, typename... A>
-struct ForwardSignature<R (C::*)(A...) const> : ForwardSignature<R (C::*)(A...)> {};
-
-// What the schedule needs to know of a slot's forward to swap or wrap it safely.
-struct Signature {
-  std::type_index type = typeid(void);
-  std::string text;           // readable: "Tensor(const Tensor&)"
-  size_t tensor_inputs = 0;   // number of inputs when all are tensors and it returns a tensor
-  bool tensors_only = false;  // every input is a Tensor and the result is a Tensor
-
-  bool operator==(const Signature& other) const { return type == other.type; }
-  bool operator!=(const Signature& other) const { return !(*this == other); }
-};
-
-// The signature of module class Impl (e.g. torch::nn::LinearImpl).
-template <typename Impl>
-Signature signature_of_impl() {
-  using S = ForwardSignature<decltype(&Impl::forward)>;
-  Signature s;
-  s.type = typeid(typename S::type);
-  s.tensors_only = S::all_tensors;
-  s.tensor_inputs = S::all_tensors ? S::arity : 0;
-  s.text = "Tensor(" + std::string(S::arity == 0 ? "" : "const Tensor&");
-  for (size_t i = 1; i < S::arity; ++i) s.text += ", const Tensor&";
-  s.text += ")";
-  if (!S::all_tensors) s.text = std::string("forward of ") + typeid(Impl).name();
-  return s;
-}
-
-// The signature of a module holder (e.g. torch::nn::Linear).
-template <typename Holder>
-Signature signature_of() {
-  return signature_of_impl<typename Holder::ContainedType>();
-}
 
 class RngStream;     // schedule/runtime/rng_stream.h
 class TracedGraph;   // schedule/graph/traced_graph.h
 class Communicator;  // schedule/runtime/communicator.h
 
-// sync(mode, op): where a collective runs around a slot's forward (Slapo's modes).
+// sync(mode, op): where a collective runs around a slot's forward (Slapo's modes). fwd_pre and
+// bwd_post act on the forward's first input, fwd_post on its first output: the hidden state, as in
+// a block that also takes a mask or returns its attention probabilities.
 enum class SyncMode { kFwdPre, kFwdPost, kBwdPost };
 // The collective. Each runs with its conjugate in backward (schedule/runtime/collectives.h).
 enum class SyncOp { kAllReduce, kAllGather, kReduceScatter, kSplit };
@@ -133,18 +90,21 @@ class SlotModule : public torch::nn::Module {
   // The same for a module known only by its AnyModule and signature.
   void add_slot_any(const std::string& name, torch::nn::AnyModule module, Signature signature);
 
-  // Calls slot `name` with its policy (checkpoint, forked random stream).
-  template <typename... Args>
-  torch::Tensor call(const std::string& name, Args&&... args) {
+  // Calls slot `name` with its policy (checkpoint, forked random stream, syncs, traced graph).
+  // R is the forward's result type: torch::Tensor, or std::tuple<torch::Tensor, ...>.
+  template <typename R = torch::Tensor, typename... Args>
+  R call(const std::string& name, Args&&... args) {
     Slot& s = slot(name);
     if (s.policy.plain()) {
-      return s.module.forward(std::forward<Args>(args)...);
+      return s.module.forward<R>(std::forward<Args>(args)...);
     }
-    return call_with_policy(s, {args...});
+    check_result_count(s, name, FromValues<R>::count);
+    return FromValues<R>::get(call_with_policy(s, name, {to_value(args)...}));
   }
 
-  // The same, for a forward over 1 to 4 tensors given as a list.
-  torch::Tensor call_tensors(const std::string& name, const std::vector<torch::Tensor>& inputs);
+  // The same through Values: one tensor per forward input (undefined for an absent optional),
+  // the result's tensors back. REQUIRES: the slot's signature is by_values.
+  Values call_values(const std::string& name, const Values& inputs);
 
   bool has_slot(const std::string& name) const { return slots_.count(name) > 0; }
   // REQUIRES: has_slot(name); otherwise Error(kNotFound) listing the slots.
@@ -157,19 +117,12 @@ class SlotModule : public torch::nn::Module {
   void set_slot_module(const std::string& name, torch::nn::AnyModule module, Signature signature);
 
  private:
-  torch::Tensor call_with_policy(Slot& s, std::vector<torch::Tensor> inputs);
+  Values call_with_policy(Slot& s, const std::string& name, Values inputs);
+  void check_result_count(const Slot& s, const std::string& name, size_t count) const;
   std::string name_of_module() const;
 
   std::map<std::string, Slot> slots_;
   std::vector<std::string> order_;
 };
-
-// Calls an AnyModule whose forward takes `inputs.size()` tensors (1 to 4).
-torch::Tensor forward_tensors(torch::nn::AnyModule& module,
-                              const std::vector<torch::Tensor>& inputs);
-inline torch::Tensor forward_tensors(const torch::nn::AnyModule& module,
-                                     const std::vector<torch::Tensor>& inputs) {
-  return forward_tensors(const_cast<torch::nn::AnyModule&>(module), inputs);
-}
 
 }  // namespace slapo::schedule

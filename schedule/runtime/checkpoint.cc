@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include "core/error.h"
 #include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::schedule {
@@ -12,13 +13,25 @@ namespace {
 
 // What backward needs besides the saved inputs, carried in ctx->saved_data as a capsule.
 struct CheckpointState : torch::CustomClassHolder {
-  TensorFunction forward;
+  ValuesFunction forward;
   std::vector<torch::Tensor> params;
   std::vector<std::shared_ptr<RngStream>> streams;
   at::Tensor rng_state;                   // the default generator at forward time
   std::vector<at::Tensor> stream_states;  // each stream at forward time
   DropoutKey dropout_key;                 // keyed dropout's step and samples at forward time
+  // Which inputs of the forward are given: autograd takes defined tensors only, so an absent
+  // optional input is left out of the function's inputs and put back around `forward`.
+  std::vector<bool> present;
 };
+
+// The forward's inputs from the given ones: undefined where an optional input is absent.
+std::vector<torch::Tensor> with_absent(const std::vector<torch::Tensor>& given,
+                                       const std::vector<bool>& present) {
+  std::vector<torch::Tensor> all;
+  size_t next = 0;
+  for (bool p : present) all.push_back(p ? given.at(next++) : torch::Tensor());
+  return all;
+}
 
 struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
@@ -30,11 +43,16 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     if (!state->dropout_key.active) state->dropout_key = fresh_dropout_key();
     std::vector<torch::Tensor> in(inputs.begin(), inputs.end());
     DropoutScope scope(state->dropout_key);
-    torch::Tensor out = state->forward(in);
+    std::vector<torch::Tensor> out = state->forward(with_absent(in, state->present));
+    for (const torch::Tensor& y : out) {
+      SLAPO_CHECK(y.defined(), ErrorCode::kInvalidArgument,
+                  "checkpoint: the module returned an undefined tensor, which backward cannot "
+                  "reach");
+    }
     ctx->save_for_backward(in);
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     ctx->saved_data["num_params"] = static_cast<int64_t>(params.size());
-    return {out};
+    return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -53,11 +71,11 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     set_default_rng_state(state->rng_state);
     for (size_t i = 0; i < state->streams.size(); ++i)
       state->streams[i]->set_state(state->stream_states[i]);
-    torch::Tensor out;
+    std::vector<torch::Tensor> out;
     {
       torch::AutoGradMode enable(true);
       DropoutScope scope(state->dropout_key);
-      out = state->forward(inputs);
+      out = state->forward(with_absent(inputs, state->present));
     }
     set_default_rng_state(current);
     for (size_t i = 0; i < state->streams.size(); ++i)
@@ -70,9 +88,17 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
     for (const torch::Tensor& p : state->params) {
       if (p.requires_grad()) targets.push_back(p);
     }
+    // The outputs that carry a gradient (an attention-probabilities output may not).
+    std::vector<torch::Tensor> outputs, output_grads;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].requires_grad()) {
+        outputs.push_back(out[i]);
+        output_grads.push_back(grad_outputs.at(i));
+      }
+    }
     std::vector<torch::Tensor> grads;
-    if (!targets.empty() && out.requires_grad()) {
-      grads = torch::autograd::grad({out}, targets, {grad_outputs[0]}, /*retain_graph=*/false,
+    if (!targets.empty() && !outputs.empty()) {
+      grads = torch::autograd::grad(outputs, targets, output_grads, /*retain_graph=*/false,
                                     /*create_graph=*/false, /*allow_unused=*/true);
     }
     // One gradient per forward input: each input tensor, each parameter, then the state.
@@ -89,15 +115,21 @@ struct CheckpointFunction : public torch::autograd::Function<CheckpointFunction>
 
 }  // namespace
 
-torch::Tensor checkpoint_call(TensorFunction forward, const std::vector<torch::Tensor>& inputs,
-                              std::vector<torch::Tensor> params,
-                              std::vector<std::shared_ptr<RngStream>> streams) {
+std::vector<torch::Tensor> checkpoint_call(ValuesFunction forward,
+                                           const std::vector<torch::Tensor>& inputs,
+                                           std::vector<torch::Tensor> params,
+                                           std::vector<std::shared_ptr<RngStream>> streams) {
   auto state = c10::make_intrusive<CheckpointState>();
   state->forward = std::move(forward);
   state->params = std::move(params);
   state->streams = std::move(streams);
+  std::vector<torch::Tensor> given;
+  for (const torch::Tensor& x : inputs) {
+    state->present.push_back(x.defined());
+    if (x.defined()) given.push_back(x);
+  }
   std::vector<torch::Tensor> param_list = state->params;
-  return CheckpointFunction::apply(at::TensorList(inputs), at::TensorList(param_list), state)[0];
+  return CheckpointFunction::apply(at::TensorList(given), at::TensorList(param_list), state);
 }
 
 }  // namespace slapo::schedule

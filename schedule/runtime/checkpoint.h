@@ -16,14 +16,16 @@
 
 namespace slapo::schedule {
 
-// A forward over tensors: a module's, a traced graph's, or a subgraph's.
-using TensorFunction = std::function<at::Tensor(const std::vector<at::Tensor>&)>;
+// A forward over tensors to tensors: a module's (schedule/language/module_values.h), a traced
+// graph's, or a subgraph's. An undefined input is an absent optional one.
+using ValuesFunction = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
 
-// Runs `forward` on `inputs` under checkpointing. `params` are the tensors it reads besides its
-// inputs (their gradients flow through the function); `streams` the forked random streams inside.
-// REQUIRES: grad mode on.
-at::Tensor checkpoint_call(TensorFunction forward, const std::vector<at::Tensor>& inputs,
-                           std::vector<at::Tensor> params,
-                           std::vector<std::shared_ptr<RngStream>> streams);
+// Runs `forward` on `inputs` under checkpointing and returns its outputs. `params` are the tensors
+// it reads besides its inputs (their gradients flow through the function); `streams` the forked
+// random streams inside. REQUIRES: grad mode on; every output defined.
+std::vector<at::Tensor> checkpoint_call(ValuesFunction forward,
+                                        const std::vector<at::Tensor>& inputs,
+                                        std::vector<at::Tensor> params,
+                                        std::vector<std::shared_ptr<RngStream>> streams);
 
 }  // namespace slapo::schedule

@@ -34,10 +34,26 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// A tensor's shape and dtype travel ahead of it: [ndim, dtype, d0, d1, ...], padded to kHeader.
-constexpr int64_t kHeader = 10;
+// The carried tensors' descriptions travel ahead of them in one message: [count, then per tensor
+// kPerTensor entries: defined, requires_grad, ndim, dtype, d0, d1, ...].
+constexpr int64_t kPerTensor = 12;
+constexpr int64_t kMaxDims = kPerTensor - 4;
+constexpr int64_t kHeader = 1 + static_cast<int64_t>(kMaxCarried) * kPerTensor;
+
+// What backward reaches through: a defined tensor that requires a gradient.
+bool carries_gradient(const torch::Tensor& t) { return t.defined() && t.requires_grad(); }
 
 }  // namespace
+
+torch::Tensor Pipelined::prologue(const torch::Tensor&) {
+  SLAPO_FAIL(ErrorCode::kInvalidArgument,
+             "pipeline: the model implements neither prologue nor prologue_values");
+}
+
+torch::Tensor Pipelined::epilogue(const torch::Tensor&) {
+  SLAPO_FAIL(ErrorCode::kInvalidArgument,
+             "pipeline: the model implements neither epilogue nor epilogue_values");
+}
 
 StagePlan plan_stages(SlotModule& model, const std::vector<std::string>& cuts) {
   Pipelined& p = as_pipelined(model);
@@ -114,9 +130,9 @@ struct PipelineRunner::MicroBatch {
   int64_t begin = 0, size = 0;  // rows of the batch
   uint64_t step = 0;
   int64_t sample_offset = 0;
-  torch::Tensor input;   // received activation (stages after the first)
-  torch::Tensor output;  // this stage's output (stages before the last)
-  torch::Tensor loss;    // the last stage's scaled loss
+  Values inputs;       // received activations (stages after the first)
+  Values outputs;      // this stage's outputs (stages before the last)
+  torch::Tensor loss;  // the last stage's scaled loss
 };
 
 PipelineRunner::PipelineRunner(std::shared_ptr<SlotModule> model, StagePlan plan,
@@ -140,37 +156,61 @@ PipelineRunner::PipelineRunner(std::shared_ptr<SlotModule> model, StagePlan plan
   stage_ = group_ ? group_->rank() : 0;
 }
 
-torch::Tensor PipelineRunner::receive(int64_t peer, int tag, const torch::Tensor* like) {
+Values PipelineRunner::receive_values(int64_t peer, int tag) {
   const auto start = std::chrono::steady_clock::now();
-  torch::Tensor out;
-  if (like) {
-    out = at::empty(like->sizes(), like->options());
-  } else {
-    torch::Tensor header = at::zeros({kHeader}, at::kLong);
-    group_->recv(header, static_cast<int>(peer), tag);
-    const int64_t ndim = header[0].item<int64_t>();
-    std::vector<int64_t> shape;
-    for (int64_t i = 0; i < ndim; ++i) shape.push_back(header[2 + i].item<int64_t>());
-    out = at::empty(
-        shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(header[1].item<int64_t>())));
+  torch::Tensor header = at::zeros({kHeader}, at::kLong);
+  group_->recv(header, static_cast<int>(peer), tag);
+  const auto h = header.accessor<int64_t, 1>();
+  Values out(static_cast<size_t>(h[0]));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t at = 1 + static_cast<int64_t>(i) * kPerTensor;
+    if (!h[at]) continue;  // absent
+    std::vector<int64_t> shape(h.data() + at + 4, h.data() + at + 4 + h[at + 2]);
+    out[i] = at::empty(shape, at::TensorOptions().dtype(static_cast<at::ScalarType>(h[at + 3])));
+    group_->recv(out[i], static_cast<int>(peer), tag);
+    if (h[at + 1]) out[i].requires_grad_(true);
   }
+  timing_.wait_s += seconds_since(start);
+  return out;
+}
+
+torch::Tensor PipelineRunner::receive_like(const torch::Tensor& like, int64_t peer, int tag) {
+  const auto start = std::chrono::steady_clock::now();
+  torch::Tensor out = at::empty(like.sizes(), like.options().requires_grad(false));
   group_->recv(out, static_cast<int>(peer), tag);
   timing_.wait_s += seconds_since(start);
   return out;
 }
 
-void PipelineRunner::send(const torch::Tensor& tensor, int64_t peer, int tag, bool with_header) {
-  torch::Tensor data = tensor.detach().contiguous();
-  if (with_header) {
-    SLAPO_CHECK(data.dim() <= kHeader - 2, ErrorCode::kInvalidArgument,
-                "pipeline: cannot send a tensor of ", data.dim(), " dimensions");
-    torch::Tensor header = at::zeros({kHeader}, at::kLong);
-    header[0] = data.dim();
-    header[1] = static_cast<int64_t>(data.scalar_type());
-    for (int64_t i = 0; i < data.dim(); ++i) header[2 + i] = data.size(i);
-    pending_.push_back(group_->send(header, static_cast<int>(peer), tag));
-    pending_tensors_.push_back(header);
+void PipelineRunner::send_values(const Values& values, int64_t peer, int tag) {
+  SLAPO_CHECK(values.size() <= kMaxCarried, ErrorCode::kInvalidArgument,
+              "pipeline: a stage passes ", values.size(), " tensors to the next; at most ",
+              kMaxCarried);
+  torch::Tensor header = at::zeros({kHeader}, at::kLong);
+  auto h = header.accessor<int64_t, 1>();
+  h[0] = static_cast<int64_t>(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const torch::Tensor& t = values[i];
+    const int64_t at = 1 + static_cast<int64_t>(i) * kPerTensor;
+    if (!t.defined()) continue;
+    SLAPO_CHECK(t.dim() <= kMaxDims, ErrorCode::kInvalidArgument,
+                "pipeline: cannot send a tensor of ", t.dim(), " dimensions (at most ", kMaxDims,
+                ")");
+    h[at] = 1;
+    h[at + 1] = carries_gradient(t) ? 1 : 0;
+    h[at + 2] = t.dim();
+    h[at + 3] = static_cast<int64_t>(t.scalar_type());
+    for (int64_t d = 0; d < t.dim(); ++d) h[at + 4 + d] = t.size(d);
   }
+  pending_.push_back(group_->send(header, static_cast<int>(peer), tag));
+  pending_tensors_.push_back(header);
+  for (const torch::Tensor& t : values) {
+    if (t.defined()) send_data(t, peer, tag);
+  }
+}
+
+void PipelineRunner::send_data(const torch::Tensor& tensor, int64_t peer, int tag) {
+  torch::Tensor data = tensor.detach().contiguous();
   // Kept alive, and waited on, until the end of run(): waiting here could deadlock two neighbours
   // sending to each other.
   pending_.push_back(group_->send(data, static_cast<int>(peer), tag));
@@ -180,23 +220,23 @@ void PipelineRunner::send(const torch::Tensor& tensor, int64_t peer, int tag, bo
 void PipelineRunner::forward(MicroBatch& mb, const torch::Tensor& inputs,
                              const torch::Tensor& targets, const LossFn& loss) {
   DropoutScope scope(mb.step, mb.sample_offset);
-  torch::Tensor x;
+  Values x;
   if (first()) {
-    x = pipelined_->prologue(inputs.narrow(0, mb.begin, mb.size));
+    x = pipelined_->prologue_values(inputs.narrow(0, mb.begin, mb.size));
   } else {
-    mb.input = receive(stage_ - 1, static_cast<int>(2 * mb.index), nullptr).requires_grad_(true);
-    x = mb.input;
+    mb.inputs = receive_values(stage_ - 1, static_cast<int>(2 * mb.index));
+    x = mb.inputs;
   }
   SequenceImpl& body = body_of(*model_);
   const auto [begin, end] = plan_.blocks[static_cast<size_t>(stage_)];
-  torch::Tensor y = body.forward_range(begin, end, x);
+  Values y = body.forward_values(std::move(x), begin, end);
   if (last()) {
-    torch::Tensor out = pipelined_->epilogue(y);
+    torch::Tensor out = pipelined_->epilogue_values(y);
     mb.loss = loss(out, targets.narrow(0, mb.begin, mb.size)) /
               static_cast<double>(options_.micro_batches);
   } else {
-    mb.output = y;
-    send(y, stage_ + 1, static_cast<int>(2 * mb.index), /*with_header=*/true);
+    send_values(y, stage_ + 1, static_cast<int>(2 * mb.index));
+    mb.outputs = std::move(y);
   }
 }
 
@@ -206,13 +246,25 @@ void PipelineRunner::backward(MicroBatch& mb) {
   if (last()) {
     torch::autograd::backward({mb.loss});
   } else {
-    torch::Tensor grad = receive(stage_ + 1, static_cast<int>(2 * mb.index + 1), &mb.output);
-    torch::autograd::backward({mb.output}, {grad});
+    // A gradient for each output that carries one, in order.
+    std::vector<torch::Tensor> outputs, grads;
+    for (const torch::Tensor& y : mb.outputs) {
+      if (!carries_gradient(y)) continue;
+      grads.push_back(receive_like(y, stage_ + 1, static_cast<int>(2 * mb.index + 1)));
+      outputs.push_back(y);
+    }
+    if (!outputs.empty()) torch::autograd::backward(outputs, grads);
   }
-  if (!first())
-    send(mb.input.grad(), stage_ - 1, static_cast<int>(2 * mb.index + 1), /*with_header=*/false);
-  mb.output = torch::Tensor();
-  mb.input = torch::Tensor();
+  if (!first()) {
+    for (const torch::Tensor& x : mb.inputs) {
+      if (!carries_gradient(x)) continue;
+      // An input the stage did not use (a mask) has no gradient: zeros keep the protocol.
+      const torch::Tensor g = x.grad().defined() ? x.grad() : at::zeros_like(x.detach());
+      send_data(g, stage_ - 1, static_cast<int>(2 * mb.index + 1));
+    }
+  }
+  mb.outputs.clear();
+  mb.inputs.clear();
 }
 
 double PipelineRunner::run(const torch::Tensor& inputs, const torch::Tensor& targets,

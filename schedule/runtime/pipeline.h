@@ -13,6 +13,10 @@
 //          remaining backwards: at most p - s micro-batches of activations alive on stage s
 // The loss of each micro-batch is divided by m, so the accumulated gradients are those of the
 // full batch's mean loss.
+//
+// What passes between stages is the list the prologue returns: the hidden state and any tensors
+// the blocks take besides it (an attention mask), each with its shape, dtype and whether it
+// carries a gradient; an absent one (undefined) passes as absent.
 
 #include <cstdint>
 #include <functional>
@@ -35,9 +39,18 @@ class Pipelined {
   // last stage).
   virtual std::vector<std::string> prologue_slots() const = 0;
   virtual std::vector<std::string> epilogue_slots() const = 0;
-  virtual torch::Tensor prologue(const torch::Tensor& input) = 0;
-  virtual torch::Tensor epilogue(const torch::Tensor& hidden) = 0;
+  // A model whose blocks take only the hidden state implements these two.
+  virtual torch::Tensor prologue(const torch::Tensor& input);
+  virtual torch::Tensor epilogue(const torch::Tensor& hidden);
+  // A model whose blocks take more (schedule/language/sequence.h) overrides these instead: the
+  // prologue returns [hidden, extra...], which the body's blocks take and the stages pass on; the
+  // epilogue receives them after the last block.
+  virtual Values prologue_values(const torch::Tensor& input) { return {prologue(input)}; }
+  virtual torch::Tensor epilogue_values(const Values& carried) { return epilogue(carried.at(0)); }
 };
+
+// The most tensors a stage passes to the next.
+constexpr size_t kMaxCarried = 8;
 
 struct StagePlan {
   int64_t stages = 1;
@@ -100,8 +113,11 @@ class PipelineRunner {
   void forward(MicroBatch& mb, const torch::Tensor& inputs, const torch::Tensor& targets,
                const LossFn& loss);
   void backward(MicroBatch& mb);
-  torch::Tensor receive(int64_t peer, int tag, const torch::Tensor* like);
-  void send(const torch::Tensor& tensor, int64_t peer, int tag, bool with_header);
+  // Tensors with their shapes (a header first), and gradients of known shapes.
+  Values receive_values(int64_t peer, int tag);
+  void send_values(const Values& values, int64_t peer, int tag);
+  torch::Tensor receive_like(const torch::Tensor& like, int64_t peer, int tag);
+  void send_data(const torch::Tensor& tensor, int64_t peer, int tag);
 
   std::shared_ptr<SlotModule> model_;
   Pipelined* pipelined_;

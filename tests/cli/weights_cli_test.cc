@@ -66,6 +66,29 @@ TEST(WeightsCliTest, ATrialStartsFromTheCheckpoint) {
       << wrong.err;
 }
 
+TEST(WeightsCliTest, ConvertWritesAHuggingFaceLayoutThatLoadsBackTheSame) {
+  const std::string zoo = write_temp("convert-zoo.safetensors", "");
+  const std::string hf = write_temp("convert-hf.safetensors", "");
+  const std::string back = write_temp("convert-back.safetensors", "");
+  ASSERT_EQ(run("weights init " + zoo + " --model gpt-tiny --seed 4").exit_code, 0);
+  const Outcome to_hf = run("weights convert " + zoo + " " + hf + " --model gpt-tiny --to gpt2");
+  ASSERT_EQ(to_hf.exit_code, 0) << to_hf.err;
+  EXPECT_NE(to_hf.out.find("under the gpt2 layout's names"), std::string::npos) << to_hf.out;
+  // GPT-2's own names (the q, k and v projections joined into c_attn), found as such on reading.
+  const Outcome shown = run("weights show " + hf + " --model gpt-tiny");
+  EXPECT_NE(shown.out.find("transformer.h.0.attn.c_attn.weight"), std::string::npos) << shown.out;
+  EXPECT_NE(last_line(shown.out).find("(layout gpt2)"), std::string::npos) << shown.out;
+  ASSERT_EQ(run("weights convert " + hf + " " + back + " --model gpt-tiny").exit_code, 0);
+  // Back in the zoo's names, exactly the first file: a trial from either starts the same.
+  EXPECT_EQ(first_loss(space_with("zoo.toml", zoo)), first_loss(space_with("back.toml", back)));
+  const Outcome wrong = run("weights convert " + zoo + " " + back + " --model gpt-tiny --to bert");
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("--to bert: weight layout 'bert' is for bert models, not gpt"),
+            std::string::npos)
+      << wrong.err;
+  EXPECT_EQ(run("weights init " + zoo + " --model gpt-tiny --to nope").exit_code, 2);
+}
+
 TEST(WeightsCliTest, BadCheckpointsAreRefusedInOneLine) {
   const std::string db = temp_db("weights-bad");
   const Outcome missing =

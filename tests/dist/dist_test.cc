@@ -47,6 +47,13 @@ TEST(DistTest, GPipeAndOneFOneBGiveIdenticalGradients) {
     EXPECT_NE(rank.out.find("gradients identical"), std::string::npos) << rank.out;
 }
 
+TEST(DistTest, StagesPassTheMaskOfBlocksWithGeneralSignatures) {
+  const LaunchResult r = launch("masked_pipeline", 2);
+  EXPECT_TRUE(r.ok()) << r.failure() << "\n" << outputs(r);
+  for (const auto& rank : r.ranks)
+    EXPECT_NE(rank.out.find("gradients as in one process"), std::string::npos) << rank.out;
+}
+
 TEST(DistTest, ARankThatDiesFailsThePeersQuickly) {
   const auto start = std::chrono::steady_clock::now();
   const LaunchResult r = launch("die", 2, /*collective_timeout_s=*/20);

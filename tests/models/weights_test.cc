@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -115,6 +117,56 @@ INSTANTIATE_TEST_SUITE_P(
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return n;
     });
+
+// Saved back in the layout it was read in, a checkpoint is the reference's file again: every
+// tensor the reference wrote under its name and value, but for what the layout leaves out (tied
+// copies, buffers, BERT's pooler — the zoo has no place for them).
+TEST_P(HfCheckpointTest, SavedBackInItsLayoutItIsTheReferencesFile) {
+  if (!have_torch()) GTEST_SKIP() << "python3-torch is not installed (scripts/setup.sh does)";
+  const Case& c = GetParam();
+  if (std::string(c.file).find("bf16") != std::string::npos) GTEST_SKIP() << "widened on load";
+  const ModelSpec spec = model_preset(c.preset);
+  auto model = build_model(spec, 3);
+  const std::string original = reference_dir() + "/" + c.file;
+  const LoadReport report = load_weights(*model, spec, original);
+  const std::string saved = reference_dir() + "/saved-" + c.file;
+  save_weights(*model, saved, c.layout, spec.family);
+  std::map<std::string, torch::Tensor> want;
+  for (const auto& [name, t] : read_weights(original)) want[name] = t;
+  std::set<std::string> written;
+  for (const auto& [name, t] : read_weights(saved)) {
+    written.insert(name);
+    auto it = want.find(name);
+    ASSERT_NE(it, want.end()) << name << " is not a name of " << c.file;
+    EXPECT_TRUE(t.equal(it->second)) << name;
+  }
+  for (const auto& [name, t] : want) {
+    const bool left_out =
+        std::find(report.ignored.begin(), report.ignored.end(), name) != report.ignored.end();
+    EXPECT_TRUE(written.count(name) || left_out) << name << " was not saved";
+  }
+  EXPECT_GT(written.size(), 10u);
+}
+
+TEST(WeightsTest, ALayoutOfAnotherFamilyIsRefusedOnSave) {
+  const ModelSpec gpt = model_preset("gpt-tiny");
+  auto model = build_model(gpt, 1);
+  EXPECT_NE(error_of([&] {
+              save_weights(*model, "/tmp/never.safetensors", "bert", gpt.family);
+            }).find("weight layout 'bert' is for bert models, not gpt"),
+            std::string::npos);
+  // A model with a parameter the layout has no name for: named.
+  torch::nn::Module extra;
+  extra.register_module("wte", std::make_shared<torch::nn::Module>())
+      ->register_parameter("weight", torch::zeros({4, 2}));
+  extra.register_module("adapter", std::make_shared<torch::nn::Module>())
+      ->register_parameter("weight", torch::zeros({2, 2}));
+  EXPECT_NE(error_of([&] {
+              save_weights(extra, "/tmp/never.safetensors", "gpt2", "gpt");
+            }).find("cannot save 'adapter.weight' as Hugging Face GPT-2"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists("/tmp/never.safetensors"));
+}
 
 TEST(WeightsTest, WhatTheLayoutLeavesOutAndWhatItConvertsIsReported) {
   if (!have_torch()) GTEST_SKIP() << "python3-torch is not installed";

@@ -336,8 +336,8 @@ TEST(TemplateTest, FamilyTraitsSayWhereThingsAre) {
             }).find("unknown model family 'neo' (families: gpt, bert, mlp, gpt_neo, llama)"),
             std::string::npos);
   // The parameter count follows the traits (and the built model).
-  for (const std::string& preset : {"gpt-tiny", "bert-tiny", "mlp-tiny", "llama-tiny", "llama-mini",
-                                    "gpt-neo-tiny", "gpt-neo-125m"}) {
+  for (const char* preset : {"gpt-tiny", "bert-tiny", "mlp-tiny", "llama-tiny", "llama-mini",
+                             "gpt-neo-tiny", "gpt-neo-125m"}) {
     const models::ModelSpec spec = models::model_preset(preset);
     int64_t built = 0;
     for (const auto& t : unique_parameters(*models::build_model(spec, 0))) built += t.numel();
