@@ -9,6 +9,8 @@
 //   BM_LayerNorm       at::layer_norm              vs slapo::layer_norm
 // Shapes: gpt-mini (batch 8 × 128 tokens: hidden 256, ffn 1024) and gpt2 (1 × 1024 tokens:
 // hidden 768, ffn 3072).
+//   BM_AdamW           torch::optim::AdamW::step   vs slapo::schedule::FusedAdamW::step
+//                      (<impl>/<model>/<threads>: the parameters of gpt-mini (0) or gpt2 (1))
 
 #include <functional>
 
@@ -16,7 +18,10 @@
 
 #include <torch/torch.h>
 
+#include "models/zoo.h"
+#include "schedule/kernels/fused_adamw.h"
 #include "schedule/kernels/fused_kernels.h"
+#include "schedule/language/build.h"
 #include "schedule/runtime/keyed_dropout.h"
 
 namespace {
@@ -117,6 +122,36 @@ SLAPO_KERNEL_BENCH(BM_BiasGelu, 1024, 3072);
 SLAPO_KERNEL_BENCH(BM_BiasDropoutAdd, 256, 768);
 SLAPO_KERNEL_BENCH(BM_Dropout, 256, 768);
 SLAPO_KERNEL_BENCH(BM_LayerNorm, 256, 768);
+
+// One optimizer step over every parameter of a model (gradients set once; the step only reads
+// them), AdamW's defaults but the learning rate.
+void BM_AdamW(benchmark::State& state) {
+  torch::set_num_threads(static_cast<int>(state.range(2)));
+  auto model =
+      slapo::models::build_model(slapo::models::model_preset(state.range(1) ? "gpt2" : "gpt-mini"));
+  const auto params = slapo::schedule::unique_parameters(*model);
+  int64_t elements = 0;
+  for (const auto& p : params) {
+    p.mutable_grad() = torch::randn_like(p) * 1e-3;
+    elements += p.numel();
+  }
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  const auto options = torch::optim::AdamWOptions(1e-4);
+  if (state.range(0) == 0)
+    optimizer = std::make_unique<torch::optim::AdamW>(params, options);
+  else
+    optimizer = std::make_unique<slapo::schedule::FusedAdamW>(params, options);
+  optimizer->step();  // the moments are allocated at the first step
+  for (auto _ : state) optimizer->step();
+  state.SetLabel(state.range(0) == 0 ? "torch::optim::AdamW" : "slapo FusedAdamW");
+  state.SetItemsProcessed(state.iterations() * elements);
+}
+BENCHMARK(BM_AdamW)
+    ->ArgsProduct({{0, 1}, {0, 1}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 }  // namespace
 

@@ -39,6 +39,9 @@ struct TemplateConfig {
   bool fuse_bias_gelu = false;
   bool fuse_bias_dropout_add = false;
   bool fuse_layer_norm = false;
+  // Read by the trainer: the optimizer step as one pass per parameter (schedule/kernels/
+  // fused_adamw.h), the same weights bit for bit.
+  bool fused_adamw = false;
   ParallelKnobs parallel;
   // Read by the runner; unset: the workload's.
   std::optional<int64_t> batch_size;

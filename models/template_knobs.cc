@@ -115,6 +115,12 @@ std::vector<TemplateKnob> make_table() {
       with_layer_norm, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_layer_norm = std::get<bool>(v);
       });
+  row("fused_adamw", KnobKind::kBool, {}, "false",
+      "the AdamW step in one pass over each parameter's memory (the same weights bit for bit as "
+      "LibTorch's AdamW)",
+      true, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->fused_adamw = std::get<bool>(v);
+      });
   row("tp", KnobKind::kWhole, {}, "1",
       "tensor-parallel ranks; must divide heads, ffn, vocab and hidden", true, nullptr,
       [](const Value& v, const ModelSpec&, TemplateConfig* c) {

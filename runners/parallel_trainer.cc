@@ -10,6 +10,7 @@
 #include "models/templates.h"
 #include "models/weights/weights_file.h"
 #include "models/zoo.h"
+#include "schedule/kernels/fused_adamw.h"
 #include "schedule/runtime/data_parallel.h"
 
 namespace slapo::runners {
@@ -69,8 +70,13 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
     }
   }
   for (const auto& [name, t] : params_) tensors_.push_back(t);
+  SLAPO_CHECK(!config.fused_adamw || setup.optimizer == "adamw", ErrorCode::kInvalidArgument,
+              "knob 'fused_adamw': the workload's optimizer is ", setup.optimizer, ", not adamw");
   if (setup.optimizer == "sgd") {
     optimizer_ = std::make_unique<torch::optim::SGD>(tensors_, torch::optim::SGDOptions(setup.lr));
+  } else if (config.fused_adamw) {
+    optimizer_ =
+        std::make_unique<schedule::FusedAdamW>(tensors_, torch::optim::AdamWOptions(setup.lr));
   } else {
     optimizer_ =
         std::make_unique<torch::optim::AdamW>(tensors_, torch::optim::AdamWOptions(setup.lr));

@@ -21,6 +21,7 @@
 #include "models/zoo.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
+#include "schedule/kernels/fused_adamw.h"
 #include "schedule/runtime/pipeline.h"
 
 namespace slapo::runners {
@@ -93,13 +94,16 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
 }
 
 // One optimizer step over `params` parameters (one flat tensor), per parameter.
-double optimizer_ms_per_param(const Workload& w, double params) {
+double optimizer_ms_per_param(const Workload& w, const models::TemplateConfig& tc, double params) {
   torch::Tensor p = torch::zeros({static_cast<int64_t>(params)}).requires_grad_();
   p.mutable_grad() = torch::full_like(p, 1e-3);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (w.optimizer == "sgd")
     optimizer = std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{p},
                                                     torch::optim::SGDOptions(w.lr));
+  else if (tc.fused_adamw)
+    optimizer = std::make_unique<schedule::FusedAdamW>(std::vector<torch::Tensor>{p},
+                                                       torch::optim::AdamWOptions(w.lr));
   else
     optimizer = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{p},
                                                       torch::optim::AdamWOptions(w.lr));
@@ -191,8 +195,9 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   }
   const cost::ModelShape& s = profile.shape;
   profile.optimizer_ms_per_param =
-      optimizer_ms_per_param(w, static_cast<double>(deep) * s.block_params + s.prologue_params +
-                                    s.epilogue_params - s.tied_params);
+      optimizer_ms_per_param(w, tc,
+                             static_cast<double>(deep) * s.block_params + s.prologue_params +
+                                 s.epilogue_params - s.tied_params);
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
   return profile;

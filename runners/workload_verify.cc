@@ -9,6 +9,7 @@
 #include "models/training_batch.h"
 #include "models/weights/weights_file.h"
 #include "models/zoo.h"
+#include "schedule/kernels/fused_adamw.h"
 #include "schedule/language/build.h"
 #include "schedule/language/schedule.h"
 #include "schedule/runtime/keyed_dropout.h"
@@ -77,26 +78,32 @@ WorkloadVerifyReport verify_workload(const Workload& workload, const Config& con
   report.schedule_text = sch->to_string();
   report.plan_text = built.plan_text();
 
-  // The same training steps on both: the loss curves must agree.
-  auto train = [&](schedule::SlotModule& model) {
+  // The same training steps on both: the loss curves must agree. The scheduled model steps with
+  // the optimizer its configuration asks for (fused_adamw), the original with LibTorch's.
+  const bool fused_adamw = models::parse_template_config(template_name, spec, config).fused_adamw;
+  auto train = [&](schedule::SlotModule& model, bool fused) {
     // Each tensor once: a tied embedding and LM head are one tensor under two names.
-    torch::optim::AdamW optimizer(schedule::unique_parameters(model),
-                                  torch::optim::AdamWOptions(lr));
+    const auto params = schedule::unique_parameters(model);
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    if (fused)
+      optimizer = std::make_unique<schedule::FusedAdamW>(params, torch::optim::AdamWOptions(lr));
+    else
+      optimizer = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(lr));
     std::vector<double> losses;
     model.train();
     for (int step = 0; step < steps; ++step) {
       torch::manual_seed(seed + 1000 + step);
       schedule::DropoutScope scope(static_cast<uint64_t>(step), 0);
-      optimizer.zero_grad();
+      optimizer->zero_grad();
       torch::Tensor loss = run(model).second;
       loss.backward();
-      optimizer.step();
+      optimizer->step();
       losses.push_back(loss.item<double>());
     }
     return losses;
   };
-  report.curve_ref = train(*original);
-  report.curve = train(*scheduled);
+  report.curve_ref = train(*original, false);
+  report.curve = train(*scheduled, fused_adamw);
   return report;
 }
 

@@ -24,6 +24,23 @@ TEST(VerifyCliTest, ScheduledModelMatches) {
   EXPECT_NE(r.out.find("loss over 3 AdamW steps"), std::string::npos);
 }
 
+TEST(VerifyCliTest, TheFusedOptimizerFollowsAdamWsCurveExactly) {
+  const std::string space = write_temp(
+      "fused-adamw.toml",
+      "[workload]\nmodel = 'gpt-tiny'\n[knobs]\nfused_adamw = { values = [false, true] }\n");
+  Outcome r = run("verify --space " + space + " --config '{\"fused_adamw\": true}' --tolerance 0");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("loss over 3 AdamW steps: max |diff| 0"), std::string::npos) << r.out;
+  // With SGD there is no AdamW to fuse: refused, naming the knob.
+  const std::string sgd = write_temp(
+      "fused-sgd.toml",
+      "[workload]\nmodel = 'gpt-tiny'\noptimizer = 'sgd'\n[knobs]\nfused_adamw = { values = [false, true] }\n");
+  Outcome t = run("trial --space " + sgd + " --config '{\"fused_adamw\": true}' --json");
+  EXPECT_NE((t.out + t.err).find("knob 'fused_adamw': the workload's optimizer is sgd, not adamw"),
+            std::string::npos)
+      << t.out << t.err;
+}
+
 TEST(VerifyCliTest, ConfigFromAFile) {
   const std::string config = write_temp("best.json", "{\"ckpt_ratio\": 0.5, \"attn\": \"naive\"}");
   Outcome r = run("verify --space " + kSpace + " --config @" + config + " --steps 1");
