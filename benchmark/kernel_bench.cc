@@ -11,6 +11,10 @@
 // hidden 768, ffn 3072).
 //   BM_AdamW           torch::optim::AdamW::step   vs slapo::schedule::FusedAdamW::step
 //                      (<impl>/<model>/<threads>: the parameters of gpt-mini (0) or gpt2 (1))
+//   BM_Attention       causal softmax(q·kᵀ/√d) with keyed dropout (p = 0.1) · v, ATen's matmul,
+//                      masked_fill, softmax, dropout, matmul vs slapo::memory_efficient_attention
+//                      (<impl>/<shape>/<threads>: gpt-mini, 8 × 8 heads × 128 (0); gpt2, 1 × 12
+//                      heads × 1024 (1); gpt-mini's heads at 4 × 1024 (2))
 
 #include <functional>
 
@@ -21,6 +25,7 @@
 #include "models/zoo.h"
 #include "schedule/kernels/fused_adamw.h"
 #include "schedule/kernels/fused_kernels.h"
+#include "schedule/kernels/memory_efficient_attention.h"
 #include "schedule/language/build.h"
 #include "schedule/runtime/keyed_dropout.h"
 
@@ -146,6 +151,45 @@ void BM_AdamW(benchmark::State& state) {
   state.SetLabel(state.range(0) == 0 ? "torch::optim::AdamW" : "slapo FusedAdamW");
   state.SetItemsProcessed(state.iterations() * elements);
 }
+void BM_Attention(benchmark::State& state) {
+  torch::set_num_threads(static_cast<int>(state.range(2)));
+  struct Shape {
+    int64_t batch, heads, seq, dim;
+  };
+  const Shape shapes[] = {{8, 8, 128, 32}, {1, 12, 1024, 64}, {4, 8, 1024, 32}};
+  const Shape sh = shapes[state.range(1)];
+  torch::manual_seed(0);
+  std::vector<torch::Tensor> qkv;
+  for (int i = 0; i < 3; ++i)
+    qkv.push_back(torch::randn({sh.batch, sh.heads, sh.seq, sh.dim}).requires_grad_(true));
+  const torch::Tensor dy = torch::randn({sh.batch, sh.heads, sh.seq, sh.dim});
+  const double scale = 1.0 / std::sqrt(static_cast<double>(sh.dim));
+  slapo::schedule::KeyedDropout dropout(0.1, 7);
+  const torch::Tensor hide = torch::ones({sh.seq, sh.seq}, torch::kBool).triu(1);
+  uint64_t step = 0;
+  auto once = [&] {
+    DropoutScope scope(step++, 0);
+    torch::Tensor y;
+    if (state.range(0) == 0) {
+      torch::Tensor scores = torch::matmul(qkv[0], qkv[1].transpose(-2, -1)) * scale;
+      y = torch::matmul(dropout(torch::softmax(scores.masked_fill(hide, -INFINITY), -1)), qkv[2]);
+    } else {
+      y = slapo::schedule::memory_efficient_attention(
+          qkv[0], qkv[1], qkv[2], slapo::schedule::AttentionMask{true, 0, scale},
+          dropout->mask_spec_now());
+    }
+    y.backward(dy);
+    for (torch::Tensor& t : qkv) t.mutable_grad().reset();
+  };
+  for (int i = 0; i < 2; ++i) once();
+  for (auto _ : state) once();
+  state.SetLabel(state.range(0) ? "memory_efficient_attention" : "ATen attention");
+}
+BENCHMARK(BM_Attention)
+    ->ArgsProduct({{0, 1}, {0, 1, 2}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 BENCHMARK(BM_AdamW)
     ->ArgsProduct({{0, 1}, {0, 1}, {1, 2}})
     ->Unit(benchmark::kMillisecond)

@@ -1,10 +1,15 @@
 // Schedule benchmarks (docs/benchmarks.md). Run: ./build/benchmark/schedule_bench
 //
-// BM_GptMiniStep/<ckpt %>: one AdamW training step of gpt-mini (6 layers, hidden 256, 8 heads,
-//   vocab 8192), batch 16, seq 128, dropout on, 2 threads, with the first round(r · 6) blocks
-//   checkpointed. Counters: peak_MiB — the largest live tensor memory during the measured steps
-//   (parameters, AdamW state, activations, gradients), exact, from the tracking allocator;
-//   step_MiB — that peak above the memory live before the step (activations and gradients).
+// BM_GptMiniStep/<ckpt %>/<fused_lm_loss>/<fused_adamw>: one AdamW training step of gpt-mini (6
+//   layers, hidden 256, 8 heads, vocab 8192), batch 16, seq 128, dropout on, 2 threads, with the
+//   first round(r · 6) blocks checkpointed, the LM head fused with the loss (1) or not, the fused
+//   AdamW (1) or LibTorch's. Counters: peak_MiB — the largest live tensor memory during the
+//   measured steps (parameters, AdamW state, activations, gradients), exact, from the tracking
+//   allocator; step_MiB — that peak above the memory live before the step (activations and
+//   gradients).
+// BM_LongSequenceStep/<attn>/<batch>: the same step at sequence 1024 (gpt-mini's positions
+//   extended), attn 0 = naive, 1 = memory_efficient, fused LM loss on in both (so that the
+//   attention's memory is what differs); peak_MiB and step_MiB as above.
 // BM_ScheduleAndBuild48: create_schedule + template (ckpt_ratio 0.5, fused QKV attention) + build
 //   on a 48-layer GPT; model construction is not timed.
 // benchmark/python/gpt_eager.py is the same gpt-mini step in PyTorch eager, for the comparison
@@ -17,6 +22,8 @@
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/tracking_allocator.h"
+#include "schedule/kernels/fused_adamw.h"
+#include "schedule/kernels/fused_lm_loss.h"
 #include "schedule/language/build.h"
 
 namespace {
@@ -31,18 +38,22 @@ void BM_GptMiniStep(benchmark::State& state) {
   auto sch = schedule::create_schedule(model);
   Config config;
   config.set("ckpt_ratio", static_cast<double>(state.range(0)) / 100.0);
+  config.set("fused_lm_loss", state.range(1) != 0);
   models::apply_template(*sch, spec, "gpt", config);
-  torch::optim::AdamW optimizer(slapo::schedule::unique_parameters(*model),
-                                torch::optim::AdamWOptions(1e-4));
+  const auto params = slapo::schedule::unique_parameters(*model);
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (state.range(2))
+    optimizer = std::make_unique<schedule::FusedAdamW>(params, torch::optim::AdamWOptions(1e-4));
+  else
+    optimizer = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-4));
   torch::manual_seed(1);
   const torch::Tensor tokens = torch::randint(spec.vocab, {16, 128}, torch::kLong);
   const torch::Tensor targets = torch::randint(spec.vocab, {16, 128}, torch::kLong);
   auto step = [&] {
-    optimizer.zero_grad();
-    torch::Tensor loss =
-        models::language_model_loss(models::model_forward(*model, tokens), targets);
+    optimizer->zero_grad();
+    torch::Tensor loss = models::model_loss(*model, tokens, targets, models::language_model_loss);
     loss.backward();
-    optimizer.step();
+    optimizer->step();
   };
   for (int i = 0; i < 3; ++i) step();  // warm-up: AdamW state, allocator, BLAS buffers
   const size_t baseline = tracker.live_bytes();
@@ -53,9 +64,85 @@ void BM_GptMiniStep(benchmark::State& state) {
   state.counters["ckpt_blocks"] = static_cast<double>(models::checkpointed_blocks(spec, config));
 }
 BENCHMARK(BM_GptMiniStep)
-    ->Arg(0)
-    ->Arg(50)
-    ->Arg(100)
+    ->Args({0, 0, 0})
+    ->Args({50, 0, 0})
+    ->Args({100, 0, 0})
+    ->Args({0, 1, 0})
+    ->Args({0, 0, 1})
+    ->Args({0, 1, 1})
+    ->Iterations(10)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_LongSequenceStep(benchmark::State& state) {
+  torch::set_num_threads(2);
+  runners::TrackingAllocator& tracker = runners::TrackingAllocator::instance();
+  const int64_t seq = 1024, batch = state.range(1);
+  models::ModelSpec spec = models::model_preset("gpt-mini");
+  spec.max_seq = seq;
+  auto model = models::build_model(spec, 0);
+  auto sch = schedule::create_schedule(model);
+  Config config;
+  config.set("attn", std::string(state.range(0) ? "memory_efficient" : "naive"));
+  config.set("fused_lm_loss", true);
+  models::apply_template(*sch, spec, "gpt", config);
+  schedule::FusedAdamW optimizer(slapo::schedule::unique_parameters(*model),
+                                 torch::optim::AdamWOptions(1e-4));
+  torch::manual_seed(1);
+  const torch::Tensor tokens = torch::randint(spec.vocab, {batch, seq}, torch::kLong);
+  const torch::Tensor targets = torch::randint(spec.vocab, {batch, seq}, torch::kLong);
+  auto step = [&] {
+    optimizer.zero_grad();
+    models::model_loss(*model, tokens, targets, models::language_model_loss).backward();
+    optimizer.step();
+  };
+  step();  // warm-up: AdamW state, allocator, BLAS buffers
+  const size_t baseline = tracker.live_bytes();
+  tracker.reset_peak();
+  for (auto _ : state) step();
+  state.counters["peak_MiB"] = static_cast<double>(tracker.peak_bytes()) / (1 << 20);
+  state.counters["step_MiB"] = static_cast<double>(tracker.peak_bytes() - baseline) / (1 << 20);
+  state.SetLabel(state.range(0) ? "memory_efficient" : "naive");
+}
+BENCHMARK(BM_LongSequenceStep)
+    ->ArgsProduct({{0, 1}, {2, 4, 8}})
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// BM_LmHeadLoss/<impl>/<tokens>: gpt-mini's LM head (hidden 256, vocabulary 8192, tied weight)
+//   and its cross-entropy, forward + backward, impl 0 = matmul + cross_entropy, 1 = the fused
+//   linear_cross_entropy; head_MiB is the tracked peak above what was live before (hidden
+//   states, weight and their gradients included in both): the logits' memory.
+void BM_LmHeadLoss(benchmark::State& state) {
+  torch::set_num_threads(2);
+  runners::TrackingAllocator& tracker = runners::TrackingAllocator::instance();
+  const int64_t tokens = state.range(1), hidden = 256, vocab = 8192;
+  torch::manual_seed(0);
+  torch::Tensor h = torch::randn({tokens, hidden}).requires_grad_(true);
+  torch::Tensor w = (torch::randn({vocab, hidden}) * 0.02).requires_grad_(true);
+  const torch::Tensor targets = torch::randint(vocab, {tokens}, torch::kLong);
+  auto once = [&] {
+    h.mutable_grad() = torch::Tensor();
+    w.mutable_grad() = torch::Tensor();
+    torch::Tensor loss = state.range(0)
+                             ? schedule::linear_cross_entropy(h, w, torch::Tensor(), targets)
+                             : models::language_model_loss(torch::matmul(h, w.t()), targets);
+    loss.backward();
+  };
+  once();
+  h.mutable_grad() = torch::Tensor();
+  w.mutable_grad() = torch::Tensor();
+  const size_t before = tracker.live_bytes();
+  tracker.reset_peak();
+  for (auto _ : state) once();
+  state.counters["head_MiB"] = static_cast<double>(tracker.peak_bytes() - before) / (1 << 20);
+  state.SetLabel(state.range(0) ? "fused linear_cross_entropy" : "matmul + cross_entropy");
+}
+BENCHMARK(BM_LmHeadLoss)
+    ->ArgsProduct({{0, 1}, {2048}})
     ->Iterations(10)
     ->Repetitions(3)
     ->ReportAggregatesOnly(true)

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "models/blocks.h"
+#include "schedule/kernels/memory_efficient_attention.h"
 
 namespace slapo::models {
 
@@ -122,6 +123,36 @@ torch::Tensor OnePassAttentionImpl::forward(const torch::Tensor& x) {
       torch::baddbmm(bias.expand({b * heads, s, s}), q, k.transpose(1, 2), 1.0, scale);
   torch::Tensor probs = call("attn_drop", torch::softmax(scores.view({b, heads, s, s}), -1));
   torch::Tensor y = torch::bmm(probs.view({b * heads, s, s}), v).view({b, heads, s, d});
+  return call("resid_drop", call("out_proj", merge_heads(y)));
+}
+
+MemoryEfficientAttentionImpl::MemoryEfficientAttentionImpl(AttentionImpl& original)
+    : options_(original.options()) {
+  for (const char* name : {"q_proj", "k_proj", "v_proj"})
+    add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
+  add_slot("attn_drop", original.slot("attn_drop").module.get<schedule::KeyedDropout>());
+  add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
+  add_slot("resid_drop", original.slot("resid_drop").module.get<schedule::KeyedDropout>());
+}
+
+torch::Tensor MemoryEfficientAttentionImpl::forward(const torch::Tensor& x) {
+  const int64_t d = options_.hidden / options_.heads;
+  torch::Tensor q = split_heads(call("q_proj", x), d);
+  torch::Tensor k = split_heads(call("k_proj", x), d);
+  torch::Tensor v = split_heads(call("v_proj", x), d);
+  // The dropout slot is applied inside the kernel, so it must still be the keyed dropout whose
+  // masks the kernel draws (a schedule that replaced it would otherwise be ignored silently).
+  auto* drop = dynamic_cast<schedule::KeyedDropoutImpl*>(slot("attn_drop").module.ptr().get());
+  SLAPO_CHECK(drop != nullptr, ErrorCode::kInvalidArgument,
+              "memory-efficient attention: its attn_drop slot holds ",
+              slot("attn_drop").module.ptr()->name(),
+              ", not the KeyedDropout the kernel applies itself");
+  schedule::AttentionMask mask;
+  mask.causal = options_.causal;
+  mask.window = options_.window;
+  mask.scale = options_.scaled ? 1.0 / std::sqrt(static_cast<double>(d)) : 1.0;
+  torch::Tensor y =
+      schedule::memory_efficient_attention(q, k, v, mask, drop->mask_spec_now());
   return call("resid_drop", call("out_proj", merge_heads(y)));
 }
 

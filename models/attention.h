@@ -5,8 +5,10 @@
 //   naive      AttentionImpl: q, k, v, out projections; scores, mask, softmax, dropout, values
 //   fused_qkv  FusedQkvAttentionImpl: one projection for q, k and v (one GEMM instead of three)
 //   baddbmm    OnePassAttentionImpl: scale, mask and score in one baddbmm, softmax in place
+//   memory_efficient  MemoryEfficientAttentionImpl: blocked over keys with an online softmax,
+//              the seq × seq probabilities never kept (schedule/kernels/memory_efficient_attention.h)
 //
-// All three compute the same function with the same dropout draws, so a model scheduled with any
+// All four compute the same function with the same dropout draws, so a model scheduled with any
 // of them matches the original (tests/models).
 
 #include <cstdint>
@@ -63,6 +65,18 @@ class OnePassAttentionImpl : public schedule::SlotModule {
   AttentionOptions options_;
 };
 TORCH_MODULE(OnePassAttention);
+
+class MemoryEfficientAttentionImpl : public schedule::SlotModule {
+ public:
+  // Shares `original`'s projections and dropouts (same parameters, same names); applies the
+  // probabilities' dropout (attn_drop, a KeyedDropout) inside the kernel, with the same masks.
+  explicit MemoryEfficientAttentionImpl(AttentionImpl& original);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  AttentionOptions options_;
+};
+TORCH_MODULE(MemoryEfficientAttention);
 
 // Dot-product attention on [batch, heads, seq, head_dim] tensors as `options` say (scaling, causal
 // and local masks), the probabilities through `owner`'s dropout slot; shared by the variants.

@@ -12,7 +12,7 @@
 
 namespace slapo::models {
 
-enum class AttentionKind { kNaive, kFusedQkv, kBaddbmm };
+enum class AttentionKind { kNaive, kFusedQkv, kBaddbmm, kMemoryEfficient };
 // Megatron's layouts for a pair of Linears that follow each other:
 //   kColRow: the first split by outputs, the second by inputs (one all-reduce each way);
 //   kRowCol: the first split by inputs, the second by outputs (more traffic; for the tuner).
@@ -42,6 +42,9 @@ struct TemplateConfig {
   // Read by the trainer: the optimizer step as one pass per parameter (schedule/kernels/
   // fused_adamw.h), the same weights bit for bit.
   bool fused_adamw = false;
+  // The LM head and the cross-entropy computed together, without the logits
+  // (models/fused_lm_head.h).
+  bool fused_lm_loss = false;
   ParallelKnobs parallel;
   // Read by the runner; unset: the workload's.
   std::optional<int64_t> batch_size;

@@ -19,6 +19,8 @@ bool with_plain_mlp(const FamilyTraits& f) { return !f.gated_mlp; }
 // The fused bias + GELU kernel computes the exact GELU.
 bool with_exact_gelu(const FamilyTraits& f) { return !f.gated_mlp && !f.gelu_tanh; }
 bool with_layer_norm(const FamilyTraits& f) { return !f.rms_norm; }
+// A decoder whose epilogue is head(ln_f(h)) with a linear head (not BERT's MLM head).
+bool with_final_norm_and_head(const FamilyTraits& f) { return !f.masked_lm; }
 
 int64_t whole(const Value& v) { return static_cast<int64_t>(as_number(v)); }
 
@@ -69,9 +71,10 @@ std::vector<TemplateKnob> make_table() {
         c->checkpointed_blocks = whole(v);
       });
   // Choice knobs: the value's index in the row's choices is the enum's value.
-  row("attn", KnobKind::kChoice, {"naive", "fused_qkv", "baddbmm"}, "naive",
+  row("attn", KnobKind::kChoice, {"naive", "fused_qkv", "baddbmm", "memory_efficient"}, "naive",
       "the attention implementation: separate q, k, v projections; one fused qkv projection; "
-      "or scores through one baddbmm",
+      "scores through one baddbmm; or blocked over keys with an online softmax, the seq × seq "
+      "probabilities never kept (FlashAttention's scheme)",
       false, with_attention_variants, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->attn = static_cast<AttentionKind>(choice_index("attn", v));
       });
@@ -114,6 +117,12 @@ std::vector<TemplateKnob> make_table() {
       "each block traced and its layer norms run by the project's kernel (not with tp > 1)", false,
       with_layer_norm, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_layer_norm = std::get<bool>(v);
+      });
+  row("fused_lm_loss", KnobKind::kBool, {}, "false",
+      "the LM head and the cross-entropy in one, over chunks of tokens: the tokens × vocabulary "
+      "logits are never kept (not with tp > 1)",
+      false, with_final_norm_and_head, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->fused_lm_loss = std::get<bool>(v);
       });
   row("fused_adamw", KnobKind::kBool, {}, "false",
       "the AdamW step in one pass over each parameter's memory (the same weights bit for bit as "
@@ -174,6 +183,7 @@ const char* attention_name(AttentionKind attn) {
     case AttentionKind::kNaive: return "naive";
     case AttentionKind::kFusedQkv: return "fused_qkv";
     case AttentionKind::kBaddbmm: return "baddbmm";
+    case AttentionKind::kMemoryEfficient: return "memory_efficient";
   }
   return "?";
 }

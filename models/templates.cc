@@ -1,4 +1,5 @@
 #include "models/templates.h"
+#include "models/fused_lm_head.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +59,10 @@ void finish(const ModelSpec& spec, const Config& config, int world_size, Templat
   SLAPO_CHECK(!(config.contains("ckpt_ratio") && config.contains("ckpt_layers")),
               ErrorCode::kInvalidArgument,
               "give either knob 'ckpt_ratio' or 'ckpt_layers', not both");
+  const Value* fused_loss = config.find("fused_lm_loss");
+  SLAPO_CHECK(!(fused_loss && std::get<bool>(*fused_loss) && tp > 1), ErrorCode::kInvalidArgument,
+              "knob 'fused_lm_loss': not with tp > 1 yet (a vocabulary-parallel cross-entropy is "
+              "not built)");
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
     const Value* fuse = config.find(knob);
     SLAPO_CHECK(
@@ -287,21 +292,29 @@ int64_t checkpointed_blocks(const ModelSpec& spec, const Config& config) {
 }
 
 std::string attention_type(AttentionKind attn) {
-  return c10::demangle(attn == AttentionKind::kFusedQkv ? typeid(FusedQkvAttentionImpl).name()
-                                                        : typeid(OnePassAttentionImpl).name());
+  switch (attn) {
+    case AttentionKind::kFusedQkv: return c10::demangle(typeid(FusedQkvAttentionImpl).name());
+    case AttentionKind::kMemoryEfficient:
+      return c10::demangle(typeid(MemoryEfficientAttentionImpl).name());
+    default: return c10::demangle(typeid(OnePassAttentionImpl).name());
+  }
 }
 
 void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name) {
   auto original = std::dynamic_pointer_cast<AttentionImpl>(target.module());
-  const bool fused = type_name == c10::demangle(typeid(FusedQkvAttentionImpl).name());
-  const bool one_pass = type_name == c10::demangle(typeid(OnePassAttentionImpl).name());
-  SLAPO_CHECK((fused || one_pass) && original != nullptr, ErrorCode::kInvalidArgument,
-              "cannot replace '", target.path(), "' by ", type_name,
+  auto is = [&](const std::type_info& t) { return type_name == c10::demangle(t.name()); };
+  const bool fused = is(typeid(FusedQkvAttentionImpl));
+  const bool one_pass = is(typeid(OnePassAttentionImpl));
+  const bool memory_efficient = is(typeid(MemoryEfficientAttentionImpl));
+  SLAPO_CHECK((fused || one_pass || memory_efficient) && original != nullptr,
+              ErrorCode::kInvalidArgument, "cannot replace '", target.path(), "' by ", type_name,
               ": the zoo makes attention variants from an original attention only");
   if (fused)
     target.replace(FusedQkvAttention(*original));
-  else
+  else if (one_pass)
     target.replace(OnePassAttention(*original));
+  else
+    target.replace(MemoryEfficientAttention(*original));
 }
 
 void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const std::string& name,
@@ -320,6 +333,8 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
   auto block = [&](int64_t i) { return family.blocks + "." + std::to_string(i); };
   if (const FamilyRegistration* own = registered_family(family.name)) {
     // A program's own family: its primitives, then the checkpoints and cuts on its blocks.
+    SLAPO_CHECK(!c.fused_lm_loss, ErrorCode::kInvalidArgument, "knob 'fused_lm_loss': family '",
+                family.name, "' is a program's own (its head and loss are its own)");
     if (own->apply) own->apply(sch, spec, c);
     for (int64_t i = 0; i < c.checkpointed_blocks; ++i) sch[block(i)].checkpoint();
     for (int64_t begin : c.parallel.cuts) sch[block(begin - 1)].cut_pipeline_stage();
@@ -343,6 +358,7 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
       replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(c.attn));
   }
   apply_fusions(sch, spec, c);
+  if (c.fused_lm_loss) sch["head"].replace(fused_lm_head(*sch["head"].module()));
   for (int64_t i = 0; i < c.checkpointed_blocks; ++i) sch[block(i)].checkpoint();
   for (int64_t begin : c.parallel.cuts) sch[block(begin - 1)].cut_pipeline_stage();
 }

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "models/blocks.h"
+#include "models/fused_lm_head.h"
 #include "models/llama.h"
 #include "models/model_registry.h"
 #include "models/token_embedding.h"
@@ -37,6 +38,17 @@ class ZooModel : public schedule::SlotModule, public schedule::Pipelined {
     return epilogue(call(body_slot(), prologue(tokens)));
   }
   std::string body_slot() const override { return body_; }
+  // With the LM head fused with the loss (template knob fused_lm_loss), a training step's loss
+  // comes from the final norm's output without the logits. The fused loss is the zoo's language
+  // model loss, which is what `loss` is for every zoo family.
+  torch::Tensor epilogue_loss(const schedule::Values& carried, const torch::Tensor& targets,
+                              const schedule::LossFn& loss) override {
+    if (has_slot("head") && has_slot("ln_f")) {
+      if (auto* fused = dynamic_cast<FusedLmHeadImpl*>(slot("head").module.ptr().get()))
+        return fused->loss(call("ln_f", carried.at(0)), targets);
+    }
+    return schedule::Pipelined::epilogue_loss(carried, targets, loss);
+  }
 
  protected:
   explicit ZooModel(std::string body) : body_(std::move(body)) {}
@@ -172,25 +184,44 @@ std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_
              spec.family, "'");
 }
 
-torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens) {
-  // A zoo model or a registered family's: prologue, the body through its slot (so that what the
-  // schedule put on the blocks applies), epilogue.
+namespace {
+
+schedule::Pipelined& pipelined_of(schedule::SlotModule& model, const char* what) {
   auto* pipelined = dynamic_cast<schedule::Pipelined*>(&model);
-  SLAPO_CHECK(pipelined != nullptr, ErrorCode::kInvalidArgument,
-              "model_forward: not a schedule::Pipelined model");
-  schedule::Values carried = pipelined->prologue_values(tokens);
-  if (carried.size() == 1) {
-    return pipelined->epilogue_values({model.call(pipelined->body_slot(), carried[0])});
-  }
+  SLAPO_CHECK(pipelined != nullptr, ErrorCode::kInvalidArgument, what,
+              ": not a schedule::Pipelined model");
+  return *pipelined;
+}
+
+// Prologue, then the body through its slot (so that what the schedule put on the blocks
+// applies): the carried tensors after the last block.
+schedule::Values model_body(schedule::SlotModule& model, schedule::Pipelined& pipelined,
+                            const torch::Tensor& tokens) {
+  schedule::Values carried = pipelined.prologue_values(tokens);
+  if (carried.size() == 1) return {model.call(pipelined.body_slot(), carried[0])};
   // Blocks that take more than the hidden state (a mask): the body's blocks through the carried
   // tensors, as a pipeline stage runs them.
   auto* body =
-      dynamic_cast<schedule::SequenceImpl*>(model.slot(pipelined->body_slot()).module.ptr().get());
-  SLAPO_CHECK(body != nullptr, ErrorCode::kInvalidArgument, "model_forward: the body slot '",
-              pipelined->body_slot(), "' is not a Sequence, so it cannot carry ", carried.size(),
+      dynamic_cast<schedule::SequenceImpl*>(model.slot(pipelined.body_slot()).module.ptr().get());
+  SLAPO_CHECK(body != nullptr, ErrorCode::kInvalidArgument, "the body slot '",
+              pipelined.body_slot(), "' is not a Sequence, so it cannot carry ", carried.size(),
               " tensors");
-  return pipelined->epilogue_values(
-      body->forward_values(std::move(carried), 0, static_cast<int64_t>(body->size())));
+  return body->forward_values(std::move(carried), 0, static_cast<int64_t>(body->size()));
+}
+
+}  // namespace
+
+torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens) {
+  // A zoo model or a registered family's.
+  schedule::Pipelined& pipelined = pipelined_of(model, "model_forward");
+  return pipelined.epilogue_values(model_body(model, pipelined, tokens));
+}
+
+torch::Tensor model_loss(
+    schedule::SlotModule& model, const torch::Tensor& tokens, const torch::Tensor& targets,
+    const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& loss) {
+  schedule::Pipelined& pipelined = pipelined_of(model, "model_loss");
+  return pipelined.epilogue_loss(model_body(model, pipelined, tokens), targets, loss);
 }
 
 torch::Tensor language_model_loss(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -14,6 +14,7 @@
 // the body into stages. Dropout is keyed (schedule/runtime/keyed_dropout.h): the masks depend on
 // the step and the sample, not on the order of execution.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,12 @@ std::shared_ptr<schedule::SlotModule> build_model(const ModelSpec& spec, uint64_
 
 // Forward of a zoo model: token ids → logits.
 torch::Tensor model_forward(schedule::SlotModule& model, const torch::Tensor& tokens);
+
+// The training loss of a zoo model, as a training step computes it: loss(logits, targets), or
+// without the logits when the schedule fused the LM head with the loss (fused_lm_loss).
+torch::Tensor model_loss(
+    schedule::SlotModule& model, const torch::Tensor& tokens, const torch::Tensor& targets,
+    const std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>& loss);
 
 // Mean token cross-entropy of `logits` [b, s, v] against `targets` [b, s].
 torch::Tensor language_model_loss(const torch::Tensor& logits, const torch::Tensor& targets);

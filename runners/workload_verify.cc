@@ -66,9 +66,13 @@ WorkloadVerifyReport verify_workload(const Workload& workload, const Config& con
       models::training_batch(spec, torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong));
   const torch::Tensor& tokens = data.inputs;
   const torch::Tensor& targets = data.targets;
+  // The loss as a training step computes it (a fused LM head skips the logits), the logits by a
+  // forward of their own: keyed dropout draws the same masks in both.
   auto run = [&](torch::nn::Module& m) {
-    torch::Tensor logits = models::model_forward(dynamic_cast<schedule::SlotModule&>(m), tokens);
-    return std::make_pair(logits, models::training_loss(spec)(logits, targets));
+    auto& model = dynamic_cast<schedule::SlotModule&>(m);
+    torch::Tensor loss = models::model_loss(model, tokens, targets, models::training_loss(spec));
+    torch::NoGradGuard no_grad;
+    return std::make_pair(models::model_forward(model, tokens), loss);
   };
   WorkloadVerifyReport report;
   report.outputs_and_grads = schedule::verify(*original, *scheduled, run, seed);

@@ -69,6 +69,21 @@ __attribute__((always_inline)) inline void row_body(const float* x, const float*
   row_loop<false, false>(x, bias, residual, out, n, e0, k0, k1, threshold, scale);
 }
 
+// The mask values themselves along one row.
+__attribute__((always_inline)) inline void mask_row_body(float* __restrict out, int64_t n,
+                                                         uint32_t e0, uint32_t k0, uint32_t k1,
+                                                         uint32_t threshold, float scale) {
+  for (int64_t j = 0; j < n; ++j) {
+    const uint32_t h = element_hash(e0 + static_cast<uint32_t>(j), k0, k1);
+    out[j] = (h >> 8) < threshold ? scale : 0.0f;
+  }
+}
+
+SLAPO_SIMD_VARIANTS(mask_row,
+                    (float* out, int64_t n, uint32_t e0, uint32_t k0, uint32_t k1,
+                     uint32_t threshold, float scale),
+                    (out, n, e0, k0, k1, threshold, scale))
+
 SLAPO_SIMD_VARIANTS(row,
                     (const float* x, const float* bias, const float* residual, float* out,
                      int64_t n, uint32_t e0, uint32_t k0, uint32_t k1, uint32_t threshold,
@@ -184,6 +199,47 @@ MaskSpec saved_mask_spec(torch::autograd::AutogradContext* ctx) {
 
 at::Tensor keyed_mask(const MaskSpec& spec, const at::Tensor& x) {
   return apply_keyed_mask(spec, at::ones_like(x, x.options().dtype(at::kFloat)), {}, {});
+}
+
+at::Tensor keyed_mask_block(const MaskSpec& spec, int64_t batch, int64_t heads, int64_t seq,
+                            int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  SLAPO_CHECK(spec.parts == 1 || spec.axis == 1, ErrorCode::kInvalidArgument,
+              "attention dropout: probabilities sharded along axis ", spec.axis,
+              ", not along the heads (axis 1)");
+  SLAPO_CHECK(row0 >= 0 && col0 >= 0 && row0 + rows <= seq && col0 + cols <= seq,
+              ErrorCode::kInvalidArgument, "attention dropout: block rows [", row0, ", ",
+              row0 + rows, ") × columns [", col0, ", ", col0 + cols, ") outside ", seq, " × ",
+              seq);
+  // The full sample's heads: this rank's are the slice `rank` of `parts` unless it draws its own.
+  const bool slice = spec.parts > 1 && !spec.independent;
+  const int64_t full_heads = slice ? heads * spec.parts : heads;
+  const int64_t first_head = slice ? spec.rank * heads : 0;
+  SLAPO_CHECK(full_heads * seq * seq < (int64_t{1} << 32), ErrorCode::kInvalidArgument,
+              "attention dropout: ", full_heads, " heads of ", seq, " × ", seq,
+              " probabilities are too many for 32-bit element indices");
+  at::Tensor out = at::empty({batch, heads, rows, cols}, at::TensorOptions().dtype(at::kFloat));
+  if (out.numel() == 0) return out;
+  const uint32_t threshold = static_cast<uint32_t>((1.0 - spec.p) * double(1 << 24) + 0.5);
+  const float scale = static_cast<float>(1.0 / (1.0 - spec.p));
+  float* op = out.data_ptr<float>();
+  const int64_t total_rows = batch * heads * rows;
+  at::parallel_for(0, total_rows, std::max<int64_t>(1, 4096 / cols), [&](int64_t begin,
+                                                                         int64_t end) {
+    int64_t sample = -1;
+    uint32_t k0 = 0, k1 = 0;
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / (heads * rows), h = (r / rows) % heads, i = r % rows;
+      if (b != sample) {
+        sample = b;
+        const uint64_t key = sample_key(spec, spec.key.sample_offset + b);
+        k0 = static_cast<uint32_t>(key);
+        k1 = static_cast<uint32_t>(key >> 32);
+      }
+      const int64_t e0 = ((first_head + h) * seq + row0 + i) * seq + col0;
+      mask_row(op + r * cols, cols, static_cast<uint32_t>(e0), k0, k1, threshold, scale);
+    }
+  });
+  return out;
 }
 
 }  // namespace slapo::schedule

@@ -13,7 +13,7 @@
 
 #include <ATen/core/Tensor.h>
 
-#include "schedule/runtime/keyed_dropout.h"
+#include "schedule/kernels/dropout_key.h"
 
 namespace torch::autograd {
 struct AutogradContext;
@@ -46,5 +46,13 @@ MaskSpec saved_mask_spec(torch::autograd::AutogradContext* ctx);
 
 // The mask itself as 0 or 1/(1 − p), in x's shape (for tests).
 at::Tensor keyed_mask(const MaskSpec& spec, const at::Tensor& x);
+
+// The mask of one block of attention probabilities, as 0 or 1/(1 − p): rows [row0, row0 + rows)
+// and columns [col0, col0 + cols) of every head of a [batch, heads, seq, seq] tensor — the
+// elements that apply_keyed_mask draws for the whole tensor (sharded along the heads, axis 1, as
+// `spec` says). A blocked attention kernel masks its blocks with it and never holds seq × seq.
+// Returns [batch, heads, rows, cols] float32.
+at::Tensor keyed_mask_block(const MaskSpec& spec, int64_t batch, int64_t heads, int64_t seq,
+                            int64_t row0, int64_t rows, int64_t col0, int64_t cols);
 
 }  // namespace slapo::schedule

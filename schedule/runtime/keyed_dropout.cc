@@ -65,6 +65,12 @@ TORCH_LIBRARY(slapo, m) {
 TORCH_LIBRARY_IMPL(slapo, CPU, m) { m.impl("keyed_dropout", keyed_dropout_cpu); }
 TORCH_LIBRARY_IMPL(slapo, Autograd, m) { m.impl("keyed_dropout", keyed_dropout_autograd); }
 
+std::optional<MaskSpec> KeyedDropoutImpl::mask_spec_now() const {
+  if (!is_training() || p_ == 0) return std::nullopt;
+  return mask_spec_in_scope(p_, static_cast<int64_t>(seed_), axis_, parts_, rank_,
+                            independent_ || forked_);
+}
+
 torch::Tensor KeyedDropoutImpl::forward(const torch::Tensor& x) {
   if (!is_training() || p_ == 0 || x.numel() == 0) return x;
   static const auto op =

@@ -29,6 +29,7 @@
 #include <optional>
 
 #include "schedule/kernels/dropout_key.h"
+#include "schedule/kernels/keyed_mask.h"
 
 #include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
@@ -52,6 +53,10 @@ class KeyedDropoutImpl : public torch::nn::Cloneable<KeyedDropoutImpl> {
   }
   uint64_t seed() const { return seed_; }
   double p() const { return p_; }
+  // The mask a forward would draw now (keyed by the current dropout scope), for a kernel that
+  // applies this dropout inside its own loop (models::MemoryEfficientAttention); nullopt when a
+  // forward would draw none (eval mode, p = 0).
+  std::optional<MaskSpec> mask_spec_now() const;
 
  private:
   double p_;

@@ -231,8 +231,7 @@ void PipelineRunner::forward(MicroBatch& mb, const torch::Tensor& inputs,
   const auto [begin, end] = plan_.blocks[static_cast<size_t>(stage_)];
   Values y = body.forward_values(std::move(x), begin, end);
   if (last()) {
-    torch::Tensor out = pipelined_->epilogue_values(y);
-    mb.loss = loss(out, targets.narrow(0, mb.begin, mb.size)) /
+    mb.loss = pipelined_->epilogue_loss(y, targets.narrow(0, mb.begin, mb.size), loss) /
               static_cast<double>(options_.micro_batches);
   } else {
     send_values(y, stage_ + 1, static_cast<int>(2 * mb.index));

@@ -30,6 +30,10 @@
 
 namespace slapo::schedule {
 
+// The loss of one micro-batch: (the epilogue's output, targets) → a scalar mean.
+using LossFn =
+    std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& targets)>;
+
 class Pipelined {
  public:
   virtual ~Pipelined() = default;
@@ -47,6 +51,12 @@ class Pipelined {
   // epilogue receives them after the last block.
   virtual Values prologue_values(const torch::Tensor& input) { return {prologue(input)}; }
   virtual torch::Tensor epilogue_values(const Values& carried) { return epilogue(carried.at(0)); }
+  // The loss of a training step from the carried tensors: loss(epilogue, targets), unless the
+  // model computes it another way (a fused LM head and cross-entropy, models/fused_lm_head.h).
+  virtual torch::Tensor epilogue_loss(const Values& carried, const torch::Tensor& targets,
+                                      const LossFn& loss) {
+    return loss(epilogue_values(carried), targets);
+  }
 };
 
 // The most tensors a stage passes to the next.
@@ -76,10 +86,6 @@ struct PipelineOptions {
   int64_t micro_batches = 1;
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
 };
-
-// The loss of one micro-batch: (the epilogue's output, targets) → a scalar mean.
-using LossFn =
-    std::function<torch::Tensor(const torch::Tensor& output, const torch::Tensor& targets)>;
 
 // Where a stage's time went during the last run(): the bubble is the time spent waiting for a
 // neighbour.

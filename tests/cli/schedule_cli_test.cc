@@ -41,6 +41,25 @@ TEST(VerifyCliTest, TheFusedOptimizerFollowsAdamWsCurveExactly) {
       << t.out << t.err;
 }
 
+TEST(VerifyCliTest, TheFusedLmLossComputesTheSameLossAndGradients) {
+  for (const char* model : {"gpt-tiny", "llama-tiny"}) {
+    const std::string space = write_temp(
+        std::string("fused-lm-") + model + ".toml",
+        std::string("[workload]\nmodel = '") + model +
+            "'\n[knobs]\nfused_lm_loss = { values = [false, true] }\ntp = { values = [1, 2] }\n");
+    Outcome r = run("verify --space " + space + " --config '{\"fused_lm_loss\": true, \"tp\": 1}'");
+    EXPECT_EQ(r.exit_code, 0) << model << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("sch[\"head\"].replace(slapo::models::FusedLmHeadImpl)"),
+              std::string::npos)
+        << r.out;
+    Outcome tp = run("verify --space " + space +
+                     " --nproc 2 --config '{\"fused_lm_loss\": true, \"tp\": 2}'");
+    EXPECT_EQ(tp.exit_code, 2) << tp.out << tp.err;
+    EXPECT_NE(tp.err.find("knob 'fused_lm_loss': not with tp > 1 yet"), std::string::npos)
+        << tp.err;
+  }
+}
+
 TEST(VerifyCliTest, ConfigFromAFile) {
   const std::string config = write_temp("best.json", "{\"ckpt_ratio\": 0.5, \"attn\": \"naive\"}");
   Outcome r = run("verify --space " + kSpace + " --config @" + config + " --steps 1");

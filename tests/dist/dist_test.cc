@@ -204,15 +204,26 @@ INSTANTIATE_TEST_SUITE_P(
             "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"baddbmm\", \"ckpt_ratio\": 1.0, \"pipeline_schedule\": "
             "\"gpipe\", \"micro_batches\": 4" SHARDS("row_col", "col_row", "vocab") "}",
             2},
+        // The blocked attention kernel: dropout masks drawn on each rank's heads, checkpointed
+        // blocks recomputing it; causal (GPT) and bidirectional (BERT).
+        Layout{
+            "tp2_memory_efficient", "gpt-tiny-parallel.toml",
+            "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"attn\": \"memory_efficient\", \"ckpt_ratio\": 0.5, \"pipeline_schedule\": "
+            "\"1f1b\", \"micro_batches\": 2" SHARDS("col_row", "col_row", "vocab") "}",
+            2},
+        Layout{
+            "bert_tp2_memory_efficient_row_col", "bert-tiny-parallel.toml",
+            "{\"tp\": 2, \"pp\": 1, \"dp\": 1, \"micro_batches\": 2, \"cuts\": [], \"attn\": \"memory_efficient\", \"attn_shard\": \"row_col\", \"mlp_shard\": \"col_row\", \"embed_shard\": \"vocab\"}",
+            2},
         Layout{
             "bert_tp2_pp2", "bert-tiny-parallel.toml",
-            "{\"tp\": 2, \"pp\": 2, \"dp\": 1, \"micro_batches\": 1, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}",
+            "{\"tp\": 2, \"pp\": 2, \"dp\": 1, \"micro_batches\": 1, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\", \"attn\": \"naive\"}",
             4},
         // The masked-LM loss of equal parts (micro-batches, data-parallel shards) averages to the
         // whole batch's: every sequence predicts the same number of positions.
         Layout{
             "bert_pp2_dp2_micro_batches", "bert-tiny-parallel.toml",
-            "{\"tp\": 1, \"pp\": 2, \"dp\": 2, \"micro_batches\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\"}",
+            "{\"tp\": 1, \"pp\": 2, \"dp\": 2, \"micro_batches\": 2, \"cuts\": [1], \"attn_shard\": \"col_row\", \"mlp_shard\": \"row_col\", \"embed_shard\": \"vocab\", \"attn\": \"naive\"}",
             4},
         // LLaMA: RMSNorm, rotary, SwiGLU (gate and up split together), 4 query heads sharing 2
         // key/value heads (each rank one key/value head and its two query heads), untied head.

@@ -176,12 +176,15 @@ TEST_P(ReplaceTest, OutputsAndGradientsWithin1e6) {
 
 INSTANTIATE_TEST_SUITE_P(EveryAttention, ReplaceTest,
                          ::testing::Combine(::testing::Values("gpt-tiny", "bert-tiny"),
-                                            ::testing::Values("fused_qkv", "baddbmm")));
+                                            ::testing::Values("fused_qkv", "baddbmm",
+                                                              "memory_efficient")));
 
-TEST(NumericsTest, TwentyAdamWStepsFollowTheSameLossCurve) {
+class LossCurveTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LossCurveTest, TwentyAdamWStepsFollowTheSameLossCurve) {
   Fixture f = make("gpt-tiny");
   models::apply_template(*f.sch, f.spec, "gpt",
-                         config(R"({"ckpt_ratio": 0.5, "attn": "baddbmm"})"));
+                         config(R"({"ckpt_ratio": 0.5, "attn": ")" + GetParam() + "\"}"));
   auto train = [&](SlotModule& model) {
     torch::optim::AdamW optimizer(unique_parameters(model), torch::optim::AdamWOptions(1e-3));
     std::vector<double> losses;
@@ -202,6 +205,9 @@ TEST(NumericsTest, TwentyAdamWStepsFollowTheSameLossCurve) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5) << "step " << i;
   EXPECT_LT(a.back(), a.front());  // it trains
 }
+
+INSTANTIATE_TEST_SUITE_P(Attention, LossCurveTest,
+                         ::testing::Values("baddbmm", "memory_efficient"));
 
 TEST(NumericsTest, TemplateRejectsUnknownKnobsBeforeBuilding) {
   Fixture f = make("mlp-tiny");

@@ -13,6 +13,7 @@
 #include "models/zoo.h"
 #include "schedule/kernels/fused_adamw.h"
 #include "schedule/kernels/fused_kernels.h"
+#include "schedule/kernels/fused_lm_loss.h"
 #include "schedule/kernels/keyed_mask.h"
 #include "schedule/kernels/simd_dispatch.h"
 #include "schedule/language/build.h"
@@ -513,6 +514,43 @@ TEST(FusedAdamWTest, WhatTheKernelDoesNotCoverIsLibTorchsAdamW) {
   }
   EXPECT_TRUE(torch::equal(a, b));
   EXPECT_FALSE(torch::equal(a, start));
+}
+
+// The fused LM head + cross-entropy against matmul + cross_entropy: the loss and the gradients of
+// the hidden states, the weight and the bias, with ignored targets, at chunk sizes that divide the
+// tokens, that do not, and that hold them all.
+TEST(FusedLmLossTest, LossAndGradientsAreTheUnfusedOnes) {
+  torch::manual_seed(2);
+  const torch::Tensor h0 = torch::randn({3, 7, 16}), w0 = torch::randn({50, 16}) * 0.3,
+                      b0 = torch::randn({50}) * 0.1;
+  torch::Tensor targets = torch::randint(50, {3, 7}, torch::kLong);
+  targets[0][2] = -100;
+  targets[2][6] = -100;
+  auto leaves = [&] {
+    return std::vector<torch::Tensor>{h0.clone().requires_grad_(true),
+                                      w0.clone().requires_grad_(true),
+                                      b0.clone().requires_grad_(true)};
+  };
+  auto want = leaves();
+  torch::Tensor logits = torch::matmul(want[0], want[1].t()) + want[2];
+  torch::Tensor expected =
+      torch::nn::functional::cross_entropy(logits.reshape({-1, 50}), targets.reshape({-1}));
+  (expected * 3).backward();
+  for (int64_t chunk : {1, 4, 21, 0}) {
+    auto got = leaves();
+    torch::Tensor loss = linear_cross_entropy(got[0], got[1], got[2], targets, -100, chunk);
+    (loss * 3).backward();
+    expect_same(loss, expected, 1e-6, 1e-6, "loss");
+    expect_same(got[0].grad(), want[0].grad(), 1e-5, 1e-6, "hidden's gradient");
+    expect_same(got[1].grad(), want[1].grad(), 1e-5, 1e-6, "weight's gradient");
+    expect_same(got[2].grad(), want[2].grad(), 1e-5, 1e-6, "bias' gradient");
+  }
+  // Without a bias, and without gradients (eval): the same loss.
+  torch::NoGradGuard no_grad;
+  const torch::Tensor plain = torch::nn::functional::cross_entropy(
+      torch::matmul(h0, w0.t()).reshape({-1, 50}), targets.reshape({-1}));
+  expect_same(linear_cross_entropy(h0, w0, torch::Tensor(), targets), plain, 1e-6, 1e-6,
+              "loss without bias");
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryLevel, FusedKernelTest,
