@@ -151,8 +151,7 @@ torch::Tensor MemoryEfficientAttentionImpl::forward(const torch::Tensor& x) {
   mask.causal = options_.causal;
   mask.window = options_.window;
   mask.scale = options_.scaled ? 1.0 / std::sqrt(static_cast<double>(d)) : 1.0;
-  torch::Tensor y =
-      schedule::memory_efficient_attention(q, k, v, mask, drop->mask_spec_now());
+  torch::Tensor y = schedule::memory_efficient_attention(q, k, v, mask, drop->mask_spec_now());
   return call("resid_drop", call("out_proj", merge_heads(y)));
 }
 

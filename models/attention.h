@@ -6,7 +6,8 @@
 //   fused_qkv  FusedQkvAttentionImpl: one projection for q, k and v (one GEMM instead of three)
 //   baddbmm    OnePassAttentionImpl: scale, mask and score in one baddbmm, softmax in place
 //   memory_efficient  MemoryEfficientAttentionImpl: blocked over keys with an online softmax,
-//              the seq × seq probabilities never kept (schedule/kernels/memory_efficient_attention.h)
+//              the seq × seq probabilities never kept
+//              (schedule/kernels/memory_efficient_attention.h)
 //
 // All four compute the same function with the same dropout draws, so a model scheduled with any
 // of them matches the original (tests/models).

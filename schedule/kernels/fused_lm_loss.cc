@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include <ATen/ATen.h>
-#include <torch/csrc/autograd/custom_function.h>
 #include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include "core/error.h"
 
@@ -87,8 +87,8 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
   const int64_t chunk =
       chunk_tokens > 0 ? chunk_tokens : std::max<int64_t>(1, (int64_t{4} << 20) / vocab);
   const bool with_grad =
-      at::GradMode::is_enabled() &&
-      (hidden.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+      at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad() ||
+                                     (bias.defined() && bias.requires_grad()));
   const at::Tensor bias_or_empty = bias.defined() ? bias : at::empty({0}, weight.options());
   return LinearCrossEntropy::apply(hidden.reshape({-1, hidden.size(-1)}), weight, bias_or_empty,
                                    targets.reshape({-1}), ignore_index, chunk, with_grad)[0];

@@ -208,8 +208,7 @@ at::Tensor keyed_mask_block(const MaskSpec& spec, int64_t batch, int64_t heads, 
               ", not along the heads (axis 1)");
   SLAPO_CHECK(row0 >= 0 && col0 >= 0 && row0 + rows <= seq && col0 + cols <= seq,
               ErrorCode::kInvalidArgument, "attention dropout: block rows [", row0, ", ",
-              row0 + rows, ") × columns [", col0, ", ", col0 + cols, ") outside ", seq, " × ",
-              seq);
+              row0 + rows, ") × columns [", col0, ", ", col0 + cols, ") outside ", seq, " × ", seq);
   // The full sample's heads: this rank's are the slice `rank` of `parts` unless it draws its own.
   const bool slice = spec.parts > 1 && !spec.independent;
   const int64_t full_heads = slice ? heads * spec.parts : heads;
@@ -223,22 +222,22 @@ at::Tensor keyed_mask_block(const MaskSpec& spec, int64_t batch, int64_t heads, 
   const float scale = static_cast<float>(1.0 / (1.0 - spec.p));
   float* op = out.data_ptr<float>();
   const int64_t total_rows = batch * heads * rows;
-  at::parallel_for(0, total_rows, std::max<int64_t>(1, 4096 / cols), [&](int64_t begin,
-                                                                         int64_t end) {
-    int64_t sample = -1;
-    uint32_t k0 = 0, k1 = 0;
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t b = r / (heads * rows), h = (r / rows) % heads, i = r % rows;
-      if (b != sample) {
-        sample = b;
-        const uint64_t key = sample_key(spec, spec.key.sample_offset + b);
-        k0 = static_cast<uint32_t>(key);
-        k1 = static_cast<uint32_t>(key >> 32);
-      }
-      const int64_t e0 = ((first_head + h) * seq + row0 + i) * seq + col0;
-      mask_row(op + r * cols, cols, static_cast<uint32_t>(e0), k0, k1, threshold, scale);
-    }
-  });
+  at::parallel_for(
+      0, total_rows, std::max<int64_t>(1, 4096 / cols), [&](int64_t begin, int64_t end) {
+        int64_t sample = -1;
+        uint32_t k0 = 0, k1 = 0;
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t b = r / (heads * rows), h = (r / rows) % heads, i = r % rows;
+          if (b != sample) {
+            sample = b;
+            const uint64_t key = sample_key(spec, spec.key.sample_offset + b);
+            k0 = static_cast<uint32_t>(key);
+            k1 = static_cast<uint32_t>(key >> 32);
+          }
+          const int64_t e0 = ((first_head + h) * seq + row0 + i) * seq + col0;
+          mask_row(op + r * cols, cols, static_cast<uint32_t>(e0), k0, k1, threshold, scale);
+        }
+      });
   return out;
 }
 

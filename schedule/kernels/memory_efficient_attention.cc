@@ -111,10 +111,10 @@ struct MemoryEfficientAttention : public torch::autograd::Function<MemoryEfficie
     const bool with_dropout = ctx->saved_data["with_dropout"].toBool();
     const MaskSpec spec = with_dropout ? saved_mask_spec(ctx) : MaskSpec{};
     const int64_t bh = q.size(0), seq = q.size(1), edge = ctx->saved_data["edge"].toInt();
-    const Blocking blocks{seq, edge,
-                          AttentionMask{ctx->saved_data["causal"].toBool(),
-                                        ctx->saved_data["window"].toInt(),
-                                        ctx->saved_data["scale"].toDouble()}};
+    const Blocking blocks{
+        seq, edge,
+        AttentionMask{ctx->saved_data["causal"].toBool(), ctx->saved_data["window"].toInt(),
+                      ctx->saved_data["scale"].toDouble()}};
     const at::Tensor d_out = grad_outputs[0].contiguous();
     // D_i = Σ_j P_ij dP_ij = dO_i · O_i (with dropout too: O = (P ∘ M) V).
     const at::Tensor d = (d_out * out).sum(-1, /*keepdim=*/true);
@@ -163,8 +163,8 @@ int64_t default_edge(int64_t heads_times_batch, int64_t seq) {
 
 }  // namespace
 
-at::Tensor memory_efficient_attention(const at::Tensor& q, const at::Tensor& k,
-                                      const at::Tensor& v, const AttentionMask& mask,
+at::Tensor memory_efficient_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const AttentionMask& mask,
                                       const std::optional<MaskSpec>& dropout, int64_t block) {
   SLAPO_CHECK(q.dim() == 4 && k.sizes() == q.sizes() && v.sizes() == q.sizes(),
               ErrorCode::kInvalidArgument,
@@ -179,7 +179,9 @@ at::Tensor memory_efficient_attention(const at::Tensor& q, const at::Tensor& k,
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), dim = q.size(3);
   if (q.numel() == 0) return at::empty_like(q);
   const int64_t edge = block > 0 ? std::min(block, seq) : default_edge(batch * heads, seq);
-  auto fold = [&](const at::Tensor& t) { return t.reshape({batch * heads, seq, dim}).contiguous(); };
+  auto fold = [&](const at::Tensor& t) {
+    return t.reshape({batch * heads, seq, dim}).contiguous();
+  };
   const bool with_dropout = dropout.has_value() && dropout->p > 0;
   const at::Tensor out = MemoryEfficientAttention::apply(
       fold(q), fold(k), fold(v), batch, mask.causal, mask.window, mask.scale, edge, with_dropout,

@@ -34,8 +34,8 @@ struct AttentionMask {
 // any) is the probabilities' dropout, its mask keyed as spec says (heads sharded along axis 1).
 // `block` (≥ 1) is the edge of a square block of scores computed at a time; 0 picks one so that a
 // block of every head holds about 4 Mi scores. Differentiable in q, k and v.
-at::Tensor memory_efficient_attention(const at::Tensor& q, const at::Tensor& k,
-                                      const at::Tensor& v, const AttentionMask& mask,
+at::Tensor memory_efficient_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                      const AttentionMask& mask,
                                       const std::optional<MaskSpec>& dropout, int64_t block = 0);
 
 }  // namespace slapo::schedule

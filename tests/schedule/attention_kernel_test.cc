@@ -95,7 +95,8 @@ TEST_P(MemoryEfficientAttentionTest, OutputsAndGradientsAreThoseOfPlainAttention
           << what << ": output differs by " << (out - expected).abs().max().item<float>();
       for (size_t t = 0; t < 3; ++t) {
         EXPECT_TRUE(torch::allclose(got[t].grad(), want[t].grad(), 1e-4, 1e-5))
-            << what << ": gradient of " << "qkv"[t] << " differs by "
+            << what << ": gradient of "
+            << "qkv"[t] << " differs by "
             << (got[t].grad() - want[t].grad()).abs().max().item<float>();
       }
     }
