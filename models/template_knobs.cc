@@ -120,7 +120,7 @@ std::vector<TemplateKnob> make_table() {
       });
   row("fused_lm_loss", KnobKind::kBool, {}, "false",
       "the LM head and the cross-entropy in one, over chunks of tokens: the tokens × vocabulary "
-      "logits are never kept (not with tp > 1)",
+      "logits are never kept (under tp, vocabulary-parallel; not with embed_shard = hidden)",
       false, with_final_norm_and_head, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fused_lm_loss = std::get<bool>(v);
       });

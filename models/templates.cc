@@ -59,10 +59,11 @@ void finish(const ModelSpec& spec, const Config& config, int world_size, Templat
   SLAPO_CHECK(!(config.contains("ckpt_ratio") && config.contains("ckpt_layers")),
               ErrorCode::kInvalidArgument,
               "give either knob 'ckpt_ratio' or 'ckpt_layers', not both");
-  const Value* fused_loss = config.find("fused_lm_loss");
-  SLAPO_CHECK(!(fused_loss && std::get<bool>(*fused_loss) && tp > 1), ErrorCode::kInvalidArgument,
-              "knob 'fused_lm_loss': not with tp > 1 yet (a vocabulary-parallel cross-entropy is "
-              "not built)");
+  SLAPO_CHECK(!(c->fused_lm_loss && tp > 1 && c->embed_shard == EmbedShard::kHidden),
+              ErrorCode::kInvalidArgument,
+              "knob 'fused_lm_loss': not with embed_shard = 'hidden' and tp > 1 (each rank's "
+              "logits would be partial sums, to be summed before the softmax); use vocab or "
+              "replicated");
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
     const Value* fuse = config.find(knob);
     SLAPO_CHECK(
@@ -358,7 +359,12 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
       replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(c.attn));
   }
   apply_fusions(sch, spec, c);
-  if (c.fused_lm_loss) sch["head"].replace(fused_lm_head(*sch["head"].module()));
+  if (c.fused_lm_loss) {
+    // Split by vocabulary (shard_embedding above), the loss is the vocabulary-parallel one.
+    const bool by_vocab = tp > 1 && c.embed_shard == EmbedShard::kVocab;
+    sch["head"].replace(
+        fused_lm_head(*sch["head"].module(), by_vocab ? sch.options().tp_group : nullptr));
+  }
   for (int64_t i = 0; i < c.checkpointed_blocks; ++i) sch[block(i)].checkpoint();
   for (int64_t begin : c.parallel.cuts) sch[block(begin - 1)].cut_pipeline_stage();
 }

@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "core/error.h"
+#include "schedule/runtime/communicator.h"
 
 namespace slapo::schedule {
 
@@ -16,13 +17,13 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
-  // hidden [N, H], weight [V, H], bias [V] or empty (autograd takes no undefined inputs),
-  // targets [N].
+  // hidden [N, H], weight [V_local, H], bias [V_local] or empty (autograd takes no undefined
+  // inputs), targets [N] of the whole vocabulary; `shard` says which rows of it this rank holds.
   static variable_list forward(AutogradContext* ctx, const at::Tensor& hidden,
                                const at::Tensor& weight, const at::Tensor& bias_or_empty,
                                const at::Tensor& targets, int64_t ignore_index, int64_t chunk,
-                               bool with_grad) {
-    const int64_t n = hidden.size(0);
+                               bool with_grad, VocabShard shard) {
+    const int64_t n = hidden.size(0), local_vocab = weight.size(0);
     const at::Tensor bias = bias_or_empty.numel() > 0 ? bias_or_empty : at::Tensor();
     const at::Tensor valid = targets != ignore_index;
     const int64_t count = valid.sum().item<int64_t>();
@@ -36,24 +37,36 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
     for (int64_t begin = 0; begin < n; begin += chunk) {
       const int64_t rows = std::min(chunk, n - begin);
       const at::Tensor h = hidden.narrow(0, begin, rows);
-      const at::Tensor t = targets.narrow(0, begin, rows);
       const at::Tensor keep = valid.narrow(0, begin, rows);
+      // The targets this rank's rows hold (index 0 stands in for the others; `mine` says which).
+      const at::Tensor local_t = targets.narrow(0, begin, rows) - shard.begin;
+      const at::Tensor mine = keep & (local_t >= 0) & (local_t < local_vocab);
+      const at::Tensor index = at::where(mine, local_t, at::zeros_like(local_t)).unsqueeze(1);
       at::Tensor logits = bias.defined() ? at::addmm(bias, h, weight.t()) : at::mm(h, weight.t());
-      const at::Tensor lse = at::logsumexp(logits, 1, /*keepdim=*/true);
-      const at::Tensor safe_t = at::where(keep, t, at::zeros_like(t)).unsqueeze(1);
-      const at::Tensor picked = logits.gather(1, safe_t);
-      loss_sum += ((lse - picked).squeeze(1) * keep).sum(at::kDouble);
+      at::Tensor max = std::get<0>(logits.max(1, /*keepdim=*/true));
+      if (shard.group) shard.group->all_reduce(max, ReduceOp::kMax);
+      // [Σ exp(logit − max), the target's logit]: one sum over the group for both.
+      at::Tensor sums = at::empty({rows, 2}, logits.options());
+      sums.select(1, 1).copy_(logits.gather(1, index).squeeze(1) * mine);
+      logits.sub_(max).exp_();
+      sums.select(1, 0).copy_(logits.sum(1));
+      if (shard.group) shard.group->all_reduce(sums);
+      const at::Tensor sum_exp = sums.select(1, 0).unsqueeze(1);
+      const at::Tensor lse = max.squeeze(1) + sum_exp.squeeze(1).log();
+      loss_sum += ((lse - sums.select(1, 1)) * keep).sum(at::kDouble);
       if (!with_grad) continue;
       // d(loss)/d(logits) = (softmax − onehot(target)) / count for kept tokens, 0 for ignored;
-      // in place, in the chunk's logits.
-      logits.sub_(lse).exp_();
-      logits.scatter_add_(1, safe_t, at::full({rows, 1}, -1.0, logits.options()));
+      // in place, in the chunk's logits (which hold exp(logit − max)).
+      logits.div_(sum_exp);
+      logits.scatter_add_(1, index, -mine.to(logits.scalar_type()).unsqueeze(1));
       logits.mul_(keep.unsqueeze(1).to(logits.scalar_type()) / static_cast<double>(count));
       at::Tensor grad_rows = grad_hidden.narrow(0, begin, rows);
       at::mm_out(grad_rows, logits, weight);
       grad_weight.addmm_(logits.t(), h);
       if (bias.defined()) grad_bias.add_(logits.sum(0));
     }
+    // Each rank's part of the hidden states' gradient is through its rows of the vocabulary.
+    if (with_grad && shard.group) shard.group->all_reduce(grad_hidden);
     ctx->saved_data["grad_hidden"] = grad_hidden;
     ctx->saved_data["grad_weight"] = grad_weight;
     ctx->saved_data["grad_bias"] = grad_bias;
@@ -68,7 +81,7 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
       return t.defined() ? t * g : at::Tensor();
     };
     return {scaled("grad_hidden"), scaled("grad_weight"), scaled("grad_bias"), at::Tensor(),
-            at::Tensor(),          at::Tensor(),          at::Tensor()};
+            at::Tensor(),          at::Tensor(),          at::Tensor(),        at::Tensor()};
   }
 };
 
@@ -76,7 +89,8 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
 
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight,
                                 const at::Tensor& bias, const at::Tensor& targets,
-                                int64_t ignore_index, int64_t chunk_tokens) {
+                                int64_t ignore_index, int64_t chunk_tokens,
+                                const VocabShard& shard) {
   SLAPO_CHECK(weight.dim() == 2 && hidden.size(-1) == weight.size(1), ErrorCode::kInvalidArgument,
               "linear_cross_entropy: hidden ", hidden.sizes(), " and weight ", weight.sizes(),
               " do not multiply");
@@ -91,7 +105,7 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
                                      (bias.defined() && bias.requires_grad()));
   const at::Tensor bias_or_empty = bias.defined() ? bias : at::empty({0}, weight.options());
   return LinearCrossEntropy::apply(hidden.reshape({-1, hidden.size(-1)}), weight, bias_or_empty,
-                                   targets.reshape({-1}), ignore_index, chunk, with_grad)[0];
+                                   targets.reshape({-1}), ignore_index, chunk, with_grad, shard)[0];
 }
 
 }  // namespace slapo::schedule

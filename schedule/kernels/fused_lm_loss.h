@@ -17,13 +17,27 @@
 
 namespace slapo::schedule {
 
+class Communicator;
+
+// The LM head split by vocabulary over a tensor-parallel group (Megatron's vocabulary-parallel
+// cross-entropy): this rank holds rows [begin, begin + weight.size(0)) of the [vocab, hidden]
+// weight (and of the bias). The log-sum-exp is taken across the group (a max and a sum per token),
+// the target's logit comes from the rank that holds it, and the hidden states' gradient is summed
+// over the group; every rank returns the whole loss.
+struct VocabShard {
+  Communicator* group = nullptr;  // null: the weight is the whole vocabulary
+  int64_t begin = 0;
+};
+
 // The mean cross-entropy of logits = hidden · weightᵀ (+ bias) against `targets`, over the
 // targets that are not `ignore_index` — what cross_entropy(logits.view(-1, V), targets.view(-1))
 // computes. hidden: [..., H] float32; weight: [V, H]; bias: [V] or undefined; targets: [...]
 // int64 in [0, V) or ignore_index. Differentiable in hidden, weight and bias. `chunk_tokens`
-// (≥ 1) tokens' logits are alive at a time; 0 picks about 4 Mi logits.
+// (≥ 1) tokens' logits are alive at a time; 0 picks about 4 Mi logits. With a `shard`, weight
+// (and bias) are this rank's rows of the vocabulary and every rank of the group must call it.
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight,
                                 const at::Tensor& bias, const at::Tensor& targets,
-                                int64_t ignore_index = -100, int64_t chunk_tokens = 0);
+                                int64_t ignore_index = -100, int64_t chunk_tokens = 0,
+                                const VocabShard& shard = {});
 
 }  // namespace slapo::schedule

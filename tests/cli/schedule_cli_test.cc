@@ -46,17 +46,43 @@ TEST(VerifyCliTest, TheFusedLmLossComputesTheSameLossAndGradients) {
     const std::string space = write_temp(
         std::string("fused-lm-") + model + ".toml",
         std::string("[workload]\nmodel = '") + model +
-            "'\n[knobs]\nfused_lm_loss = { values = [false, true] }\ntp = { values = [1, 2] }\n");
-    Outcome r = run("verify --space " + space + " --config '{\"fused_lm_loss\": true, \"tp\": 1}'");
+            "'\n[knobs]\nfused_lm_loss = { values = [false, true] }\ntp = { values = [1, 2] }\n"
+            "embed_shard = { choice = ['vocab', 'hidden', 'replicated'] }\n");
+    auto config = [](int tp, const char* embed) {
+      return std::string(" --config '{\"fused_lm_loss\": true, \"tp\": ") + std::to_string(tp) +
+             ", \"embed_shard\": \"" + embed + "\"}'";
+    };
+    Outcome r = run("verify --space " + space + config(1, "vocab"));
     EXPECT_EQ(r.exit_code, 0) << model << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find("sch[\"head\"].replace(slapo::models::FusedLmHeadImpl)"),
               std::string::npos)
         << r.out;
-    Outcome tp = run("verify --space " + space +
-                     " --nproc 2 --config '{\"fused_lm_loss\": true, \"tp\": 2}'");
-    EXPECT_EQ(tp.exit_code, 2) << tp.out << tp.err;
-    EXPECT_NE(tp.err.find("knob 'fused_lm_loss': not with tp > 1 yet"), std::string::npos)
-        << tp.err;
+    // Split by vocabulary over two ranks (the vocabulary-parallel loss), or replicated: the
+    // single-process model's loss and gradients on every rank.
+    for (const char* embed : {"vocab", "replicated"}) {
+      Outcome tp = run("verify --space " + space + " --nproc 2" + config(2, embed));
+      EXPECT_EQ(tp.exit_code, 0) << model << " " << embed << "\n" << tp.out << tp.err;
+      EXPECT_NE(tp.out.find("verified rank 1"), std::string::npos) << tp.out;
+    }
+    if (std::string(model) == "gpt-tiny") {
+      // Two stages of two tensor-parallel ranks: the loss on the last stage, the tied embedding
+      // (split by vocabulary) summed between the ends.
+      const std::string piped = write_temp(
+          "fused-lm-pp.toml",
+          "[workload]\nmodel = 'gpt-tiny'\n[knobs]\nfused_lm_loss = { values = [false, true] "
+          "}\ntp = { values = [2] }\npp = { values = [2] }\nmicro_batches = { "
+          "values = [2] }\n");
+      Outcome pp = run("verify --space " + piped +
+                       " --nproc 4 --config '{\"fused_lm_loss\": true, \"tp\": 2, \"pp\": 2, "
+                       "\"micro_batches\": 2}'");
+      EXPECT_EQ(pp.exit_code, 0) << pp.out << pp.err;
+      EXPECT_NE(pp.out.find("verified rank 3"), std::string::npos) << pp.out;
+    }
+    Outcome hidden = run("verify --space " + space + " --nproc 2" + config(2, "hidden"));
+    EXPECT_EQ(hidden.exit_code, 2) << hidden.out << hidden.err;
+    EXPECT_NE(hidden.err.find("knob 'fused_lm_loss': not with embed_shard = 'hidden'"),
+              std::string::npos)
+        << hidden.err;
   }
 }
 
