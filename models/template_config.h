@@ -50,6 +50,8 @@ struct TemplateConfig {
   std::optional<int64_t> batch_size;
   std::optional<int64_t> seq_len;
 
+  // The fusion knobs through traced graphs (fusion_path = "graph") instead of eager modules.
+  bool fusion_graph = false;
   bool any_fusion() const { return fuse_bias_gelu || fuse_bias_dropout_add || fuse_layer_norm; }
 };
 

@@ -103,20 +103,28 @@ std::vector<TemplateKnob> make_table() {
         c->decompose = std::get<bool>(v);
       });
   row("fuse_bias_gelu", KnobKind::kBool, {}, "false",
-      "each block traced and fc_in's bias add + GELU fused into one kernel (not with tp > 1)",
+      "fc_in's bias add + GELU in one kernel (eager: each block's mlp a FusedMlp; under tp with "
+      "mlp_shard = col_row only; graph: not with tp > 1)",
       false, with_exact_gelu, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_bias_gelu = std::get<bool>(v);
       });
   row("fuse_bias_dropout_add", KnobKind::kBool, {}, "false",
-      "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused (those Linears "
-      "decomposed; not with tp > 1)",
+      "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused "
+      "(those Linears decomposed; on either path; not with tp > 1)",
       false, with_plain_mlp, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_bias_dropout_add = std::get<bool>(v);
       });
   row("fuse_layer_norm", KnobKind::kBool, {}, "false",
-      "each block traced and its layer norms run by the project's kernel (not with tp > 1)", false,
-      with_layer_norm, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      "the layer norms run by the project's kernel (eager: each block's and ln_f a "
+      "FusedLayerNorm; graph: each block's in its graph, not with tp > 1)",
+      false, with_layer_norm, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_layer_norm = std::get<bool>(v);
+      });
+  row("fusion_path", KnobKind::kChoice, {"eager", "graph"}, "eager",
+      "how fuse_bias_gelu and fuse_layer_norm apply: eager modules calling the kernels "
+      "(replace), or each block traced and the chains fused in its graph (trace, fuse)",
+      false, with_layer_norm, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+        c->fusion_graph = std::get<std::string>(v) == "graph";
       });
   row("fused_lm_loss", KnobKind::kBool, {}, "false",
       "the LM head and the cross-entropy in one, over chunks of tokens: the tokens × vocabulary "

@@ -1,5 +1,4 @@
 #include "models/templates.h"
-#include "models/fused_lm_head.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,6 +6,9 @@
 #include "core/error.h"
 #include "core/named.h"
 #include "models/attention.h"
+#include "models/blocks.h"
+#include "models/eager_fusions.h"
+#include "models/fused_lm_head.h"
 #include "models/model_registry.h"
 #include "models/pipeline_cuts.h"
 #include "models/template_knobs.h"
@@ -64,12 +66,21 @@ void finish(const ModelSpec& spec, const Config& config, int world_size, Templat
               "knob 'fused_lm_loss': not with embed_shard = 'hidden' and tp > 1 (each rank's "
               "logits would be partial sums, to be summed before the softmax); use vocab or "
               "replicated");
+  // On the graph path every fusion is in a traced block, which cannot hold the block's
+  // tensor-parallel collectives; on the eager path only the bias + dropout + residual chain is.
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
     const Value* fuse = config.find(knob);
+    const bool traced = c->fusion_graph || std::string(knob) == "fuse_bias_dropout_add";
     SLAPO_CHECK(
-        !(fuse && std::get<bool>(*fuse) && tp > 1), ErrorCode::kInvalidArgument, "knob '", knob,
+        !(fuse && std::get<bool>(*fuse) && tp > 1 && traced), ErrorCode::kInvalidArgument, "knob '",
+        knob,
         "': not with tp > 1 yet (a traced block cannot hold its tensor-parallel collectives)");
   }
+  SLAPO_CHECK(
+      !(c->fuse_bias_gelu && !c->fusion_graph && tp > 1 && c->mlp_shard == PairShard::kRowCol),
+      ErrorCode::kInvalidArgument,
+      "knob 'fuse_bias_gelu': the eager fusion needs mlp_shard = 'col_row' under tp > 1 "
+      "(fc_in split by inputs is summed over the ranks before its bias and GELU)");
   SLAPO_CHECK(!(family.head_bias && c->embed_shard == EmbedShard::kHidden && tp > 1),
               ErrorCode::kInvalidArgument, "knob 'embed_shard': 'hidden' is not supported for ",
               family.name,
@@ -163,7 +174,10 @@ void shard_linear_pair(const std::vector<schedule::Schedule*>& firsts, schedule:
 
 void shard_mlp(schedule::Schedule& mlp, const FamilyTraits& family, PairShard layout) {
   if (!family.gated_mlp) {
-    shard_linear_pair({&mlp["fc_in"]}, mlp["fc_out"], mlp["fc_in"], layout);
+    // A FusedMlp computes fc_in's product itself, not through its slot: the input's gradient is
+    // reduced on the MLP.
+    const bool fused = std::dynamic_pointer_cast<FusedMlpImpl>(mlp.module()) != nullptr;
+    shard_linear_pair({&mlp["fc_in"]}, mlp["fc_out"], fused ? mlp : mlp["fc_in"], layout);
     return;
   }
   // Both column-split projections read the MLP's input: one reduction of its gradient, for both.
@@ -226,22 +240,49 @@ void decompose_linear(schedule::Schedule& linear) {
   if (std::dynamic_pointer_cast<torch::nn::LinearImpl>(linear.module())) linear.decompose();
 }
 
-// The fusion knobs: each block traced once (by need), the Linears whose bias a chain begins with
-// decomposed, each chosen chain fused. Comes after the attention is replaced (the replacement takes
-// over the original's out_proj as a Linear).
-void apply_fusions(schedule::Schedule& sch, const ModelSpec& spec, const TemplateConfig& c) {
-  if (!c.any_fusion()) return;
+// The fusion knobs' eager path (models/eager_fusions.h): layer norms and each block's MLP replaced
+// by modules that call the kernels. Comes before the MLP is sharded (FusedMlp's fc_out slot is the
+// one the shard's syncs go on).
+void apply_eager_fusions(schedule::Schedule& sch, const ModelSpec& spec, const TemplateConfig& c) {
+  if (c.fusion_graph) return;
+  auto layer_norms = [&](schedule::Schedule& parent) {
+    for (const auto& child : parent.module()->named_children()) {
+      if (auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(child.value()))
+        parent[child.key()].replace(FusedLayerNorm(*ln));
+    }
+  };
   for (int64_t i = 0; i < spec.layers; ++i) {
     schedule::Schedule& block = sch[blocks_path(spec) + "." + std::to_string(i)];
-    if (c.fuse_bias_gelu) decompose_linear(block["mlp.fc_in"]);
+    if (c.fuse_layer_norm) layer_norms(block);
+    if (c.fuse_bias_gelu) {
+      auto mlp = std::dynamic_pointer_cast<MlpImpl>(block["mlp"].module());
+      SLAPO_CHECK(mlp != nullptr, ErrorCode::kInvalidArgument, "knob 'fuse_bias_gelu': '",
+                  block.path(), ".mlp' is not the zoo's MLP");
+      block["mlp"].replace(FusedMlp(*mlp));
+    }
+  }
+  if (c.fuse_layer_norm) layer_norms(sch);
+}
+
+// The fusions through graphs: each block traced once (by need), the Linears whose bias a chain
+// begins with decomposed, each chosen chain fused — every chain on the graph path, bias + dropout
+// + residual on either. Comes after the attention is replaced (the replacement takes over the
+// original's out_proj as a Linear).
+void apply_graph_fusions(schedule::Schedule& sch, const ModelSpec& spec, const TemplateConfig& c) {
+  const bool gelu = c.fuse_bias_gelu && c.fusion_graph;
+  const bool norm = c.fuse_layer_norm && c.fusion_graph;
+  if (!gelu && !norm && !c.fuse_bias_dropout_add) return;
+  for (int64_t i = 0; i < spec.layers; ++i) {
+    schedule::Schedule& block = sch[blocks_path(spec) + "." + std::to_string(i)];
+    if (gelu) decompose_linear(block["mlp.fc_in"]);
     if (c.fuse_bias_dropout_add) {
       decompose_linear(block["mlp.fc_out"]);
       if (spec.traits().attention) decompose_linear(block["attn.out_proj"]);
     }
     block.trace();
-    if (c.fuse_bias_gelu) block.fuse("bias_gelu", "native");
+    if (gelu) block.fuse("bias_gelu", "native");
     if (c.fuse_bias_dropout_add) block.fuse("bias_dropout_add", "native");
-    if (c.fuse_layer_norm) block.fuse("layer_norm", "native");
+    if (norm) block.fuse("layer_norm", "native");
   }
 }
 
@@ -348,6 +389,7 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
         sch[block(i) + "." + linear].decompose();
     }
   }
+  apply_eager_fusions(sch, spec, c);
   if (tp > 1) {
     shard_embedding(sch, family, c.embed_shard);
     for (int64_t i = 0; i < spec.layers; ++i) {
@@ -358,7 +400,7 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
     for (int64_t i = 0; i < spec.layers; ++i)
       replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(c.attn));
   }
-  apply_fusions(sch, spec, c);
+  apply_graph_fusions(sch, spec, c);
   if (c.fused_lm_loss) {
     // Split by vocabulary (shard_embedding above), the loss is the vocabulary-parallel one.
     const bool by_vocab = tp > 1 && c.embed_shard == EmbedShard::kVocab;

@@ -86,6 +86,31 @@ TEST(VerifyCliTest, TheFusedLmLossComputesTheSameLossAndGradients) {
   }
 }
 
+// Every kernel knob at once on two tensor-parallel ranks (eager fusions, the blocked attention, the
+// vocabulary-parallel loss, the fused optimizer, checkpointed blocks): the single-process model's
+// outputs, gradients and 3-step curve on both ranks.
+TEST(VerifyCliTest, EveryKernelKnobAtTwoTensorParallelRanks) {
+  for (const char* model : {"gpt-tiny", "bert-tiny"}) {
+    const bool gpt = std::string(model) == "gpt-tiny";
+    const std::string space = write_temp(
+        std::string("kernels-") + model + ".toml",
+        std::string("[workload]\nmodel = '") + model +
+            "'\n[knobs]\ntp = { values = [1, 2] }\nfuse_bias_gelu = { values = [false, true] }\n"
+            "fuse_layer_norm = { values = [false, true] }\nfused_adamw = { values = [false, true] "
+            "}\nattn = { choice = ['naive', 'memory_efficient'] }\nckpt_ratio = { values = [0.0, "
+            "0.5] }\n" +
+            (gpt ? "fused_lm_loss = { values = [false, true] }\n" : ""));
+    const std::string config =
+        std::string(
+            "{\"tp\": 2, \"fuse_bias_gelu\": true, \"fuse_layer_norm\": true, "
+            "\"fused_adamw\": true, \"attn\": \"memory_efficient\", \"ckpt_ratio\": 0.5") +
+        (gpt ? ", \"fused_lm_loss\": true}" : "}");
+    Outcome r = run("verify --space " + space + " --nproc 2 --config '" + config + "'");
+    EXPECT_EQ(r.exit_code, 0) << model << "\n" << r.out << r.err;
+    EXPECT_NE(r.out.find("verified rank 1"), std::string::npos) << r.out;
+  }
+}
+
 TEST(VerifyCliTest, ConfigFromAFile) {
   const std::string config = write_temp("best.json", "{\"ckpt_ratio\": 0.5, \"attn\": \"naive\"}");
   Outcome r = run("verify --space " + kSpace + " --config @" + config + " --steps 1");

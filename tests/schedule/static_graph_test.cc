@@ -593,30 +593,83 @@ TEST_P(FusionTemplateTest, OutputsAndGradientsAsTheOriginal) {
 INSTANTIATE_TEST_SUITE_P(
     Knobs, FusionTemplateTest,
     ::testing::Values(
-        FusionCase{"gpt-tiny", R"({"fuse_bias_gelu": true})", {"slapo::bias_gelu"}, {"aten::gelu"}},
         FusionCase{"gpt-tiny",
-                   R"({"fuse_bias_dropout_add": true, "attn": "fused_qkv"})",
-                   {"slapo::bias_dropout_add"},
-                   {}},
+                   R"({"fusion_path": "graph", "fuse_bias_gelu": true})",
+                   {"slapo::bias_gelu"},
+                   {"aten::gelu"}},
+        FusionCase{
+            "gpt-tiny",
+            R"({"fusion_path": "graph", "fuse_bias_dropout_add": true, "attn": "fused_qkv"})",
+            {"slapo::bias_dropout_add"},
+            {}},
         FusionCase{"gpt-tiny",
-                   R"({"fuse_layer_norm": true})",
+                   R"({"fusion_path": "graph", "fuse_layer_norm": true})",
                    {"slapo::layer_norm"},
                    {"aten::layer_norm"}},
         FusionCase{
             "gpt-tiny",
-            R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true,
+            R"({"fusion_path": "graph", "fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true,
                        "ckpt_ratio": 0.5})",
             {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
             {"aten::gelu", "aten::layer_norm"}},
         FusionCase{
             "bert-tiny",
-            R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
+            R"({"fusion_path": "graph", "fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
             {"slapo::bias_gelu", "slapo::bias_dropout_add", "slapo::layer_norm"},
             {"aten::gelu", "aten::layer_norm"}},
-        FusionCase{"mlp-tiny",
-                   R"({"fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
-                   {"slapo::bias_dropout_add", "slapo::layer_norm"},
-                   {"aten::layer_norm"}}),
+        FusionCase{
+            "mlp-tiny",
+            R"({"fusion_path": "graph", "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
+            {"slapo::bias_dropout_add", "slapo::layer_norm"},
+            {"aten::layer_norm"}}),
+    [](const auto& info) {
+      return std::to_string(info.index) + "_" + std::string(info.param.model).substr(0, 3);
+    });
+
+// The eager path (fusion_path's default): modules that call the kernels, no graph; the bias +
+// dropout + residual chain, which needs the block's own residual add, on a graph beside them.
+struct EagerCase {
+  const char* model;
+  const char* knobs;
+  std::vector<const char*> replaced;  // module types the schedule puts in
+  bool traced;                        // a block has a graph
+};
+
+class EagerFusionTest : public ::testing::TestWithParam<EagerCase> {};
+
+TEST_P(EagerFusionTest, OutputsAndGradientsAsTheOriginal) {
+  const EagerCase& c = GetParam();
+  const ModelPair m(c.model, 4);
+  models::apply_template(*m.sch, m.spec, m.spec.family, Config::from_json(c.knobs));
+  const VerifyReport r = verify(*m.original, *m.scheduled, zoo_run(tiny_tokens(2)), 6);
+  EXPECT_TRUE(r.within(2e-5)) << r.to_string();
+  EXPECT_TRUE(r.unmatched.empty()) << r.to_string();  // the same parameters, by name
+  const std::string text = m.sch->to_string();
+  for (const char* type : c.replaced)
+    EXPECT_NE(text.find(std::string(".replace(slapo::models::") + type + ")"), std::string::npos)
+        << type << " not in\n"
+        << text;
+  EXPECT_EQ(text.find(".trace(") != std::string::npos, c.traced) << text;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Knobs, EagerFusionTest,
+    ::testing::Values(
+        EagerCase{"gpt-tiny", R"({"fuse_bias_gelu": true})", {"FusedMlpImpl"}, false},
+        EagerCase{"gpt-tiny",
+                  R"({"fuse_bias_gelu": true, "fuse_layer_norm": true, "ckpt_ratio": 0.5,
+                      "attn": "memory_efficient"})",
+                  {"FusedMlpImpl", "FusedLayerNormImpl", "MemoryEfficientAttentionImpl"},
+                  false},
+        EagerCase{
+            "bert-tiny",
+            R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
+            {"FusedMlpImpl", "FusedLayerNormImpl"},
+            true},
+        EagerCase{"mlp-tiny",
+                  R"({"fuse_bias_gelu": true, "fuse_layer_norm": true, "decompose": true})",
+                  {"FusedMlpImpl", "FusedLayerNormImpl"},
+                  false}),
     [](const auto& info) {
       return std::to_string(info.index) + "_" + std::string(info.param.model).substr(0, 3);
     });
@@ -645,12 +698,23 @@ TEST(FuseTest, ChainsByNameAndErrors) {
       std::string::npos);
   EXPECT_NE(error_of([&] { mlp.fuse("layer_norm_gelu"); }).find("unknown chain 'layer_norm_gelu'"),
             std::string::npos);
+  // Under tp, the graph path refuses every fusion; the eager one the chain on a graph, and the
+  // bias + GELU of an MLP split the other way.
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
     EXPECT_NE(error_of([&] {
-                apply_gpt_template(std::string("{\"") + knob + "\": true, \"tp\": 2}");
+                apply_gpt_template(std::string("{\"") + knob +
+                                   "\": true, \"tp\": 2, \"fusion_path\": \"graph\"}");
               }).find(std::string("knob '") + knob + "': not with tp > 1 yet"),
               std::string::npos);
   }
+  EXPECT_NE(error_of([&] {
+              apply_gpt_template(R"({"fuse_bias_dropout_add": true, "tp": 2})");
+            }).find("knob 'fuse_bias_dropout_add': not with tp > 1 yet"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              apply_gpt_template(R"({"fuse_bias_gelu": true, "tp": 2, "mlp_shard": "row_col"})");
+            }).find("knob 'fuse_bias_gelu': the eager fusion needs mlp_shard = 'col_row'"),
+            std::string::npos);
 }
 
 // ---- primitives on matches

@@ -1,0 +1,40 @@
+#include "models/eager_fusions.h"
+
+#include <ATen/ATen.h>
+
+#include "core/error.h"
+#include "models/blocks.h"
+#include "schedule/kernels/fused_kernels.h"
+
+namespace slapo::models {
+
+FusedLayerNormImpl::FusedLayerNormImpl(torch::nn::LayerNormImpl& original)
+    : eps_(original.options.eps()) {
+  SLAPO_CHECK(original.options.elementwise_affine() && original.options.normalized_shape().size() == 1,
+              ErrorCode::kInvalidArgument,
+              "fused layer norm: replaces a layer norm over the last axis with weight and bias");
+  weight_ = register_parameter("weight", original.weight);
+  bias_ = register_parameter("bias", original.bias);
+}
+
+torch::Tensor FusedLayerNormImpl::forward(const torch::Tensor& x) {
+  return schedule::layer_norm(x, weight_, bias_, eps_);
+}
+
+FusedMlpImpl::FusedMlpImpl(MlpImpl& original) {
+  for (const char* name : {"fc_in", "fc_out", "drop"}) {
+    const schedule::Slot& slot = original.slot(name);
+    add_slot_any(name, slot.module, slot.signature);
+  }
+  SLAPO_CHECK(slot("fc_in").module.ptr()->named_parameters(false).contains("bias"),
+              ErrorCode::kInvalidArgument, "fused MLP: fc_in has no bias to fuse with the GELU");
+}
+
+torch::Tensor FusedMlpImpl::forward(const torch::Tensor& x) {
+  // fc_in's tensors are read at each call: a shard of them (by outputs) is what this rank holds.
+  const auto fc_in = slot("fc_in").module.ptr()->named_parameters(false);
+  const torch::Tensor h = schedule::bias_gelu(at::matmul(x, fc_in["weight"].t()), fc_in["bias"]);
+  return call("drop", call("fc_out", h));
+}
+
+}  // namespace slapo::models
