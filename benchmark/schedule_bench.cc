@@ -1,9 +1,10 @@
 // Schedule benchmarks (docs/benchmarks.md). Run: ./build/benchmark/schedule_bench
 //
-// BM_GptMiniStep/<ckpt %>/<fused_lm_loss>/<fused_adamw>: one AdamW training step of gpt-mini (6
-//   layers, hidden 256, 8 heads, vocab 8192), batch 16, seq 128, dropout on, 2 threads, with the
-//   first round(r · 6) blocks checkpointed, the LM head fused with the loss (1) or not, the fused
-//   AdamW (1) or LibTorch's. Counters: peak_MiB — the largest live tensor memory during the
+// BM_GptMiniStep/<ckpt %>/<fused_lm_loss>/<fused_adamw>/<fuse>: one AdamW training step of
+//   gpt-mini (6 layers, hidden 256, 8 heads, vocab 8192), batch 16, seq 128, dropout on, 2
+//   threads, with the first round(r · 6) blocks checkpointed, the LM head fused with the loss (1)
+//   or not, the fused AdamW (1) or LibTorch's, the eager fusions fuse_bias_gelu and
+//   fuse_layer_norm (1) or not. Counters: peak_MiB — the largest live tensor memory during the
 //   measured steps (parameters, AdamW state, activations, gradients), exact, from the tracking
 //   allocator; step_MiB — that peak above the memory live before the step (activations and
 //   gradients).
@@ -39,6 +40,8 @@ void BM_GptMiniStep(benchmark::State& state) {
   Config config;
   config.set("ckpt_ratio", static_cast<double>(state.range(0)) / 100.0);
   config.set("fused_lm_loss", state.range(1) != 0);
+  config.set("fuse_bias_gelu", state.range(3) != 0);
+  config.set("fuse_layer_norm", state.range(3) != 0);
   models::apply_template(*sch, spec, "gpt", config);
   const auto params = slapo::schedule::unique_parameters(*model);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -64,12 +67,14 @@ void BM_GptMiniStep(benchmark::State& state) {
   state.counters["ckpt_blocks"] = static_cast<double>(models::checkpointed_blocks(spec, config));
 }
 BENCHMARK(BM_GptMiniStep)
-    ->Args({0, 0, 0})
-    ->Args({50, 0, 0})
-    ->Args({100, 0, 0})
-    ->Args({0, 1, 0})
-    ->Args({0, 0, 1})
-    ->Args({0, 1, 1})
+    ->Args({0, 0, 0, 0})
+    ->Args({50, 0, 0, 0})
+    ->Args({100, 0, 0, 0})
+    ->Args({0, 1, 0, 0})
+    ->Args({0, 0, 1, 0})
+    ->Args({0, 0, 0, 1})
+    ->Args({0, 1, 1, 0})
+    ->Args({0, 1, 1, 1})
     ->Iterations(10)
     ->Repetitions(3)
     ->ReportAggregatesOnly(true)

@@ -10,9 +10,10 @@ namespace slapo::models {
 
 FusedLayerNormImpl::FusedLayerNormImpl(torch::nn::LayerNormImpl& original)
     : eps_(original.options.eps()) {
-  SLAPO_CHECK(original.options.elementwise_affine() && original.options.normalized_shape().size() == 1,
-              ErrorCode::kInvalidArgument,
-              "fused layer norm: replaces a layer norm over the last axis with weight and bias");
+  SLAPO_CHECK(
+      original.options.elementwise_affine() && original.options.normalized_shape().size() == 1,
+      ErrorCode::kInvalidArgument,
+      "fused layer norm: replaces a layer norm over the last axis with weight and bias");
   weight_ = register_parameter("weight", original.weight);
   bias_ = register_parameter("bias", original.bias);
 }

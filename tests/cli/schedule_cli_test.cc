@@ -197,7 +197,8 @@ TEST(TemplatesCliTest, ListAndShowComeFromTheKnobTable) {
   Outcome gpt = run("templates show gpt");
   ASSERT_EQ(gpt.exit_code, 0) << gpt.err;
   EXPECT_NE(gpt.out.find("attn_shard"), std::string::npos);
-  EXPECT_NE(gpt.out.find("naive, fused_qkv, baddbmm (default naive)"), std::string::npos)
+  EXPECT_NE(gpt.out.find("naive, fused_qkv, baddbmm, memory_efficient (default naive)"),
+            std::string::npos)
       << gpt.out;
   Outcome mlp = run("templates show mlp");
   EXPECT_EQ(mlp.out.find("attn"), std::string::npos)
