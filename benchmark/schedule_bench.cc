@@ -65,6 +65,9 @@ void BM_GptMiniStep(benchmark::State& state) {
   state.counters["peak_MiB"] = static_cast<double>(tracker.peak_bytes()) / (1 << 20);
   state.counters["step_MiB"] = static_cast<double>(tracker.peak_bytes() - baseline) / (1 << 20);
   state.counters["ckpt_blocks"] = static_cast<double>(models::checkpointed_blocks(spec, config));
+  // The step's matrix products (forward, and backward's two per forward product), to set against
+  // BM_Sgemm's rate: what the step would take if it were matrix products alone.
+  state.counters["GFLOP"] = 3 * spec.forward_flops(128) * 16 / 1e9;
 }
 BENCHMARK(BM_GptMiniStep)
     ->Args({0, 0, 0, 0})
@@ -115,6 +118,27 @@ BENCHMARK(BM_LongSequenceStep)
     ->ArgsProduct({{0, 1}, {2, 4, 8}})
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// BM_Sgemm/<m>/<k>/<n>: one float32 [m, k] × [k, n] product on 2 threads, the rate BLAS achieves
+//   on this machine (counter GFLOPs): gpt-mini's MLP (2048 tokens × 256 → 1024) and LM head
+//   (2048 × 256 → 8192) shapes.
+void BM_Sgemm(benchmark::State& state) {
+  torch::set_num_threads(2);
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  torch::manual_seed(0);
+  const torch::Tensor a = torch::randn({m, k}), b = torch::randn({k, n});
+  torch::Tensor c = torch::empty({m, n});
+  for (int i = 0; i < 3; ++i) torch::mm_out(c, a, b);
+  for (auto _ : state) torch::mm_out(c, a, b);
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * k * n / 1e9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Sgemm)
+    ->Args({2048, 256, 1024})
+    ->Args({2048, 256, 8192})
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
     ->UseRealTime();
 
 // BM_LmHeadLoss/<impl>/<tokens>: gpt-mini's LM head (hidden 256, vocabulary 8192, tied weight)
