@@ -21,6 +21,7 @@
 #include <torch/torch.h>
 
 #include "models/templates.h"
+#include "models/training_batch.h"
 #include "models/zoo.h"
 #include "runners/tracking_allocator.h"
 #include "schedule/kernels/fused_adamw.h"
@@ -120,6 +121,52 @@ BENCHMARK(BM_LongSequenceStep)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// BM_BertMiniStep/<kernels>: one AdamW training step of bert-mini (4 post-LN layers, hidden 256,
+//   4 heads, vocabulary 8192, masked-LM loss over 15% of the positions), batch 16, seq 128, 2
+//   threads; kernels 1 = fused_lm_loss (the masked positions only through the head and decoder),
+//   fused_adamw and the eager fuse_bias_gelu + fuse_layer_norm. benchmark/python/bert_eager.py is
+//   the same step in PyTorch eager.
+void BM_BertMiniStep(benchmark::State& state) {
+  torch::set_num_threads(2);
+  runners::TrackingAllocator& tracker = runners::TrackingAllocator::instance();
+  const models::ModelSpec spec = models::model_preset("bert-mini");
+  auto model = models::build_model(spec, 0);
+  auto sch = schedule::create_schedule(model);
+  const bool kernels = state.range(0) != 0;
+  Config config;
+  for (const char* knob : {"fused_lm_loss", "fuse_bias_gelu", "fuse_layer_norm"})
+    config.set(knob, kernels);
+  models::apply_template(*sch, spec, "bert", config);
+  const auto params = slapo::schedule::unique_parameters(*model);
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  if (kernels)
+    optimizer = std::make_unique<schedule::FusedAdamW>(params, torch::optim::AdamWOptions(1e-4));
+  else
+    optimizer = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-4));
+  torch::manual_seed(1);
+  const models::TrainingBatch batch =
+      models::training_batch(spec, torch::randint(spec.vocab, {16, 129}, torch::kLong));
+  const models::LossFn loss = models::training_loss(spec);
+  auto step = [&] {
+    optimizer->zero_grad();
+    models::model_loss(*model, batch.inputs, batch.targets, loss).backward();
+    optimizer->step();
+  };
+  for (int i = 0; i < 3; ++i) step();
+  tracker.reset_peak();
+  for (auto _ : state) step();
+  state.counters["peak_MiB"] = static_cast<double>(tracker.peak_bytes()) / (1 << 20);
+  state.SetLabel(kernels ? "kernel knobs" : "unscheduled");
+}
+BENCHMARK(BM_BertMiniStep)
+    ->Arg(0)
+    ->Arg(1)
+    ->Iterations(10)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // BM_Sgemm/<m>/<k>/<n>: one float32 [m, k] × [k, n] product on 2 threads, the rate BLAS achieves
 //   on this machine (counter GFLOPs): gpt-mini's MLP (2048 tokens × 256 → 1024) and LM head
 //   (2048 × 256 → 8192) shapes.
@@ -131,8 +178,8 @@ void BM_Sgemm(benchmark::State& state) {
   torch::Tensor c = torch::empty({m, n});
   for (int i = 0; i < 3; ++i) torch::mm_out(c, a, b);
   for (auto _ : state) torch::mm_out(c, a, b);
-  state.counters["GFLOPs"] = benchmark::Counter(2.0 * m * k * n / 1e9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(2.0 * m * k * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Sgemm)
     ->Args({2048, 256, 1024})

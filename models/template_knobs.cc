@@ -19,8 +19,6 @@ bool with_plain_mlp(const FamilyTraits& f) { return !f.gated_mlp; }
 // The fused bias + GELU kernel computes the exact GELU.
 bool with_exact_gelu(const FamilyTraits& f) { return !f.gated_mlp && !f.gelu_tanh; }
 bool with_layer_norm(const FamilyTraits& f) { return !f.rms_norm; }
-// A decoder whose epilogue is head(ln_f(h)) with a linear head (not BERT's MLM head).
-bool with_final_norm_and_head(const FamilyTraits& f) { return !f.masked_lm; }
 
 int64_t whole(const Value& v) { return static_cast<int64_t>(as_number(v)); }
 
@@ -128,8 +126,9 @@ std::vector<TemplateKnob> make_table() {
       });
   row("fused_lm_loss", KnobKind::kBool, {}, "false",
       "the LM head and the cross-entropy in one, over chunks of tokens: the tokens × vocabulary "
-      "logits are never kept (under tp, vocabulary-parallel; not with embed_shard = hidden)",
-      false, with_final_norm_and_head, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
+      "logits are never kept (BERT: the masked positions' only; under tp, vocabulary-parallel; "
+      "not with embed_shard = hidden)",
+      false, nullptr, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fused_lm_loss = std::get<bool>(v);
       });
   row("fused_adamw", KnobKind::kBool, {}, "false",

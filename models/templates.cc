@@ -404,8 +404,8 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
   if (c.fused_lm_loss) {
     // Split by vocabulary (shard_embedding above), the loss is the vocabulary-parallel one.
     const bool by_vocab = tp > 1 && c.embed_shard == EmbedShard::kVocab;
-    sch["head"].replace(
-        fused_lm_head(*sch["head"].module(), by_vocab ? sch.options().tp_group : nullptr));
+    schedule::Schedule& head = sch[family.head];
+    head.replace(fused_lm_head(*head.module(), by_vocab ? sch.options().tp_group : nullptr));
   }
   for (int64_t i = 0; i < c.checkpointed_blocks; ++i) sch[block(i)].checkpoint();
   for (int64_t begin : c.parallel.cuts) sch[block(begin - 1)].cut_pipeline_stage();

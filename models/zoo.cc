@@ -11,6 +11,7 @@
 #include "models/llama.h"
 #include "models/model_registry.h"
 #include "models/token_embedding.h"
+#include "models/training_batch.h"
 #include "schedule/language/sequence.h"
 #include "schedule/runtime/pipeline.h"
 
@@ -126,6 +127,19 @@ class BertModelImpl : public ZooModel {
   }
   torch::Tensor epilogue(const torch::Tensor& h) override {
     return call("decoder", call("head", h));
+  }
+  // With the decoder fused with the loss (fused_lm_loss), only the masked positions — the 15% of
+  // tokens that have a target — go through the head and the decoder: the others add nothing to
+  // the masked-LM loss nor to any gradient (BERT's "sparse predictions").
+  torch::Tensor epilogue_loss(const schedule::Values& carried, const torch::Tensor& targets,
+                              const schedule::LossFn& loss) override {
+    auto* fused = dynamic_cast<FusedLmHeadImpl*>(slot("decoder").module.ptr().get());
+    if (fused == nullptr) return schedule::Pipelined::epilogue_loss(carried, targets, loss);
+    const torch::Tensor& h = carried.at(0);
+    const torch::Tensor flat = targets.reshape({-1});
+    const torch::Tensor kept = (flat != kIgnoredTarget).nonzero().squeeze(1);
+    const torch::Tensor rows = h.reshape({-1, h.size(-1)}).index_select(0, kept);
+    return fused->loss(call("head", rows), flat.index_select(0, kept));
   }
 };
 TORCH_MODULE(BertModel);

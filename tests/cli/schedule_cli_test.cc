@@ -86,26 +86,41 @@ TEST(VerifyCliTest, TheFusedLmLossComputesTheSameLossAndGradients) {
   }
 }
 
+// BERT's fused loss: the head and the tied decoder on the masked positions only, the same loss
+// and gradients as the whole logits' cross-entropy with ignored targets — in one process and split
+// by vocabulary over two ranks (the decoder's bias too).
+TEST(VerifyCliTest, BertsFusedLossPredictsTheMaskedPositionsOnly) {
+  const std::string space =
+      write_temp("fused-lm-bert.toml",
+                 "[workload]\nmodel = 'bert-tiny'\n[knobs]\nfused_lm_loss = { values = [false, "
+                 "true] }\ntp = { values = [1, 2] }\n");
+  Outcome one = run("verify --space " + space + " --config '{\"fused_lm_loss\": true, \"tp\": 1}'");
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  EXPECT_NE(one.out.find("sch[\"decoder\"].replace(slapo::models::FusedLmHeadImpl)"),
+            std::string::npos)
+      << one.out;
+  Outcome two =
+      run("verify --space " + space + " --nproc 2 --config '{\"fused_lm_loss\": true, \"tp\": 2}'");
+  EXPECT_EQ(two.exit_code, 0) << two.out << two.err;
+  EXPECT_NE(two.out.find("verified rank 1"), std::string::npos) << two.out;
+}
+
 // Every kernel knob at once on two tensor-parallel ranks (eager fusions, the blocked attention, the
 // vocabulary-parallel loss, the fused optimizer, checkpointed blocks): the single-process model's
 // outputs, gradients and 3-step curve on both ranks.
 TEST(VerifyCliTest, EveryKernelKnobAtTwoTensorParallelRanks) {
   for (const char* model : {"gpt-tiny", "bert-tiny"}) {
-    const bool gpt = std::string(model) == "gpt-tiny";
     const std::string space = write_temp(
         std::string("kernels-") + model + ".toml",
         std::string("[workload]\nmodel = '") + model +
             "'\n[knobs]\ntp = { values = [1, 2] }\nfuse_bias_gelu = { values = [false, true] }\n"
             "fuse_layer_norm = { values = [false, true] }\nfused_adamw = { values = [false, true] "
             "}\nattn = { choice = ['naive', 'memory_efficient'] }\nckpt_ratio = { values = [0.0, "
-            "0.5] }\n" +
-            (gpt ? "fused_lm_loss = { values = [false, true] }\n" : ""));
-    const std::string config =
-        std::string(
-            "{\"tp\": 2, \"fuse_bias_gelu\": true, \"fuse_layer_norm\": true, "
-            "\"fused_adamw\": true, \"attn\": \"memory_efficient\", \"ckpt_ratio\": 0.5") +
-        (gpt ? ", \"fused_lm_loss\": true}" : "}");
-    Outcome r = run("verify --space " + space + " --nproc 2 --config '" + config + "'");
+            "0.5] }\nfused_lm_loss = { values = [false, true] }\n");
+    Outcome r = run("verify --space " + space +
+                    " --nproc 2 --config '{\"tp\": 2, \"fuse_bias_gelu\": true, "
+                    "\"fuse_layer_norm\": true, \"fused_adamw\": true, \"attn\": "
+                    "\"memory_efficient\", \"ckpt_ratio\": 0.5, \"fused_lm_loss\": true}'");
     EXPECT_EQ(r.exit_code, 0) << model << "\n" << r.out << r.err;
     EXPECT_NE(r.out.find("verified rank 1"), std::string::npos) << r.out;
   }
