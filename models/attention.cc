@@ -24,6 +24,14 @@ torch::Tensor merge_heads(const torch::Tensor& x) {
 torch::Tensor causal_mask(int64_t seq, const torch::Tensor& like) {
   return torch::ones({seq, seq}, like.options().dtype(torch::kBool)).triu(1);
 }
+// A variant that computes attention its own way over the original's projections and dropouts
+// (the same modules: the same parameters under the same names, shards and dropout seeds).
+void share_slots(AttentionImpl& original, schedule::SlotModule& variant) {
+  for (const char* name : {"q_proj", "k_proj", "v_proj", "attn_drop", "out_proj", "resid_drop"}) {
+    const schedule::Slot& slot = original.slot(name);
+    variant.add_slot_any(name, slot.module, slot.signature);
+  }
+}
 }  // namespace
 
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -100,11 +108,7 @@ torch::Tensor FusedQkvAttentionImpl::forward(const torch::Tensor& x) {
 OnePassAttentionImpl::OnePassAttentionImpl(AttentionImpl& original) : options_(original.options()) {
   SLAPO_CHECK(options_.plain(), ErrorCode::kInvalidArgument,
               "one-pass attention replaces a plain attention only (biases, scaled, global)");
-  for (const char* name : {"q_proj", "k_proj", "v_proj"})
-    add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
-  add_slot("attn_drop", original.slot("attn_drop").module.get<schedule::KeyedDropout>());
-  add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
-  add_slot("resid_drop", original.slot("resid_drop").module.get<schedule::KeyedDropout>());
+  share_slots(original, *this);
 }
 
 torch::Tensor OnePassAttentionImpl::forward(const torch::Tensor& x) {
@@ -128,11 +132,7 @@ torch::Tensor OnePassAttentionImpl::forward(const torch::Tensor& x) {
 
 MemoryEfficientAttentionImpl::MemoryEfficientAttentionImpl(AttentionImpl& original)
     : options_(original.options()) {
-  for (const char* name : {"q_proj", "k_proj", "v_proj"})
-    add_slot(name, original.slot(name).module.get<torch::nn::Linear>());
-  add_slot("attn_drop", original.slot("attn_drop").module.get<schedule::KeyedDropout>());
-  add_slot("out_proj", original.slot("out_proj").module.get<torch::nn::Linear>());
-  add_slot("resid_drop", original.slot("resid_drop").module.get<schedule::KeyedDropout>());
+  share_slots(original, *this);
 }
 
 torch::Tensor MemoryEfficientAttentionImpl::forward(const torch::Tensor& x) {

@@ -10,41 +10,17 @@ repetitions of 10 steps after 3 warm-up steps, like BM_BertMiniStep/0.
 
 Run with Debian's interpreter (python3-torch): /usr/bin/python3 benchmark/python/bert_eager.py
 """
-import argparse
-import math
-import statistics
-import time
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-class Attention(nn.Module):
-    def __init__(self, hidden, heads, dropout):
-        super().__init__()
-        self.heads = heads
-        self.q_proj = nn.Linear(hidden, hidden)
-        self.k_proj = nn.Linear(hidden, hidden)
-        self.v_proj = nn.Linear(hidden, hidden)
-        self.attn_drop = nn.Dropout(dropout)
-        self.out_proj = nn.Linear(hidden, hidden)
-        self.resid_drop = nn.Dropout(dropout)
-
-    def forward(self, x):
-        b, s, h = x.shape
-        split = lambda t: t.view(b, s, self.heads, h // self.heads).transpose(1, 2)
-        q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
-        scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(h // self.heads))
-        probs = self.attn_drop(torch.softmax(scores, -1))
-        y = torch.matmul(probs, v).transpose(1, 2).contiguous().view(b, s, h)
-        return self.resid_drop(self.out_proj(y))
+from eager_step import Attention, arguments, time_steps
 
 
 class Layer(nn.Module):
     def __init__(self, hidden, heads, ffn, dropout):
         super().__init__()
-        self.attn = Attention(hidden, heads, dropout)
+        self.attn = Attention(hidden, heads, dropout, causal=False)
         self.attn_norm = nn.LayerNorm(hidden, eps=1e-5)
         self.fc_in = nn.Linear(hidden, ffn)
         self.fc_out = nn.Linear(ffn, hidden)
@@ -80,14 +56,7 @@ class Bert(nn.Module):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--seq", type=int, default=128)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--repetitions", type=int, default=3)
-    a = p.parse_args()
-    torch.set_num_threads(a.threads)
+    a = arguments()
     torch.manual_seed(0)
     vocab = 8192
     model = Bert(vocab, 256, 256, 4, 4, 1024, 0.1)
@@ -107,17 +76,7 @@ def main():
         loss.backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    per_step = []
-    for _ in range(a.repetitions):
-        start = time.perf_counter()
-        for _ in range(a.steps):
-            step()
-        per_step.append((time.perf_counter() - start) / a.steps * 1000)
-    print(f"python_eager_step_ms_median {statistics.median(per_step):.1f} "
-          f"(repetitions: {', '.join(f'{x:.1f}' for x in per_step)}; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads)")
+    time_steps(step, a)
 
 
 if __name__ == "__main__":
