@@ -7,6 +7,7 @@
 #include <torch/optim/sgd.h>
 
 #include "core/error.h"
+#include "models/model_registry.h"
 #include "models/templates.h"
 #include "models/weights/weights_file.h"
 #include "models/zoo.h"
@@ -26,8 +27,15 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
               layout.to_string(), " (", layout.world(), " ranks)");
   model_ = models::build_model(setup.spec, setup.seed);
   loss_ = models::training_loss(setup.spec);
-  // Every rank loads the whole checkpoint; the schedule then keeps its shards and stages.
-  if (!setup.weights.empty()) models::load_weights(*model_, setup.spec, setup.weights);
+  // A checkpoint is read after the schedule, each rank only its shards and its stage's
+  // parameters — unless the schedule renames parameters (fused_qkv's qkv is a copy of q, k and v;
+  // a program's own family may do anything), where the whole file is loaded first and the schedule
+  // then keeps its part.
+  const bool load_after = !setup.weights.empty() &&
+                          config.attn != models::AttentionKind::kFusedQkv &&
+                          models::registered_family(setup.spec.family) == nullptr;
+  if (!setup.weights.empty() && !load_after)
+    models::load_weights(*model_, setup.spec, setup.weights);
   schedule::ScheduleOptions options;
   options.tp_group = groups_.tp;
   options.seed = setup.seed;
@@ -69,6 +77,7 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
       }
     }
   }
+  if (load_after) load_rank_weights(setup);
   for (const auto& [name, t] : params_) tensors_.push_back(t);
   SLAPO_CHECK(!config.fused_adamw || setup.optimizer == "adamw", ErrorCode::kInvalidArgument,
               "knob 'fused_adamw': the workload's optimizer is ", setup.optimizer, ", not adamw");
@@ -85,6 +94,21 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
 }
 
 ParallelTrainer::~ParallelTrainer() = default;
+
+void ParallelTrainer::load_rank_weights(const TrainerSetup& setup) {
+  const auto params = model_->named_parameters(/*recurse=*/true);
+  models::LoadOptions options;
+  options.rank_slice = [&](const std::string& name, const at::Tensor& full) -> at::Tensor {
+    const at::Tensor* mine = params.find(name);
+    // Released above: another pipeline stage's parameter.
+    if (mine != nullptr && mine->numel() == 0 && full.numel() > 0) return at::Tensor();
+    const schedule::ShardSpec* shard = shard_of(name);
+    if (shard == nullptr) return full;
+    const int64_t len = full.size(shard->axis) / shard->parts;
+    return full.narrow(shard->axis, groups_.tp_rank() * len, len);
+  };
+  weights_report_ = models::load_weights(*model_, setup.spec, setup.weights, options);
+}
 
 const schedule::ShardSpec* ParallelTrainer::shard_of(const std::string& name) const {
   for (const schedule::ShardSpec& s : built_.plan.shards) {

@@ -41,6 +41,7 @@ NamedTensors read_weights(const std::string& path) {
 std::string LoadReport::to_string() const {
   std::ostringstream s;
   s << path << ": " << loaded << " parameters loaded (layout " << layout << ")";
+  if (elsewhere > 0) s << ", " << elsewhere << " held by other ranks not read";
   if (!missing.empty()) s << "; missing " << missing.size() << ": " << some(missing);
   if (!unexpected.empty()) s << "; unexpected " << unexpected.size() << ": " << some(unexpected);
   if (!ignored.empty()) s << "; ignored " << ignored.size() << ": " << some(ignored);
@@ -87,10 +88,18 @@ LoadReport load_weights(torch::nn::Module& model, const ModelSpec& spec, const s
     SLAPO_CHECK(before == given.end(), ErrorCode::kInvalidArgument, path, ": '", name, "' and '",
                 before->second, "' both give one parameter of the model (tied: give one)");
     given[id] = name;
-    SLAPO_CHECK(value.sizes() == param->sizes(), ErrorCode::kInvalidArgument, path, ": '", name,
-                "' has shape ", value.sizes(), " in the file and ", param->sizes(),
-                " in the model (", spec.preset, ")");
     at::Tensor v = value;
+    if (options.rank_slice) {
+      v = options.rank_slice(name, value);
+      if (!v.defined()) {
+        ++report.elsewhere;
+        continue;
+      }
+    }
+    SLAPO_CHECK(v.sizes() == param->sizes(), ErrorCode::kInvalidArgument, path, ": '", name,
+                "' has shape ", v.sizes(), " in the file",
+                options.rank_slice ? " (this rank's part)" : "", " and ", param->sizes(),
+                " in the model (", spec.preset, ")");
     if (value.scalar_type() != param->scalar_type()) {
       SLAPO_CHECK(
           at::isFloatingType(value.scalar_type()) && at::isFloatingType(param->scalar_type()),
@@ -98,7 +107,7 @@ LoadReport load_weights(torch::nn::Module& model, const ModelSpec& spec, const s
           " in the file and ", param->scalar_type(), " in the model");
       report.converted.push_back(name + ": " + c10::toString(value.scalar_type()) + " → " +
                                  c10::toString(param->scalar_type()));
-      v = value.to(param->scalar_type());
+      v = v.to(param->scalar_type());
     }
     copies.emplace_back(*param, v);
   }
@@ -118,7 +127,10 @@ LoadReport load_weights(torch::nn::Module& model, const ModelSpec& spec, const s
                layout->description, "): ", what);
   }
   torch::NoGradGuard no_grad;
-  for (auto& [param, value] : copies) param.copy_(value);
+  for (auto& [param, value] : copies) {
+    param.copy_(value);
+    report.loaded_bytes += param.nbytes();
+  }
   report.loaded = copies.size();
   return report;
 }

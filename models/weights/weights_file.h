@@ -3,6 +3,7 @@
 // torch.save, told apart by their first bytes — map its names onto the model's (hf_layouts.h),
 // check every shape and dtype, and copy; save a model's parameters the same two ways.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,19 @@ struct LoadOptions {
   // Strict: a parameter of the model that the file does not give, or a name of the file that
   // maps to nothing, is an error (listing them); else they are reported and left as they are.
   bool strict = true;
+  // A rank of a parallel job, loading into its scheduled model: what it holds of the file's tensor
+  // for the parameter `name` — a slice of `full` (a tensor-parallel shard), `full` itself, or an
+  // undefined tensor when it holds none of it (another pipeline stage's parameter). Only that is
+  // read from the file and copied. Unset: every parameter whole.
+  std::function<at::Tensor(const std::string& name, const at::Tensor& full)> rank_slice;
 };
 
 struct LoadReport {
   std::string path;
   std::string layout;                   // the layout the names were read in
   size_t loaded = 0;                    // parameters of the model given a value
+  size_t elsewhere = 0;                 // with rank_slice: parameters other ranks hold, not read
+  size_t loaded_bytes = 0;              // what was copied into the model
   std::vector<std::string> missing;     // parameters of the model the file does not give
   std::vector<std::string> unexpected;  // names of the file that map to nothing of the model
   std::vector<std::string> ignored;     // names the layout leaves out on purpose (hf_layouts.h)

@@ -66,6 +66,29 @@ TEST(WeightsCliTest, ATrialStartsFromTheCheckpoint) {
       << wrong.err;
 }
 
+// Each rank of a tp × pp job reads its shards and its stage after the schedule; with fused_qkv
+// (which renames q, k, v into one parameter) the whole file is read before it. Both compute the
+// single-process model that loaded the whole file.
+TEST(WeightsCliTest, RanksLoadTheirPartOfTheCheckpoint) {
+  const std::string weights = write_temp("ranks.safetensors", "");
+  ASSERT_EQ(run("weights init " + weights + " --model gpt-tiny --seed 3").exit_code, 0);
+  const std::string space = write_temp(
+      "ranks.toml", "[workload]\nmodel = \"gpt-tiny\"\nbatch_size = 8\nseq_len = 16\nweights = \"" +
+                        weights +
+                        "\"\n[knobs]\ntp = { values = [1, 2] }\npp = { values = [1, 2] }\n"
+                        "micro_batches = { values = [1, 2] }\nattn = { choice = [\"naive\", "
+                        "\"fused_qkv\"] }\n");
+  const Outcome staged = run("verify --space " + space +
+                             " --nproc 4 --config '{\"tp\": 2, \"pp\": 2, \"micro_batches\": 2, "
+                             "\"attn\": \"naive\"}'");
+  EXPECT_EQ(staged.exit_code, 0) << staged.out << staged.err;
+  EXPECT_NE(staged.out.find("verified rank 3"), std::string::npos) << staged.out;
+  const Outcome renamed = run("verify --space " + space +
+                              " --nproc 2 --config '{\"tp\": 2, \"pp\": 1, \"micro_batches\": 1, "
+                              "\"attn\": \"fused_qkv\"}'");
+  EXPECT_EQ(renamed.exit_code, 0) << renamed.out << renamed.err;
+}
+
 TEST(WeightsCliTest, ConvertWritesAHuggingFaceLayoutThatLoadsBackTheSame) {
   const std::string zoo = write_temp("convert-zoo.safetensors", "");
   const std::string hf = write_temp("convert-hf.safetensors", "");

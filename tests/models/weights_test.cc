@@ -209,6 +209,44 @@ TEST(WeightsTest, SavedWeightsRoundTripExactlyAndTorchLoadReadsThem) {
   EXPECT_NE(check.out.find("same 36"), std::string::npos) << check.out;  // head.weight is wte
 }
 
+// A rank of a parallel job reads only what it holds: a slice of a sharded parameter, nothing of
+// another stage's. (Here a model whose fc_in weights are the first half of the file's rows and
+// whose block 1 belongs to another stage.)
+TEST(WeightsTest, ARankReadsOnlyItsShardsAndItsStage) {
+  const ModelSpec spec = model_preset("gpt-tiny");
+  auto source = build_model(spec, 5);
+  const std::string path =
+      (fs::temp_directory_path() / ("slapo-rank-" + std::to_string(getpid()) + ".safetensors"))
+          .string();
+  save_weights(*source, path);
+  auto target = build_model(spec, 6);
+  const std::string fc_in = "h.0.mlp.fc_in.weight";
+  {
+    torch::NoGradGuard no_grad;
+    at::Tensor w = *target->named_parameters().find(fc_in);
+    w.set_(w.narrow(0, 0, w.size(0) / 2).clone());  // as shard("weight", 0) leaves rank 0's
+  }
+  const auto untouched = target->named_parameters().find("h.1.attn.q_proj.weight")->clone();
+  LoadOptions options;
+  options.rank_slice = [&](const std::string& name, const at::Tensor& full) -> at::Tensor {
+    if (name.rfind("h.1.", 0) == 0) return at::Tensor();
+    return name == fc_in ? full.narrow(0, 0, full.size(0) / 2) : full;
+  };
+  const LoadReport r = load_weights(*target, spec, path, options);
+  const auto want = source->named_parameters();
+  const auto got = target->named_parameters();
+  EXPECT_TRUE(got.find(fc_in)->equal(want.find(fc_in)->narrow(0, 0, got.find(fc_in)->size(0))));
+  EXPECT_TRUE(got.find("h.0.attn.q_proj.weight")->equal(*want.find("h.0.attn.q_proj.weight")));
+  EXPECT_TRUE(got.find("h.1.attn.q_proj.weight")->equal(untouched));  // another stage's: not read
+  EXPECT_EQ(r.elsewhere, 16u) << r.to_string();                       // block 1's parameters
+  EXPECT_EQ(r.loaded + r.elsewhere, 36u) << r.to_string();
+  EXPECT_NE(r.to_string().find("16 held by other ranks not read"), std::string::npos);
+  size_t bytes = 0;
+  for (const auto& p : got)
+    if (p.key().rfind("h.1.", 0) != 0 && p.key() != "head.weight") bytes += p.value().nbytes();
+  EXPECT_EQ(r.loaded_bytes, bytes);
+}
+
 TEST(WeightsTest, AFileThatDoesNotFitIsRefusedNamingWhatAndChangesNothing) {
   const ModelSpec tiny = model_preset("gpt-tiny");
   const fs::path dir = fs::temp_directory_path() / ("slapo-bad-" + std::to_string(getpid()));
