@@ -218,7 +218,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
           "trial budget reached (" + std::to_string(options.trials) + " measured trials)";
       break;
     }
-    if (out_of_time()) {
+    // The time limit ends a run once it has measured something: a limit spent before the first
+    // trial (on the cost model's profiles, on a busy machine) still measures the predicted best.
+    if (out_of_time() && summary.measured > 0) {
       summary.stopped_because = "time limit reached";
       break;
     }

@@ -40,6 +40,18 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
   EXPECT_EQ(nlohmann::json::parse(trials.out).size(), 4u);
 }
 
+// A time limit spent before the first trial (here at once; on a busy machine, on the cost
+// model's profiles) still measures the predicted best: a run never ends with nothing measured.
+TEST(TuneCliTest, ATimeLimitSpentBeforeTheFirstTrialStillMeasuresOne) {
+  const std::string db = temp_db("time-limit");
+  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+                  " --runner inprocess --strategy model --time-limit 0.001 --trials 5 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto summary = nlohmann::json::parse(last_line(r.out));
+  EXPECT_EQ(summary["measured"], 1) << summary.dump();
+  EXPECT_EQ(summary["stopped_because"], "time limit reached") << summary.dump();
+}
+
 // Every example space either tunes (it names a [workload]: one trial is measured, ok) or is an
 // example of the space language (no workload: `space show` takes it). Files added later are
 // covered: the folder is listed, not named.
