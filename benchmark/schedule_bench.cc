@@ -32,6 +32,14 @@ namespace {
 
 using namespace slapo;
 
+// AdamW (lr 1e-4) over `params`: the fused one (schedule/kernels/fused_adamw.h) or LibTorch's.
+std::unique_ptr<torch::optim::Optimizer> adamw(const std::vector<torch::Tensor>& params,
+                                               bool fused) {
+  if (fused)
+    return std::make_unique<schedule::FusedAdamW>(params, torch::optim::AdamWOptions(1e-4));
+  return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-4));
+}
+
 void BM_GptMiniStep(benchmark::State& state) {
   torch::set_num_threads(2);
   runners::TrackingAllocator& tracker = runners::TrackingAllocator::instance();
@@ -45,11 +53,7 @@ void BM_GptMiniStep(benchmark::State& state) {
   config.set("fuse_layer_norm", state.range(3) != 0);
   models::apply_template(*sch, spec, "gpt", config);
   const auto params = slapo::schedule::unique_parameters(*model);
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  if (state.range(2))
-    optimizer = std::make_unique<schedule::FusedAdamW>(params, torch::optim::AdamWOptions(1e-4));
-  else
-    optimizer = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-4));
+  const std::unique_ptr<torch::optim::Optimizer> optimizer = adamw(params, state.range(2) != 0);
   torch::manual_seed(1);
   const torch::Tensor tokens = torch::randint(spec.vocab, {16, 128}, torch::kLong);
   const torch::Tensor targets = torch::randint(spec.vocab, {16, 128}, torch::kLong);
@@ -138,11 +142,7 @@ void BM_BertMiniStep(benchmark::State& state) {
     config.set(knob, kernels);
   models::apply_template(*sch, spec, "bert", config);
   const auto params = slapo::schedule::unique_parameters(*model);
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  if (kernels)
-    optimizer = std::make_unique<schedule::FusedAdamW>(params, torch::optim::AdamWOptions(1e-4));
-  else
-    optimizer = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-4));
+  const std::unique_ptr<torch::optim::Optimizer> optimizer = adamw(params, kernels);
   torch::manual_seed(1);
   const models::TrainingBatch batch =
       models::training_batch(spec, torch::randint(spec.vocab, {16, 129}, torch::kLong));
