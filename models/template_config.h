@@ -39,6 +39,8 @@ struct TemplateConfig {
   bool fuse_bias_gelu = false;
   bool fuse_bias_dropout_add = false;
   bool fuse_layer_norm = false;
+  // The fusion knobs through traced graphs (fusion_path = "graph") instead of eager modules.
+  bool fusion_graph = false;
   // Read by the trainer: the optimizer step as one pass per parameter (schedule/kernels/
   // fused_adamw.h), the same weights bit for bit.
   bool fused_adamw = false;
@@ -49,13 +51,9 @@ struct TemplateConfig {
   // Read by the runner; unset: the workload's.
   std::optional<int64_t> batch_size;
   std::optional<int64_t> seq_len;
-
-  // The fusion knobs through traced graphs (fusion_path = "graph") instead of eager modules.
-  bool fusion_graph = false;
-  bool any_fusion() const { return fuse_bias_gelu || fuse_bias_dropout_add || fuse_layer_norm; }
 };
 
-// The knob value of an attention variant ("naive", "fused_qkv", "baddbmm").
+// The knob value of an attention variant ("naive", "fused_qkv", "baddbmm", "memory_efficient").
 const char* attention_name(AttentionKind attn);
 
 }  // namespace slapo::models

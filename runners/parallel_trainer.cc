@@ -107,7 +107,7 @@ void ParallelTrainer::load_rank_weights(const TrainerSetup& setup) {
     const int64_t len = full.size(shard->axis) / shard->parts;
     return full.narrow(shard->axis, groups_.tp_rank() * len, len);
   };
-  weights_report_ = models::load_weights(*model_, setup.spec, setup.weights, options);
+  models::load_weights(*model_, setup.spec, setup.weights, options);
 }
 
 const schedule::ShardSpec* ParallelTrainer::shard_of(const std::string& name) const {

@@ -22,7 +22,6 @@
 #include "dist/world.h"
 #include "models/model_spec.h"
 #include "models/training_batch.h"
-#include "models/weights/weights_file.h"
 #include "schedule/language/build.h"
 #include "schedule/runtime/pipeline.h"
 
@@ -66,9 +65,6 @@ class ParallelTrainer {
   const schedule::PipelineTiming& pipeline_timing() const { return runner_->timing(); }
   // Seconds spent in collectives and point-to-point messages since construction, over all groups.
   double communication_seconds() const;
-  // The checkpoint as this rank read it after the schedule (its shards and stage only); empty when
-  // there was none or it was loaded whole before the schedule.
-  const models::LoadReport& weights_report() const { return weights_report_; }
 
  private:
   // Reads the workload's checkpoint into the scheduled model: of each parameter this rank holds
@@ -85,7 +81,6 @@ class ParallelTrainer {
   std::vector<torch::Tensor> tied_;     // held by the first and the last stage: gradients summed
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   models::LossFn loss_;  // the family's (models/training_batch.h)
-  models::LoadReport weights_report_;
 };
 
 }  // namespace slapo::runners

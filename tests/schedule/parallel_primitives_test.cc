@@ -293,7 +293,8 @@ TEST(TemplateTest, AConfigurationIsParsedOnceIntoATypedValue) {
   EXPECT_EQ(c.attn_shard, models::PairShard::kColRow);  // the default
   EXPECT_EQ(c.mlp_shard, models::PairShard::kRowCol);
   EXPECT_EQ(c.embed_shard, models::EmbedShard::kHidden);
-  EXPECT_TRUE(c.fuse_layer_norm && c.any_fusion());
+  EXPECT_TRUE(c.fuse_layer_norm);
+  EXPECT_FALSE(c.fusion_graph);  // the eager path, the default
   EXPECT_FALSE(c.decompose);
   EXPECT_EQ(c.parallel.layout, (Layout{1, 3, 2}));  // dp fills the 6 ranks tp and pp leave
   EXPECT_EQ(c.parallel.micro_batches, 4);
