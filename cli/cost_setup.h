@@ -1,6 +1,6 @@
 #pragma once
 // What `predict`, `plan` and the tuning commands share to use the cost model: the model of a
-// space's built-in workload, its profiles kept in the tuning database, and the tuner's view of it.
+// space's built-in workload, its profiles kept in the tuning database.
 
 #include <iosfwd>
 #include <memory>
@@ -8,7 +8,6 @@
 #include "db/database.h"
 #include "runners/cost_model.h"
 #include "space/compiled_space.h"
-#include "tuner/cost_model.h"
 
 namespace slapo::cli {
 
@@ -19,22 +18,6 @@ std::unique_ptr<runners::WorkloadCostModel> make_cost_model(const space::Space& 
                                                             const space::CompiledSpace& compiled,
                                                             db::Database* database, bool reprofile,
                                                             std::ostream& notes);
-
-// The tuner's view of a workload's cost model (tuner/cost_model.h).
-class TunerCostModel : public tuner::CostModel {
- public:
-  explicit TunerCostModel(runners::WorkloadCostModel& model) : model_(model) {}
-  cost::Predicted predict(const Config& config) override { return model_.predict(config); }
-  void observe(const Config& config, const TrialResult& result) override {
-    model_.calibrate(config, result);
-  }
-  double memory_budget_bytes() const override {
-    return static_cast<double>(model_.workload().memory_budget);
-  }
-
- private:
-  runners::WorkloadCostModel& model_;
-};
 
 // Human units: "512.0 MiB", "1.3 GiB".
 std::string format_bytes(double bytes);

@@ -33,7 +33,9 @@ constexpr const char* kUsage =
     "  export    every trial of a task, csv (default) or json\n"
     "  claims    the configurations being measured now (a study shared by several tuners): owner,\n"
     "            since when, seconds since its last heartbeat\n"
-    "  prune     delete a task's trials with --status S (to measure them again)\n";
+    "  prune     delete a task's trials with --status S (to measure them again)\n"
+    "  profiles  the cost model's stored profiles: what each is of, its machine's slapo revision,\n"
+    "            what it cost; --format json prints them whole (docs/cost-model.md)\n";
 
 nlohmann::ordered_json trial_json(const db::TrialRecord& t) {
   nlohmann::ordered_json j;
@@ -134,7 +136,51 @@ void print_trials(std::ostream& out, Format format, const std::vector<db::TrialR
   print_table(out, format, rows);
 }
 
-const char* const kActions[] = {"tasks", "trials", "best", "show", "export", "claims", "prune"};
+// The stored profiles: JSON whole (a recording's profiles, to replay it: docs/benchmarks.md), or a
+// row each: the knobs it is of (or the collectives), its revision, its points, its cost.
+void print_profiles(std::ostream& out, Format format, const std::vector<db::StoredProfile>& all) {
+  if (format == Format::kJson) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const db::StoredProfile& p : all) {
+      j.push_back({{"key", p.key},
+                   {"profile", nlohmann::ordered_json::parse(p.profile_json)},
+                   {"created_at", p.created_at}});
+    }
+    out << j.dump() << "\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"of", "revision", "points", "derived", "profile_s", "created_at"}};
+  for (const db::StoredProfile& p : all) {
+    const nlohmann::json key = nlohmann::json::parse(p.key, nullptr, false);
+    const nlohmann::json profile = nlohmann::json::parse(p.profile_json, nullptr, false);
+    std::string of;
+    if (key.is_object() && key.contains("collectives")) {
+      of = "the collectives of " + std::to_string(key["collectives"].value("ranks", 0)) + " ranks";
+    } else if (key.is_object()) {
+      const nlohmann::json workload = key.value("workload", nlohmann::json::object());
+      of = workload.value("model", "?");
+      const nlohmann::json knobs = key.value("knobs", nlohmann::json::object());
+      for (const auto& [name, value] : knobs.items()) of += " " + name + "=" + value.dump();
+    }
+    size_t points = 0, derived = 0;
+    if (profile.is_object() && profile.contains("points")) {
+      for (const auto& q : profile["points"]) {
+        ++points;
+        derived += q.value("derived", false);
+      }
+    }
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f",
+                  profile.is_object() ? profile.value("profile_s", 0.0) : 0.0);
+    rows.push_back({of, profile.is_object() ? profile.value("code_revision", "") : "",
+                    std::to_string(points), std::to_string(derived), seconds, p.created_at});
+  }
+  print_table(out, format, rows);
+}
+
+const char* const kActions[] = {"tasks",  "trials", "best",  "show",
+                                "export", "claims", "prune", "profiles"};
 
 void declare(DbOptions* o, OptionSet& set) {
   o->task.declare(set);
@@ -166,11 +212,11 @@ DbOptions parse_db(const Args& args) {
   if (o.help) return o;
   SLAPO_CHECK(
       !o.action.empty(), ErrorCode::kInvalidArgument,
-      "db: missing ACTION (tasks, trials, best, show, export, claims or prune; see 'slapo-tune db "
-      "--help')");
+      "db: missing ACTION (tasks, trials, best, show, export, claims, prune or profiles; see "
+      "'slapo-tune db --help')");
   SLAPO_CHECK(std::find(std::begin(kActions), std::end(kActions), o.action) != std::end(kActions),
               ErrorCode::kInvalidArgument, "db: unknown action '", o.action,
-              "' (expected tasks, trials, best, show, export, claims or prune)");
+              "' (expected tasks, trials, best, show, export, claims, prune or profiles)");
   SLAPO_CHECK(!o.task.db.empty(), ErrorCode::kInvalidArgument, "db ", o.action,
               ": --db FILE is required");
   if (!o.format.empty()) parse_format(o.format);
@@ -197,6 +243,10 @@ int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
   // folder can be queried, and nothing is left behind).
   auto database = action == "prune" ? db::Database::open_existing(o.task.db)
                                     : db::Database::open_read_only(o.task.db);
+  if (action == "profiles") {
+    print_profiles(out, format, database->profiles());
+    return kExitOk;
+  }
   if (action == "tasks") {
     const std::vector<db::TaskRecord> tasks = database->tasks();
     if (format == Format::kJson) {

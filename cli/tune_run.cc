@@ -250,7 +250,6 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   // The cost model, for `model` and for `auto` on a built-in workload (one rank or a layout of
   // several): profiled first, its time counted against the run's time limit.
   std::unique_ptr<runners::WorkloadCostModel> cost_model;
-  std::unique_ptr<TunerCostModel> tuner_cost_model;
   uint64_t size = UINT64_MAX;
   try {
     size = compiled.size();
@@ -271,8 +270,7 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
     const double profile_s = cost_model->profile_space(compiled);
     if (options.time_limit_s > 0)
       options.time_limit_s = std::max(1e-3, options.time_limit_s - profile_s);
-    tuner_cost_model = std::make_unique<TunerCostModel>(*cost_model);
-    options.cost_model = tuner_cost_model.get();
+    options.cost_model = cost_model.get();
   }
 
   // A command is a workload slapo knows nothing about: it learns memory from what the trials

@@ -352,7 +352,7 @@ Prediction Predictor::raw(const PredictInput& in) const {
 
 Prediction Predictor::predict(const PredictInput& in) const {
   Prediction p = raw(in);
-  const double time_scale = this->time_scale();
+  const double time_scale = this->time_scale(in);
   p.step_ms *= time_scale;
   for (auto& [name, v] : p.time_ms) v *= time_scale;
   for (StagePrediction& s : p.stages) s.micro_batch_ms *= time_scale;
@@ -360,11 +360,32 @@ Prediction Predictor::predict(const PredictInput& in) const {
   return p;
 }
 
-double Predictor::time_scale() const { return time_ratios_.empty() ? 1.0 : median(time_ratios_); }
+double Predictor::time_scale(const PredictInput& in) const {
+  if (observed_.empty()) return 1.0;
+  std::vector<double> all;
+  for (const Observed& o : observed_) all.push_back(o.log_ratio);
+  const double layers = static_cast<double>(profile_.layers);
+  auto micro_batch = [](const PredictInput& p) {
+    return static_cast<double>(p.batch) /
+           static_cast<double>(std::max<int64_t>(1, p.dp) * std::max<int64_t>(1, p.micro_batches));
+  };
+  double sum = median(all), weights = 1;  // the prior: every trial's median
+  for (const Observed& o : observed_) {
+    const double size = std::log2(micro_batch(in) / micro_batch(o.in));
+    const double checkpointed = 2 * static_cast<double>(in.ckpt_blocks - o.in.ckpt_blocks) / layers;
+    const double layout =
+        0.5 * ((in.tp != o.in.tp) + (in.pp != o.in.pp) + (in.dp != o.in.dp) +
+               (in.micro_batches != o.in.micro_batches) + (in.gpipe != o.in.gpipe));
+    const double w = std::exp(-(size * size + checkpointed * checkpointed + layout) / 2);
+    sum += w * o.log_ratio;
+    weights += w;
+  }
+  return std::exp(sum / weights);
+}
 
 void Predictor::calibrate(const PredictInput& in, double step_ms, double peak_bytes) {
   const Prediction p = raw(in);  // the peak scaled by memory_scale_, the time not
-  if (p.step_ms > 0 && step_ms > 0) time_ratios_.push_back(step_ms / p.step_ms);
+  if (p.step_ms > 0 && step_ms > 0) observed_.push_back({in, std::log(step_ms / p.step_ms)});
   if (p.peak_bytes > 0 && peak_bytes > 0)
     memory_scale_ = std::max(memory_scale_, memory_scale_ * peak_bytes / p.peak_bytes);
 }

@@ -81,8 +81,9 @@ class Predictor {
   // profile's, cuts that do not fit the blocks, ranks without a collective model.
   Prediction predict(const PredictInput& in) const;
 
-  // A measured trial of `in`: later predictions are rescaled by the median of measured / predicted
-  // (time) and the largest of them (memory: an under-prediction is a trial run into out of memory).
+  // A measured trial of `in`: later predictions are rescaled — time by measured / predicted of the
+  // trials near them (time_scale), memory by the largest ratio of all (an under-prediction is a
+  // trial run into out of memory).
   void calibrate(const PredictInput& in, double step_ms, double peak_bytes);
   // A trial of `in` that ran out of memory under `budget_bytes`: memory predictions are raised so
   // that it is predicted over the budget.
@@ -115,7 +116,7 @@ class Predictor {
   const Fit& fit() const { return fit_; }
 
   // One stage of a step, for composing and for the cut-point search (cost/cut_search.h): stage
-  // `stage` of in.pp holding blocks [begin, end). Times unscaled by calibration (time_scale());
+  // `stage` of in.pp holding blocks [begin, end). Times unscaled by calibration (time_scale);
   // the peak scaled.
   struct StageCost {
     double compute = 0, recompute = 0, comm = 0, micro_batch_ms = 0;  // per micro-batch
@@ -125,8 +126,12 @@ class Predictor {
   StageCost stage_cost(const PredictInput& in, int64_t stage, int64_t begin, int64_t end) const;
   // What a step costs besides its stages (the loss averaged over the world), unscaled.
   double step_overhead_ms(const PredictInput& in) const;
-  // The calibration's factor on time.
-  double time_scale() const;
+  // The calibration's factor on the time of `in`: a weighted mean of the measured trials' log
+  // ratios (measured / predicted), each weighted by how near its configuration is to `in` —
+  // micro-batch size, the share of blocks checkpointed, the layout — with the median ratio of all
+  // of them as a prior of weight one. One trial rescales every prediction alike; more trials
+  // correct their neighbours most (a CPU's error is not the same at 2 samples as at 64).
+  double time_scale(const PredictInput& in) const;
   // Throws Error(kInvalidArgument) for a layout this predictor cannot compose (cuts aside).
   void check_layout(const PredictInput& in) const;
   // B(x) and E(x) + P(x): a block's and the rest's forward and backward of x samples.
@@ -139,7 +144,11 @@ class Predictor {
   Profile profile_;
   std::optional<CollectiveModel> collectives_;
   Fit fit_;
-  std::vector<double> time_ratios_;
+  struct Observed {
+    PredictInput in;
+    double log_ratio;
+  };
+  std::vector<Observed> observed_;
   double memory_scale_ = 1;
 };
 

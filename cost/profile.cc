@@ -39,9 +39,10 @@ void for_each_shape_field(S& s, F&& f) {
 
 bool ProfilePoint::operator==(const ProfilePoint& o) const {
   return std::tie(layers, batch, ckpt_blocks, micro_batches, step_ms, peak_bytes, all_reduce_calls,
-                  all_reduce_bytes, all_gather_calls, all_gather_bytes) ==
-         std::tie(o.layers, o.batch, o.ckpt_blocks, o.micro_batches, o.step_ms, o.peak_bytes,
-                  o.all_reduce_calls, o.all_reduce_bytes, o.all_gather_calls, o.all_gather_bytes);
+                  all_reduce_bytes, all_gather_calls, all_gather_bytes,
+                  derived) == std::tie(o.layers, o.batch, o.ckpt_blocks, o.micro_batches, o.step_ms,
+                                       o.peak_bytes, o.all_reduce_calls, o.all_reduce_bytes,
+                                       o.all_gather_calls, o.all_gather_bytes, o.derived);
 }
 
 bool ModelShape::operator==(const ModelShape& o) const {
@@ -67,6 +68,7 @@ std::string Profile::to_json() const {
   for (const ProfilePoint& p : points) {
     nlohmann::ordered_json q;
     for_each_field(p, [&](const char* name, const auto& v) { q[name] = v; });
+    if (p.derived) q["derived"] = true;
     points_json.push_back(q);
   }
   j["points"] = points_json;
@@ -94,6 +96,7 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
       for_each_field(point, [&](const char* name, auto& v) {
         v = q.at(name).get<std::remove_reference_t<decltype(v)>>();
       });
+      point.derived = q.value("derived", false);
       p.points.push_back(point);
     }
   } catch (const nlohmann::json::exception& e) {

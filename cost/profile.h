@@ -27,6 +27,8 @@ struct ProfilePoint {
                           // activations
   // The tensor-parallel collectives of one step (0 at tp = 1): calls and payload bytes.
   double all_reduce_calls = 0, all_reduce_bytes = 0, all_gather_calls = 0, all_gather_bytes = 0;
+  // Composed from the measured points and a base profile, not measured (cost/derived_profile.h).
+  bool derived = false;
   bool operator==(const ProfilePoint& o) const;
 };
 

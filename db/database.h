@@ -106,6 +106,12 @@ struct TrialFilter {
   std::optional<TrialStatus> status;
 };
 
+// A cost-model profile as stored (cost/profile.h; the collectives' too): its key, the profile's
+// JSON and when it was stored (UTC, ISO 8601).
+struct StoredProfile {
+  std::string key, profile_json, created_at;
+};
+
 class Database {
  public:
   // Opens (creating when absent) a database file. Throws Error(kInvalidArgument) for a path that
@@ -190,6 +196,8 @@ class Database {
   virtual std::optional<std::string> profile(const std::string& key) = 0;
   // Stores (or replaces) the profile under `key`.
   virtual void put_profile(const std::string& key, const std::string& profile_json) = 0;
+  // Every stored profile, by key.
+  virtual std::vector<StoredProfile> profiles() = 0;
   // Deletes the trials of `task` with `status` (e.g. timeouts, to measure them again), and their
   // re-measurements. Returns how many trials were deleted.
   virtual int64_t prune(int64_t task, TrialStatus status) = 0;

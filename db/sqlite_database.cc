@@ -625,6 +625,13 @@ class SqliteDatabase : public Database {
     tx.commit();
   }
 
+  std::vector<StoredProfile> profiles() override {
+    Statement s(c_, "SELECT key, profile, created_at FROM profiles ORDER BY created_at, key");
+    std::vector<StoredProfile> out;
+    while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2)});
+    return out;
+  }
+
   TrialRecord trial(int64_t task_id, int64_t index) override {
     {
       Statement s(c_, SLAPO_DB_TRIAL_SELECT "WHERE task_id = ? AND idx = ?");

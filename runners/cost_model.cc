@@ -49,10 +49,49 @@ Config computation_knobs(const Config& config) {
   return c;
 }
 
+// Knobs that change the computation of the blocks and of nothing else (not the embeddings, the
+// final norm, the head, the loss or the optimizer): keys that differ only in them share what lies
+// outside the blocks, and one is derived from another's profile (cost/derived_profile.h).
+bool within_blocks(const std::string& knob) {
+  static const char* const kKnobs[] = {"attn", "fuse_bias_gelu", "fuse_bias_dropout_add",
+                                       "decompose"};
+  for (const char* k : kKnobs) {
+    if (knob == k) return true;
+  }
+  return false;
+}
+
+// The knobs of `config` that change the computation outside the blocks.
+Config outside_block_knobs(const Config& config) {
+  Config c;
+  const Config computation = computation_knobs(config);
+  for (const auto& [name, value] : computation.entries()) {
+    if (!within_blocks(name)) c.set(name, value);
+  }
+  return c;
+}
+
+bool is_derived(const cost::Profile& p) {
+  for (const cost::ProfilePoint& q : p.points) {
+    if (q.derived) return true;
+  }
+  return false;
+}
+
 // What a profile is of, for the notes: the knobs that change what is computed, or the workload.
 std::string profiled_what(const Config& config) {
   const Config knobs = computation_knobs(config);
   return knobs.entries().empty() ? std::string("the workload") : knobs.to_string();
+}
+
+// A space small enough to walk whole: no cut-point knob, at most cost::kMaxEnumerated points.
+bool enumerable(const space::CompiledSpace& space) {
+  if (!space.cut_knob().empty()) return false;
+  try {
+    return space.size() <= cost::kMaxEnumerated;
+  } catch (const Error&) {
+    return false;  // over 2^64
+  }
 }
 
 // Calls f(config) for every configuration of `space` — with a cut-point knob, for every
@@ -86,6 +125,7 @@ WorkloadCostModel::~WorkloadCostModel() = default;
 
 void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
   mappings_.clear();  // the profile keys name the batches
+  space_ = &space;
   for (const space::KnobInfo& knob : space.knobs()) {
     // The knob's domain (ascending), not the walk over the space: as good a range to profile, and
     // it costs nothing in a space of 10^10 configurations.
@@ -98,6 +138,14 @@ void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
 }
 
 std::string WorkloadCostModel::profile_key(const Config& config, int world) const {
+  return key_of(computation_knobs(config), world);
+}
+
+std::string WorkloadCostModel::family_key(const Config& config, int world) const {
+  return key_of(outside_block_knobs(config), world);
+}
+
+std::string WorkloadCostModel::key_of(const Config& knobs, int world) const {
   Workload w = workload_;
   w.batch_size = 0;  // predicted across
   w.memory_budget = 0;
@@ -106,7 +154,7 @@ std::string WorkloadCostModel::profile_key(const Config& config, int world) cons
   w.threads = threads_per_rank(workload_, world);
   nlohmann::ordered_json key;
   key["workload"] = nlohmann::ordered_json::parse(w.to_json());
-  key["knobs"] = nlohmann::ordered_json::parse(computation_knobs(config).canonical_json());
+  key["knobs"] = nlohmann::ordered_json::parse(knobs.canonical_json());
   key["batches"] = {batch_lo_, batch_hi_};
   key["ranks_beside"] = ranks_beside(world);
   return key.dump();
@@ -138,22 +186,71 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
 }
 
 cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std::string& key) {
+  const Mapping& m = mapping(config);
+  const int ranks = ranks_beside(m.world());
+  const std::vector<std::string> worker = {self_executable(), "worker"};
   ProfileRequest request;
   request.workload = workload_;
-  request.workload.threads = threads_per_rank(workload_, mapping(config).world());
+  request.workload.threads = threads_per_rank(workload_, m.world());
   request.knobs = computation_knobs(config);
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
-  cost::Profile profile = measure_profile_beside_peers(
-      request, ranks_beside(mapping(config).world()), {self_executable(), "worker"});
+  if (m.input.tp == 1) {
+    auto base = bases_.find(m.family);
+    if (base != bases_.end()) request.base = base->second;
+  }
+  // Under a memory budget the space's largest batches often fit in no configuration: profiled
+  // first up to the middle batch, and then at the largest micro-batch any configuration of the
+  // family is predicted to fit, if that is larger (a derived key takes its base's batches).
+  const int64_t middle = static_cast<int64_t>(
+      std::llround(std::sqrt(static_cast<double>(batch_lo_) * static_cast<double>(batch_hi_))));
+  const bool capped = !request.base && workload_.memory_budget > 0 && space_ != nullptr &&
+                      middle >= 2 * batch_lo_ && middle < batch_hi_ && enumerable(*space_);
+  if (capped) request.batch_hi = middle;
+  cost::Profile profile = measure_profile_beside_peers(request, ranks, worker);
+  if (capped) {
+    const int64_t fits = largest_fitting_micro_batch(profile, m);
+    if (fits > request.batch_hi) {
+      request.extend = profile;
+      request.batch_hi = std::min(fits, batch_hi_);
+      const double first_s = profile.profile_s;
+      profile = measure_profile_beside_peers(request, ranks, worker);
+      profile.profile_s += first_s;
+    }
+  }
   profile.key_json = key;
   profile.fingerprint_json = fingerprint_;
   profile.code_revision = kGitRevision;
   return profile;
 }
 
+int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& profile,
+                                                       const Mapping& of) {
+  std::optional<cost::CollectiveModel> comm;
+  if (of.world() > 1) comm = collectives();
+  const cost::Predictor predictor(profile, comm);
+  // No margin: a configuration just over the budget is predicted out of memory, its time is not
+  // ranked (the time beyond the profiled batches is extrapolated linearly, should one fit).
+  const double budget = static_cast<double>(workload_.memory_budget);
+  int64_t largest = 0;
+  space_->for_each([&](const space::PointView& point) {
+    const Mapping& m = mapping(point.to_config());
+    if (!m.why_not.empty() || m.family != of.family || m.input.tp != of.input.tp) return true;
+    try {
+      if (predictor.predict(m.input).peak_bytes > budget) return true;
+    } catch (const Error&) {
+      return true;  // a layout the predictor cannot compose: predict() says why later
+    }
+    const int64_t per_rank = std::max<int64_t>(1, m.input.dp * m.input.micro_batches);
+    largest = std::max(largest, (m.input.batch + per_rank - 1) / per_rank);
+    return true;
+  });
+  return largest;
+}
+
 std::string WorkloadCostModel::why_stale(const std::string& fingerprint,
                                          const std::string& revision) const {
+  if (replaying_) return "";
   if (fingerprint != fingerprint_) return "is of another machine";
   if (revision != kGitRevision) return "is of slapo " + revision + ", not " + kGitRevision;
   return "";
@@ -178,6 +275,8 @@ const cost::CollectiveModel& WorkloadCostModel::collectives() {
     }
   }
   if (!profile) {
+    SLAPO_CHECK(!replaying_, ErrorCode::kNotFound,
+                "replaying: the recording holds no profile of the collectives");
     profile = profile_collectives(ranks, {self_executable(), "worker", "--collectives"});
     profile->fingerprint_json = fingerprint_;
     profile->code_revision = kGitRevision;
@@ -219,14 +318,21 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     }
   }
   if (!profile) {
+    SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording holds no profile of ",
+                profiled_what(config));
     profile = measure_profile(config, key);
     profile_seconds_ += profile->profile_s;
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {
       on_note_("profiled " + profiled_what(config) + " in " +
-               std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s");
+               std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s" +
+               (is_derived(*profile) ? " (its deep variant only: derived from a profile that "
+                                       "differs only inside the blocks)"
+                                     : ""));
     }
   }
+  // A measured profile of one rank is the base of the keys that differ only inside the blocks.
+  if (profile->tp == 1 && !is_derived(*profile)) bases_.emplace(mapping(config).family, *profile);
   std::optional<cost::CollectiveModel> comm;
   if (ranks) comm = collectives();
   auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));
@@ -243,6 +349,7 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
         models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
     const models::ParallelKnobs& p = tc.parallel;
     m.key = profile_key(config, p.world());
+    m.family = family_key(config, p.world());
     m.input.batch = workload_.batch_size_for(config);
     m.input.ckpt_blocks = tc.checkpointed_blocks;
     m.input.micro_batches = p.micro_batches;

@@ -11,6 +11,10 @@
 // (runners/collective_profile.h) and stored beside the profiles. A stored profile from another
 // machine or another revision of slapo is not reused: it is measured again, and `on_note` says so.
 //
+// A key that differs from a profiled one of one rank only inside the blocks (the attention
+// variant, the MLP's fusions) is profiled on its deep variant alone and derived from that one
+// (cost/derived_profile.h).
+//
 // Profiling one key: runners/profiler.h.
 
 #include <functional>
@@ -27,19 +31,23 @@
 #include "db/database.h"
 #include "runners/workload.h"
 #include "space/compiled_space.h"
+#include "tuner/cost_model.h"
 
 namespace slapo::runners {
 
-class WorkloadCostModel {
+// The tuner's cost model (tuner/cost_model.h) of a built-in workload.
+class WorkloadCostModel : public tuner::CostModel {
  public:
   // `database` may be null (profiles are then measured and kept in memory only). `on_note` receives
   // one line per profile measured or reused (may be empty).
   WorkloadCostModel(Workload workload, db::Database* database,
                     std::function<void(const std::string&)> on_note = {});
-  ~WorkloadCostModel();
+  ~WorkloadCostModel() override;
 
   // The batch sizes to profile at: the smallest and the largest of the batch_size knob's domain
-  // (half the workload's and the workload's when the space has no batch_size knob).
+  // (half the workload's and the workload's when the space has no batch_size knob); under a
+  // memory budget, only up to the largest the space's configurations are predicted to fit.
+  // REQUIRES: `space` outlives the model.
   void use_batches_of(const space::CompiledSpace& space);
   // Measures (or loads) the profile of every key the space's configurations need, up front (a
   // space of more than cost::kMaxEnumerated configurations without a cut knob: none, each is
@@ -47,11 +55,14 @@ class WorkloadCostModel {
   double profile_space(const space::CompiledSpace& space);
   // Re-measures every profile this model uses even when one is stored.
   void set_reprofile(bool reprofile) { reprofile_ = reprofile; }
+  // Reuses stored profiles whatever machine and revision measured them: a recording replayed as
+  // it was (benchmark/tuner_efficiency.cc), never a tuning run.
+  void set_replaying(bool replaying) { replaying_ = replaying; }
 
   // The prediction of `config`, profiling its key first when needed; or why there is none (a
   // layout of more than one rank, a template knob the model does not cover, a configuration the
   // template refuses).
-  cost::Predicted predict(const Config& config);
+  cost::Predicted predict(const Config& config) override;
   cost::ConfigPredictor as_function() {
     return [this](const Config& c) { return predict(c); };
   }
@@ -63,6 +74,12 @@ class WorkloadCostModel {
   }
   // A measured trial of `config` (ok: its step time and peak; oom: over the workload's budget).
   void calibrate(const Config& config, const TrialResult& result);
+  void observe(const Config& config, const TrialResult& result) override {
+    calibrate(config, result);
+  }
+  double memory_budget_bytes() const override {
+    return static_cast<double>(workload_.memory_budget);
+  }
 
   double profile_seconds() const { return profile_seconds_; }
   const Workload& workload() const { return workload_; }
@@ -71,18 +88,25 @@ class WorkloadCostModel {
   // What a configuration means to the model, worked out once (the model strategy predicts the
   // whole space after every trial): its profile key and input, or why it cannot be predicted.
   struct Mapping {
-    std::string key;  // the profile's (canonical JSON)
+    std::string key;     // the profile's (canonical JSON)
+    std::string family;  // the key without the knobs that change only the blocks
     cost::PredictInput input;
     int world() const { return static_cast<int>(input.tp * input.pp * input.dp); }
     std::string why_not;
   };
-  // The profile key of `config` on `world` ranks.
+  // The profile key of `config` on `world` ranks, and its family: the keys that differ from it
+  // only inside the blocks (a profile of one of them is the others' base).
   std::string profile_key(const Config& config, int world) const;
+  std::string family_key(const Config& config, int world) const;
+  std::string key_of(const Config& knobs, int world) const;
   const Mapping& mapping(const Config& config);
   // The predictor of profile `key` (`config` is one of its configurations), profiled when needed,
   // with the machine's collectives when `config` runs on several ranks.
   cost::Predictor& predictor_for(const std::string& key, const Config& config);
   cost::Profile measure_profile(const Config& config, const std::string& key);
+  // The largest micro-batch (samples per rank and micro-batch) of the configurations of `of`'s
+  // family and tp that `profile` predicts under the memory budget (with a margin).
+  int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
   // A stored record's machine and revision: empty when it may be reused, else why not.
@@ -92,9 +116,12 @@ class WorkloadCostModel {
   db::Database* database_;
   std::function<void(const std::string&)> on_note_;
   std::map<std::string, std::unique_ptr<cost::Predictor>> predictors_;
+  std::map<std::string, cost::Profile> bases_;         // by family: a measured profile of one rank
   std::unordered_map<std::string, Mapping> mappings_;  // by canonical configuration
   int64_t batch_lo_ = 0, batch_hi_ = 0;
+  const space::CompiledSpace* space_ = nullptr;  // use_batches_of's
   bool reprofile_ = false;
+  bool replaying_ = false;
   double profile_seconds_ = 0;
   std::string fingerprint_;
   std::optional<cost::CollectiveModel> collectives_;

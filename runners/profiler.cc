@@ -15,6 +15,7 @@
 #include "core/metrics.h"
 #include "core/stats.h"
 #include "core/text.h"
+#include "cost/derived_profile.h"
 #include "dist/launcher.h"
 #include "models/template_config.h"
 #include "models/templates.h"
@@ -129,16 +130,91 @@ double prologue_ms_per_sample(const Workload& w, const Config& knobs, int64_t ba
 
 }  // namespace
 
+namespace {
+
+// One profiling step of the variant of `depth` blocks, `ckpt` of them checkpointed, in `micro`
+// GPipe micro-batches, as one rank of a tensor-parallel group of `tp` (collectives counted).
+cost::ProfilePoint measure_point(const Workload& w, const Config& knobs, int tp, int64_t depth,
+                                 int64_t batch, int64_t ckpt, int64_t micro) {
+  Workload variant = w;
+  variant.layers = depth;
+  Config c = knobs;
+  c.set("batch_size", Value(batch));
+  c.set("ckpt_layers", Value(ckpt));
+  if (micro > 1) {
+    c.set("micro_batches", Value(micro));
+    c.set("pipeline_schedule", Value(std::string("gpipe")));
+  }
+  std::shared_ptr<SimulatedGroup> group;
+  const dist::ParallelGroups groups = simulated_groups(tp, &group);
+  const TrialResult r = measure_trial(variant, c, groups);
+  SLAPO_CHECK(r.status == TrialStatus::kOk, ErrorCode::kRuntime, "profiling ", c.to_string(),
+              " with ", depth, " block(s) failed (", to_string(r.status),
+              "): ", r.error.substr(0, r.error.find('\n')));
+  cost::ProfilePoint p;
+  p.layers = depth;
+  p.batch = batch;
+  p.ckpt_blocks = ckpt;
+  p.micro_batches = micro;
+  p.step_ms = r.metrics.at(metric::kStepMsMedian);
+  p.peak_bytes = r.metrics.at(metric::kPeakBytes);
+  if (group) {
+    const double steps = static_cast<double>(variant.warmup + variant.steps);
+    p.all_reduce_calls = static_cast<double>(group->all_reduces().calls) / steps;
+    p.all_reduce_bytes = group->all_reduces().bytes / steps;
+    p.all_gather_calls = static_cast<double>(group->all_gathers().calls) / steps;
+    p.all_gather_bytes = group->all_gathers().bytes / steps;
+  }
+  return p;
+}
+
+// A key that differs from `base` only inside the blocks: its deep variant at the batches of the
+// base's deep variant, and with every block checkpointed at the largest batch the base was; the
+// rest is derived (cost/derived_profile.h).
+cost::Profile measure_derived(const Workload& w, const Config& knobs, const cost::Profile& base) {
+  int64_t deep = 0, checkpointed_at = 0;
+  for (const cost::ProfilePoint& q : base.points) deep = std::max(deep, q.layers);
+  std::set<int64_t> batches;
+  for (const cost::ProfilePoint& q : base.points) {
+    if (q.layers != deep || q.micro_batches != 1) continue;
+    if (q.ckpt_blocks == 0) batches.insert(q.batch);
+    if (q.ckpt_blocks == deep && !q.derived) checkpointed_at = std::max(checkpointed_at, q.batch);
+  }
+  std::vector<cost::ProfilePoint> steps;
+  for (int64_t batch : batches) steps.push_back(measure_point(w, knobs, 1, deep, batch, 0, 1));
+  if (checkpointed_at > 0)
+    steps.push_back(measure_point(w, knobs, 1, deep, checkpointed_at, deep, 1));
+  return cost::derive_profile(base, steps, model_shape(w, knobs, 1));
+}
+
+}  // namespace
+
 cost::Profile measure_profile(const ProfileRequest& request) {
   const auto start = Clock::now();
   Workload w = request.workload;
-  w.warmup = 1;
+  // Two warm-up steps, as a trial has: after one, steps of a few samples still read 20-30% slow.
+  w.warmup = 2;
   w.steps = 2;
   w.memory_budget = 0;  // the profile measures; the prediction decides what fits
   torch::set_num_threads(w.threads);
   const models::TemplateConfig tc =
       models::parse_template_config(w.schedule_template(), w.spec(), request.knobs);
   const int tp = tc.parallel.layout.tp;
+  if (request.extend) {
+    cost::Profile profile = *request.extend;
+    int64_t deep = 0;
+    for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
+    for (int64_t depth : {int64_t{1}, deep}) {
+      profile.points.push_back(measure_point(w, request.knobs, tp, depth, request.batch_hi, 0, 1));
+    }
+    profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return profile;
+  }
+  if (request.base && tp == 1) {
+    cost::Profile profile = measure_derived(w, request.knobs, *request.base);
+    profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return profile;
+  }
   const int64_t layers = w.spec().layers;
   const int64_t deep = std::clamp<int64_t>(layers, 2, 8);
   // Two batches above one sample, whatever the space's (memory is fitted over them).
@@ -150,7 +226,6 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   profile.layers = layers;
   profile.tp = tp;
   profile.shape = model_shape(w, request.knobs, tp);
-  // (depth, batch, checkpointed blocks), the cheap ones first.
   // (depth, batch, checkpointed blocks, GPipe micro-batches), the cheap ones first.
   std::vector<std::array<int64_t, 4>> points = {{1, 1, 0, 1},    {1, lo, 0, 1},
                                                 {1, hi, 0, 1},   {1, 2 * lo, 0, 2},
@@ -159,39 +234,13 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   points.push_back({deep, hi, 0, 1});
   points.push_back({deep, hi, deep, 1});
   points.push_back({deep, 1, deep, 1});
+  // The first steps of a process run slower (thread pools, lazy initialisation): one step that
+  // counts for nothing first, or the one-block variant's smallest point reads ~15 ms slow.
+  measure_point(w, request.knobs, tp, 1, 1, 0, 1);
   std::set<std::array<int64_t, 4>> seen;
   for (const auto& [depth, batch, ckpt, micro] : points) {
     if (!seen.insert({depth, batch, ckpt, micro}).second) continue;
-    Workload variant = w;
-    variant.layers = depth;
-    Config c = request.knobs;
-    c.set("batch_size", Value(batch));
-    c.set("ckpt_layers", Value(ckpt));
-    if (micro > 1) {
-      c.set("micro_batches", Value(micro));
-      c.set("pipeline_schedule", Value(std::string("gpipe")));
-    }
-    std::shared_ptr<SimulatedGroup> group;
-    const dist::ParallelGroups groups = simulated_groups(tp, &group);
-    const TrialResult r = measure_trial(variant, c, groups);
-    SLAPO_CHECK(r.status == TrialStatus::kOk, ErrorCode::kRuntime, "profiling ", c.to_string(),
-                " with ", depth, " block(s) failed (", to_string(r.status),
-                "): ", r.error.substr(0, r.error.find('\n')));
-    cost::ProfilePoint p;
-    p.layers = depth;
-    p.batch = batch;
-    p.ckpt_blocks = ckpt;
-    p.micro_batches = micro;
-    p.step_ms = r.metrics.at(metric::kStepMsMedian);
-    p.peak_bytes = r.metrics.at(metric::kPeakBytes);
-    if (group) {
-      const double steps = static_cast<double>(variant.warmup + variant.steps);
-      p.all_reduce_calls = static_cast<double>(group->all_reduces().calls) / steps;
-      p.all_reduce_bytes = group->all_reduces().bytes / steps;
-      p.all_gather_calls = static_cast<double>(group->all_gathers().calls) / steps;
-      p.all_gather_bytes = group->all_gathers().bytes / steps;
-    }
-    profile.points.push_back(p);
+    profile.points.push_back(measure_point(w, request.knobs, tp, depth, batch, ckpt, micro));
   }
   const cost::ModelShape& s = profile.shape;
   profile.optimizer_ms_per_param =
@@ -209,6 +258,8 @@ std::string ProfileRequest::to_json() const {
   j["knobs"] = nlohmann::ordered_json::parse(knobs.to_json());
   j["batch_lo"] = batch_lo;
   j["batch_hi"] = batch_hi;
+  if (base) j["base"] = nlohmann::ordered_json::parse(base->to_json());
+  if (extend) j["extend"] = nlohmann::ordered_json::parse(extend->to_json());
   return j.dump();
 }
 
@@ -223,6 +274,8 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
   r.knobs = Config::from_json(j["knobs"].dump(), origin);
   r.batch_lo = j["batch_lo"].get<int64_t>();
   r.batch_hi = j["batch_hi"].get<int64_t>();
+  if (j.contains("base")) r.base = cost::Profile::from_json(j["base"].dump(), origin);
+  if (j.contains("extend")) r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
   return r;
 }
 

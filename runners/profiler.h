@@ -10,6 +10,9 @@
 //                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
 //                  until its backward, against what it needs only while running backward)
 //
+// With a base profile (ProfileRequest::base), only the deep variant at the base's batches and once
+// with every block checkpointed: the rest is derived (cost/derived_profile.h).
+//
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
 // and of the head as the schedule shards them; one optimizer step's time per parameter; the
@@ -17,6 +20,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +34,13 @@ struct ProfileRequest {
   Workload workload;  // its threads: one rank's
   Config knobs;       // the knobs that change the computation, tp included
   int64_t batch_lo = 1, batch_hi = 1;
+  // A profiled key that differs from this one only inside the blocks (tp = 1): then only the deep
+  // variant is measured — at the base's batches, and once with every block checkpointed — and the
+  // profile is derived from the base's (cost/derived_profile.h).
+  std::optional<cost::Profile> base;
+  // A profile measured up to a smaller batch: only the steps at batch_hi are measured — the
+  // one-block and the deep variant without checkpointing — and added to it.
+  std::optional<cost::Profile> extend;
 
   std::string to_json() const;
   // Throws Error(kInvalidArgument) naming `origin` for text that is not a request.

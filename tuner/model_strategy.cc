@@ -1,8 +1,11 @@
 #include "tuner/model_strategy.h"
 
+#include <cmath>
 #include <optional>
+#include <unordered_map>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace slapo::tuner {
 
@@ -41,14 +44,17 @@ class ModelStrategy : public Strategy {
     });
     std::vector<Config> out;
     converged_ = false;
+    const double margin = this->margin();
     for (auto& [value, config] : ranked) {
       if (out.size() == n) break;
-      // Nothing left that the model expects to beat the best measured by more than the noise.
-      if (best_ && !objective_.better(value, *best_ * (objective_.minimize ? 1 - options_.noise
-                                                                           : 1 + options_.noise))) {
+      // Nothing left that the model expects to beat the best measured by more than the noise and
+      // its own error.
+      if (best_ &&
+          !objective_.better(value, *best_ * (objective_.minimize ? 1 - margin : 1 + margin))) {
         converged_ = true;
         break;
       }
+      predicted_[config.canonical_json()] = value;
       out.push_back(std::move(config));
     }
     return out;
@@ -57,14 +63,18 @@ class ModelStrategy : public Strategy {
   std::string why_done() const override {
     return converged_
                ? "no configuration left is predicted to beat the best measured by more than " +
-                     std::to_string(static_cast<int>(options_.noise * 100 + 0.5)) + "%"
+                     std::to_string(static_cast<int>(margin() * 100 + 0.5)) +
+                     "% (the measurement noise and the model's error so far)"
                : "every configuration that is predicted to fit was measured";
   }
 
   void observe(const std::vector<Observation>& observations) override {
     for (const Observation& o : observations) {
-      if (o.status == TrialStatus::kOk && o.objective && objective_.better(o.objective, best_))
-        best_ = o.objective;
+      if (o.status != TrialStatus::kOk || !o.objective) continue;
+      if (objective_.better(o.objective, best_)) best_ = o.objective;
+      auto it = predicted_.find(o.config.canonical_json());
+      if (it != predicted_.end() && it->second > 0 && *o.objective > 0)
+        errors_.push_back(std::abs(std::log(*o.objective / it->second)));
     }
   }
 
@@ -73,8 +83,20 @@ class ModelStrategy : public Strategy {
   ModelStrategyOptions options_;
   const space::CompiledSpace* space_ = nullptr;
   Objective objective_;
+  // The share a prediction must beat the measured best by to be worth measuring.
+  // The prior counts as two measured errors: one lucky prediction does not end the search.
+  double margin() const {
+    std::vector<double> errors = errors_;
+    errors.insert(errors.end(), 2, options_.prior_error);
+    return options_.noise + median(errors);
+  }
+
   std::optional<double> best_;
   bool converged_ = false;  // propose() stopped at the noise rule
+  // What the model predicted of each configuration it proposed, when it proposed it; the errors of
+  // those predictions once measured (|log(measured / predicted)|).
+  std::unordered_map<std::string, double> predicted_;
+  std::vector<double> errors_;
 };
 
 }  // namespace

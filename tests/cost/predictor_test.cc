@@ -14,67 +14,22 @@
 #include "cost/predictor.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
+#include "synthetic_workload.h"
 
 namespace slapo::cost {
 namespace {
 
-// A workload whose blocks and the rest follow the model exactly (ms and MB):
-//   a block's forward and backward B(x) = 2 + 3x, the rest O(x) = 5 + 4x (of which the
-//   embeddings 0.5x), a checkpointed block's recompute 30% of B; the optimizer 1 ms per 10^6
-//   parameters: a block 10^6, the embeddings 2·10^6, the head 2.5·10^6 of which 2·10^6 tied.
-//   Memory: 16 bytes per parameter; per sample a block keeps 10 MB (2 MB checkpointed), the
-//   head and loss 30 MB.
-constexpr double kMB = 1e6;
-constexpr int64_t kLayers = 4;
-double block_ms(double x) { return 2 + 3 * x; }
-double outside_ms(double x) { return 5 + 4 * x; }
-double optimizer_ms(double blocks) { return blocks + 2.5; }
-double state_bytes(double blocks) { return (16 * blocks + 40) * kMB; }
-double true_step(int64_t layers, int64_t x, int64_t k) {
-  return outside_ms(x) + layers * block_ms(x) + 0.3 * k * block_ms(x) + optimizer_ms(layers);
-}
-double true_peak(int64_t layers, int64_t x, int64_t k) {
-  return state_bytes(layers) + x * ((layers - k) * 10.0 + k * 2.0 + 30.0) * kMB;
-}
+using testing::kLayers;
+using testing::kMB;
+const testing::SyntheticWorkload kWorkload;
+double block_ms(double x) { return kWorkload.block_ms(x); }
+double outside_ms(double x) { return kWorkload.outside_ms(x); }
+double optimizer_ms(double blocks) { return testing::SyntheticWorkload::optimizer_ms(blocks); }
+double true_step(int64_t layers, int64_t x, int64_t k) { return kWorkload.step(layers, x, k); }
+double true_peak(int64_t layers, int64_t x, int64_t k) { return kWorkload.peak(layers, x, k); }
+Profile synthetic_profile(int64_t layers = kLayers) { return kWorkload.profile(layers); }
 
-Profile synthetic_profile(int64_t layers = kLayers) {
-  Profile p;
-  p.key_json = "{\"model\":\"synthetic\"}";
-  p.fingerprint_json = "{}";
-  p.layers = layers;
-  p.shape = {1e6, 2e6, 2.5e6, 2e6, 1000};
-  p.optimizer_ms_per_param = 1e-6;
-  p.prologue_ms_per_sample = 0.5;
-  // The points the profiler measures.
-  for (auto [d, b, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 0},
-                                                            {1, 4, 0},
-                                                            {1, 32, 0},
-                                                            {kLayers, 1, 0},
-                                                            {kLayers, 4, 0},
-                                                            {kLayers, 11, 0},
-                                                            {kLayers, 32, 0},
-                                                            {kLayers, 32, kLayers},
-                                                            {kLayers, 1, kLayers}}) {
-    ProfilePoint q;
-    q.layers = d;
-    q.batch = b;
-    q.ckpt_blocks = k;
-    q.step_ms = true_step(d, b, k);
-    q.peak_bytes = true_peak(d, b, k);
-    p.points.push_back(q);
-  }
-  return p;
-}
-
-// Collectives of 0.1 ms plus 1 ms per MB, every operation, measured at 2 ranks.
-CollectiveModel synthetic_collectives() {
-  CollectiveProfile c;
-  c.fingerprint_json = "{}";
-  for (const char* op : {"all_reduce", "all_gather", "send_recv"}) {
-    for (double bytes : {4096.0, 1e6, 4e6}) c.samples.push_back({op, bytes, 0.1 + bytes / 1e6});
-  }
-  return CollectiveModel(c);
-}
+using testing::synthetic_collectives;
 
 TEST(PredictorTest, RecoversTheCostsOfABlockAndOfTheRest) {
   const Predictor predictor(synthetic_profile());
@@ -197,6 +152,27 @@ TEST(PredictorTest, CalibrationRescalesAndNeverUnderPredictsAnObservedOom) {
   const double budget = 2 * predictor.predict({32, 0, 1}).peak_bytes;
   predictor.calibrate_oom({32, 0, 1}, budget);
   EXPECT_GT(predictor.predict({32, 0, 1}).peak_bytes, budget);
+}
+
+TEST(PredictorTest, CalibrationCorrectsTheNeighboursOfAMeasurementMost) {
+  // This machine runs small micro-batches as profiled and large ones 30% slower.
+  Predictor predictor(synthetic_profile());
+  const double small = predictor.predict({4, 1, 1}).step_ms;
+  const double large = predictor.predict({32, 1, 1}).step_ms;
+  predictor.calibrate({4, 0, 1}, predictor.predict({4, 0, 1}).step_ms, 0);
+  predictor.calibrate({32, 0, 1}, 1.3 * predictor.predict({32, 0, 1}).step_ms, 0);
+  // Near each measurement, its own ratio most: not one factor for all (which would be ~1.14).
+  const double small_scale = predictor.predict({4, 1, 1}).step_ms / small;
+  const double large_scale = predictor.predict({32, 1, 1}).step_ms / large;
+  EXPECT_LT(small_scale, 1.1);
+  EXPECT_GT(large_scale, 1.18);
+  EXPECT_GT(large_scale, 1.0);
+  EXPECT_GT(small_scale, 0.99);
+  // Far from both (one sample per micro-batch, another layout), the median of the two.
+  PredictInput far{8, 0, 8};
+  far.gpipe = true;
+  const double prior = Predictor(synthetic_profile()).predict(far).step_ms;
+  EXPECT_NEAR(predictor.predict(far).step_ms / prior, std::sqrt(1.3), 0.03);
 }
 
 TEST(PredictorTest, AProfileWithoutWhatTheModelNeedsIsRefused) {

@@ -1,0 +1,106 @@
+#include "cost/derived_profile.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.h"
+#include "cost/fit.h"
+#include "cost/predictor.h"
+
+namespace slapo::cost {
+
+Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& deep_steps,
+                       const ModelShape& shape) {
+  SLAPO_CHECK(base.tp == 1, ErrorCode::kInvalidArgument,
+              "a derived profile needs a base of tp = 1, not ", base.tp);
+  const Predictor predictor(base);
+  const Predictor::Fit& fb = predictor.fit();
+  const int64_t deep = fb.deep_layers;
+  const double d = static_cast<double>(deep);
+
+  std::map<int64_t, const ProfilePoint*> plain;  // by batch
+  const ProfilePoint* checkpointed = nullptr;
+  for (const ProfilePoint& q : deep_steps) {
+    SLAPO_CHECK(
+        q.layers == deep && q.micro_batches == 1 && (q.ckpt_blocks == 0 || q.ckpt_blocks == deep),
+        ErrorCode::kInvalidArgument,
+        "a derived profile is measured on the base's deep "
+        "variant of ",
+        deep, " blocks, in one micro-batch, none or all checkpointed");
+    if (q.ckpt_blocks == 0)
+      plain[q.batch] = &q;
+    else
+      checkpointed = &q;
+  }
+  std::vector<std::pair<double, double>> memory;  // above one sample: the activations' line
+  for (const auto& [batch, q] : plain) {
+    if (batch > 1) memory.emplace_back(static_cast<double>(batch), q->peak_bytes);
+  }
+  SLAPO_CHECK(memory.size() >= 2 && checkpointed && checkpointed->batch > 1 &&
+                  plain.count(checkpointed->batch),
+              ErrorCode::kInvalidArgument,
+              "a derived profile needs deep steps at two batches above one sample and one with "
+              "every block checkpointed at one of them");
+
+  auto optimizer_ms = [&](double blocks) {
+    return base.optimizer_ms_per_param * (blocks * shape.block_params + shape.prologue_params +
+                                          shape.epilogue_params - shape.tied_params);
+  };
+  // A block of the new key at x samples: the base's, plus the deep variants' difference per block.
+  auto new_block_ms = [&](const ProfilePoint& q) {
+    const double x = static_cast<double>(q.batch);
+    const double deep_fb = q.step_ms - optimizer_ms(d);
+    return std::max(0.0, predictor.block_ms(x) + (deep_fb - polyline_at(fb.deep_ms, x)) / d);
+  };
+  // Memory: the deep line minus the base's outside part, shared among the blocks.
+  const auto [state_d, act_d] = fit_line(memory);
+  const double block_state = (state_d - fb.outside_state) / d;
+  const double block_act = (act_d - fb.outside_act) / d;
+  const double state_1 = state_d - (d - 1) * block_state, act_1 = act_d - (d - 1) * block_act;
+
+  Profile out;
+  out.layers = base.layers;
+  out.tp = 1;
+  out.shape = shape;
+  out.optimizer_ms_per_param = base.optimizer_ms_per_param;
+  out.prologue_ms_per_sample = base.prologue_ms_per_sample;
+  out.points = deep_steps;
+  // The one-block variant: the deep one without D − 1 of its blocks.
+  for (const auto& [batch, q] : plain) {
+    ProfilePoint one;
+    one.layers = 1;
+    one.batch = batch;
+    one.step_ms = q->step_ms - optimizer_ms(d) - (d - 1) * new_block_ms(*q) + optimizer_ms(1);
+    one.peak_bytes =
+        q->peak_bytes - (d - 1) * (block_state + block_act * static_cast<double>(batch));
+    one.derived = true;
+    out.points.push_back(one);
+  }
+  // One sample, every block checkpointed: the least peak (the optimizer step's own need), and
+  // the measured recompute share.
+  const ProfilePoint& at = *plain.at(checkpointed->batch);
+  const double recompute_ms = std::max(0.0, checkpointed->step_ms - at.step_ms);
+  const double share = new_block_ms(at) > 0 ? recompute_ms / (d * new_block_ms(at)) : 0.0;
+  const ProfilePoint& smallest = *plain.begin()->second;
+  ProfilePoint least = smallest;
+  least.ckpt_blocks = deep;
+  least.step_ms += d * share * new_block_ms(smallest);
+  least.peak_bytes = fb.least_ratio * state_d;
+  least.derived = true;
+  out.points.push_back(least);
+  // Two GPipe micro-batches of the one-block variant: the loss keeps what the base's keeps.
+  const double x = memory.front().first;
+  ProfilePoint gpipe;
+  gpipe.layers = 1;
+  gpipe.micro_batches = 2;
+  gpipe.batch = 2 * static_cast<int64_t>(x);
+  gpipe.step_ms = 2 * (plain.at(static_cast<int64_t>(x))->step_ms - optimizer_ms(d) -
+                       (d - 1) * new_block_ms(*plain.at(static_cast<int64_t>(x)))) +
+                  optimizer_ms(1);
+  gpipe.peak_bytes = state_1 + act_1 * x + x * (block_act + fb.outside_kept);
+  gpipe.derived = true;
+  out.points.push_back(gpipe);
+  return out;
+}
+
+}  // namespace slapo::cost

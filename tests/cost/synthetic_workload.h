@@ -1,0 +1,89 @@
+#pragma once
+// A workload whose blocks and the rest follow the cost model exactly (ms and MB), for the cost
+// model's tests. The defaults:
+//   a block's forward and backward B(x) = 2 + 3x, the rest O(x) = 5 + 4x (of which the embeddings
+//   0.5x), a checkpointed block's recompute 30% of B; the optimizer 1 ms per 10^6 parameters: a
+//   block 10^6, the embeddings 2·10^6, the head 2.5·10^6 of which 2·10^6 tied.
+//   Memory: 16 bytes per parameter; per sample a block keeps 10 MB (2 MB checkpointed), the head
+//   and loss 30 MB.
+// Another block (an attention variant, a fusion) changes only the block's fields.
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "cost/collectives.h"
+#include "cost/profile.h"
+
+namespace slapo::cost::testing {
+
+constexpr double kMB = 1e6;
+constexpr int64_t kLayers = 4;
+
+struct SyntheticWorkload {
+  double block_at0 = 2, block_per_sample = 3;
+  double outside_at0 = 5, outside_per_sample = 4;
+  double recompute = 0.3;
+  double block_act_mb = 10, ckpt_kept_mb = 2, outside_act_mb = 30;
+
+  double block_ms(double x) const { return block_at0 + block_per_sample * x; }
+  double outside_ms(double x) const { return outside_at0 + outside_per_sample * x; }
+  static double optimizer_ms(double blocks) { return blocks + 2.5; }
+  static double state_bytes(double blocks) { return (16 * blocks + 40) * kMB; }
+  double step(int64_t layers, int64_t x, int64_t k) const {
+    return outside_ms(static_cast<double>(x)) + static_cast<double>(layers) * block_ms(x) +
+           recompute * static_cast<double>(k) * block_ms(x) +
+           optimizer_ms(static_cast<double>(layers));
+  }
+  double peak(int64_t layers, int64_t x, int64_t k) const {
+    return state_bytes(static_cast<double>(layers)) +
+           static_cast<double>(x) *
+               (static_cast<double>(layers - k) * block_act_mb +
+                static_cast<double>(k) * ckpt_kept_mb + outside_act_mb) *
+               kMB;
+  }
+  ProfilePoint point(int64_t layers, int64_t batch, int64_t ckpt) const {
+    ProfilePoint q;
+    q.layers = layers;
+    q.batch = batch;
+    q.ckpt_blocks = ckpt;
+    q.step_ms = step(layers, batch, ckpt);
+    q.peak_bytes = peak(layers, batch, ckpt);
+    return q;
+  }
+  // The profile the profiler would measure of a model of `layers` blocks (variants of 1 and
+  // kLayers blocks).
+  Profile profile(int64_t layers = kLayers) const {
+    Profile p;
+    p.key_json = "{\"model\":\"synthetic\"}";
+    p.fingerprint_json = "{}";
+    p.layers = layers;
+    p.shape = {1e6, 2e6, 2.5e6, 2e6, 1000};
+    p.optimizer_ms_per_param = 1e-6;
+    p.prologue_ms_per_sample = 0.5;
+    for (auto [d, b, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 0},
+                                                              {1, 4, 0},
+                                                              {1, 32, 0},
+                                                              {kLayers, 1, 0},
+                                                              {kLayers, 4, 0},
+                                                              {kLayers, 11, 0},
+                                                              {kLayers, 32, 0},
+                                                              {kLayers, 32, kLayers},
+                                                              {kLayers, 1, kLayers}}) {
+      p.points.push_back(point(d, b, k));
+    }
+    return p;
+  }
+};
+
+// Collectives of 0.1 ms plus 1 ms per MB, every operation, measured at 2 ranks.
+inline CollectiveModel synthetic_collectives() {
+  CollectiveProfile c;
+  c.fingerprint_json = "{}";
+  for (const char* op : {"all_reduce", "all_gather", "send_recv"}) {
+    for (double bytes : {4096.0, 1e6, 4e6}) c.samples.push_back({op, bytes, 0.1 + bytes / 1e6});
+  }
+  return CollectiveModel(c);
+}
+
+}  // namespace slapo::cost::testing
