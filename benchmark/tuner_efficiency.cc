@@ -254,6 +254,7 @@ struct Run {
   double trials_to_tie = INFINITY;      // ... until one of its ties was
   double trials_to_98 = INFINITY;       // ... until a configuration within 2% of it was
   double best_at[3] = {0, 0, 0};        // best within 10, 20, 30 measured trials / optimum
+  double oom_in_first_10 = 0;           // trials that ran out of memory among the first 10
 };
 
 Run run_once(const Table& table, const space::CompiledSpace& space, const std::string& strategy,
@@ -275,6 +276,7 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const std::s
   const size_t limits[3] = {10, 20, 30};
   tuner::tune(space, runner, *database, key, options, [&](const tuner::Progress& p) {
     if (p.status == TrialStatus::kPruned) return;
+    if (p.status == TrialStatus::kOom && p.measured <= 10) ++run.oom_in_first_10;
     if (p.objective) best = std::max(best, *p.objective);
     for (int i = 0; i < 3; ++i) {
       if (p.measured <= limits[i]) run.best_at[i] = best / table.optimum;
@@ -318,6 +320,43 @@ std::pair<double, bool> recommended(const Table& table, const space::CompiledSpa
   const std::string key = summary.best->config.canonical_json();
   return {table.results.at(key).metrics.at("samples_per_s") / table.optimum,
           table.ties.count(key) > 0};
+}
+
+// The recorded model's predictions, uncalibrated, against the table's medians: what the first
+// trial is chosen by (docs/benchmarks.md, "Cost model").
+void print_accuracy(const Table& table, const space::CompiledSpace& space,
+                    const RecordedModel& recorded) {
+  auto model = recorded.fresh(space);
+  const double budget = model->memory_budget_bytes();
+  std::vector<double> peak_error, under, step_error, predicted_ms, measured_ms;
+  size_t verdicts = 0, right = 0, unpredicted = 0;
+  for (const auto& [key, result] : table.results) {
+    const cost::Predicted p = model->predict(Config::from_json(key));
+    if (!p.prediction) {
+      ++unpredicted;
+      continue;
+    }
+    const bool fits = budget <= 0 || p.prediction->peak_bytes <= budget;
+    if (result.status == TrialStatus::kOk || result.status == TrialStatus::kOom) {
+      ++verdicts;
+      right += fits == (result.status == TrialStatus::kOk);
+    }
+    if (result.status != TrialStatus::kOk) continue;
+    const double peak = result.metrics.at(metric::kPeakBytes);
+    const double ms = result.metrics.at(metric::kStepMsMedian);
+    peak_error.push_back(std::abs(p.prediction->peak_bytes / peak - 1));
+    under.push_back(1 - p.prediction->peak_bytes / peak);
+    step_error.push_back(std::abs(p.prediction->step_ms / ms - 1));
+    predicted_ms.push_back(p.prediction->step_ms);
+    measured_ms.push_back(ms);
+  }
+  if (step_error.size() < 2) return;
+  std::printf(
+      "the recorded profiles' predictions (uncalibrated) against the medians: peak median abs. "
+      "error %.2f%%, worst under-prediction %.2f%%; step median abs. error %.1f%%, Spearman %.3f; "
+      "out of memory predicted right %zu/%zu; unpredictable %zu\n",
+      100 * median(peak_error), 100 * *std::max_element(under.begin(), under.end()),
+      100 * median(step_error), spearman(predicted_ms, measured_ms), right, verdicts, unpredicted);
 }
 
 double quantile(std::vector<double> v, double q) {
@@ -381,12 +420,14 @@ int main(int argc, char** argv) {
             "profiles recorded beside it: %zu, %.1f s = %.1f mean recorded trials (%.2f s)\n",
             table.profiles.size(), table.profile_s, table.profile_s / table.mean_trial_s,
             table.mean_trial_s);
+        print_accuracy(table, space, *recorded);
       }
-      std::printf("%-14s %11s %8s %9s %8s %9s %8s %9s %9s %9s\n", "strategy", "to optimum", "p90",
-                  "to a tie", "p90", "to 98%", "p90", "best@10", "best@20", "best@30");
+      std::printf("%-14s %11s %8s %9s %8s %9s %8s %9s %9s %9s %7s\n", "strategy", "to optimum",
+                  "p90", "to a tie", "p90", "to 98%", "p90", "best@10", "best@20", "best@30",
+                  "oom@10");
       std::map<std::string, double> medians, tie_medians;
       for (const auto& [label, strategy, with_model] : strategies) {
-        std::vector<double> to_opt, to_tie, to_98, at[3];
+        std::vector<double> to_opt, to_tie, to_98, at[3], oom10;
         for (int seed = 0; seed < seeds; ++seed) {
           const Run r = run_once(table, space, strategy, with_model ? &*recorded : nullptr,
                                  static_cast<uint64_t>(seed));
@@ -394,15 +435,16 @@ int main(int argc, char** argv) {
           to_tie.push_back(r.trials_to_tie);
           to_98.push_back(r.trials_to_98);
           for (int i = 0; i < 3; ++i) at[i].push_back(r.best_at[i]);
+          oom10.push_back(r.oom_in_first_10);
         }
         medians[label] = quantile(to_opt, 0.5);
         tie_medians[label] = quantile(to_tie, 0.5);
-        std::printf("%-14s %11s %8s %9s %8s %9s %8s %8.1f%% %8.1f%% %8.1f%%\n", label.c_str(),
+        std::printf("%-14s %11s %8s %9s %8s %9s %8s %8.1f%% %8.1f%% %8.1f%% %7.1f\n", label.c_str(),
                     trials(quantile(to_opt, 0.5)).c_str(), trials(quantile(to_opt, 0.9)).c_str(),
                     trials(quantile(to_tie, 0.5)).c_str(), trials(quantile(to_tie, 0.9)).c_str(),
                     trials(quantile(to_98, 0.5)).c_str(), trials(quantile(to_98, 0.9)).c_str(),
                     100 * quantile(at[0], 0.5), 100 * quantile(at[1], 0.5),
-                    100 * quantile(at[2], 0.5));
+                    100 * quantile(at[2], 0.5), quantile(oom10, 0.5));
       }
       const double reference = std::min(medians["slapo"], medians["random"]);
       const bool met = medians["auto"] <= reference / 2;

@@ -15,5 +15,9 @@ double median(std::vector<double> v);
 // values that agree to the digit do not make every small difference an outlier; with a MAD of 0,
 // any other x is infinitely far. REQUIRES: !v.empty().
 double robust_z(const std::vector<double>& v, double x, double min_mad = 0);
+// Spearman's rank correlation of paired values (tied values share their mean rank): 1 when `b`
+// orders the pairs as `a` does, −1 when in reverse; NaN when either is constant.
+// REQUIRES: a.size() == b.size() >= 2.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace slapo

@@ -234,8 +234,8 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   points.push_back({deep, hi, 0, 1});
   points.push_back({deep, hi, deep, 1});
   points.push_back({deep, 1, deep, 1});
-  // The first steps of a process run slower (thread pools, lazy initialisation): one step that
-  // counts for nothing first, or the one-block variant's smallest point reads ~15 ms slow.
+  // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
+  // initialisation).
   measure_point(w, request.knobs, tp, 1, 1, 0, 1);
   std::set<std::array<int64_t, 4>> seen;
   for (const auto& [depth, batch, ckpt, micro] : points) {

@@ -44,13 +44,15 @@ class ModelStrategy : public Strategy {
     });
     std::vector<Config> out;
     converged_ = false;
-    const double margin = this->margin();
+    const double error = this->error();
     for (auto& [value, config] : ranked) {
       if (out.size() == n) break;
-      // Nothing left that the model expects to beat the best measured by more than the noise and
-      // its own error.
-      if (best_ &&
-          !objective_.better(value, *best_ * (objective_.minimize ? 1 - margin : 1 + margin))) {
+      // Nothing left that could beat the best measured by more than the noise, were its prediction
+      // off by the model's error so far.
+      const double optimistic = objective_.minimize ? value * (1 - error) : value * (1 + error);
+      if (best_ && !objective_.better(
+                       optimistic,
+                       *best_ * (objective_.minimize ? 1 - options_.noise : 1 + options_.noise))) {
         converged_ = true;
         break;
       }
@@ -62,9 +64,10 @@ class ModelStrategy : public Strategy {
 
   std::string why_done() const override {
     return converged_
-               ? "no configuration left is predicted to beat the best measured by more than " +
-                     std::to_string(static_cast<int>(margin() * 100 + 0.5)) +
-                     "% (the measurement noise and the model's error so far)"
+               ? "no configuration left could beat the best measured by more than the noise (" +
+                     std::to_string(static_cast<int>(options_.noise * 100 + 0.5)) +
+                     "%) were its prediction off by the model's error so far (" +
+                     std::to_string(static_cast<int>(error() * 100 + 0.5)) + "%)"
                : "every configuration that is predicted to fit was measured";
   }
 
@@ -83,12 +86,12 @@ class ModelStrategy : public Strategy {
   ModelStrategyOptions options_;
   const space::CompiledSpace* space_ = nullptr;
   Objective objective_;
-  // The share a prediction must beat the measured best by to be worth measuring.
-  // The prior counts as two measured errors: one lucky prediction does not end the search.
-  double margin() const {
+  // The model's error so far: the median of its errors of measured trials, the prior counted as
+  // two of them (one lucky prediction does not end the search).
+  double error() const {
     std::vector<double> errors = errors_;
     errors.insert(errors.end(), 2, options_.prior_error);
-    return options_.noise + median(errors);
+    return median(errors);
   }
 
   std::optional<double> best_;

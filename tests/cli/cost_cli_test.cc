@@ -17,6 +17,7 @@ using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
 using slapo::testing::temp_db;
+using slapo::testing::write_temp;
 
 const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
 
@@ -36,6 +37,32 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
               plan["top"][i]["samples_per_s"].get<double>());
   }
   EXPECT_NE(first.err.find("cost model: profiled"), std::string::npos) << first.err;
+  // The attention variants differ only inside the blocks: the first is profiled whole, the other
+  // two on their deep variant and derived from it (their one-block points composed).
+  size_t derived_notes = 0;
+  for (size_t at = 0; (at = first.err.find("derived from a profile", at)) != std::string::npos;
+       ++at)
+    ++derived_notes;
+  EXPECT_EQ(derived_notes, 2u) << first.err;
+  Outcome listed = run("db profiles --db " + db + " --format json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto profiles = nlohmann::json::parse(last_line(listed.out));
+  ASSERT_EQ(profiles.size(), 3u) << listed.out;
+  size_t derived = 0;
+  for (const auto& p : profiles) {
+    size_t composed = 0;
+    for (const auto& q : p["profile"]["points"]) composed += q.value("derived", false) ? 1 : 0;
+    if (composed == 0) continue;
+    ++derived;
+    for (const auto& q : p["profile"]["points"]) {
+      // What was measured of a derived key is its deep variant; the one-block points are composed.
+      if (!q.value("derived", false)) EXPECT_GT(q["layers"].get<int>(), 1) << q.dump();
+    }
+  }
+  EXPECT_EQ(derived, 2u);
+  Outcome table = run("db profiles --db " + db);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("gpt-tiny attn=\"fused_qkv\""), std::string::npos) << table.out;
   // Again: every profile comes from the database.
   Outcome again = run("plan --space " + kSpace + " --db " + db + " --top 5 --json");
   ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -59,6 +86,41 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   EXPECT_NE(stale.err.find("a stored profile is of slapo abc123, not "), std::string::npos)
       << stale.err;
   EXPECT_GT(nlohmann::json::parse(last_line(stale.out))["profile_s"].get<double>(), 0);
+}
+
+TEST(CostCliTest, UnderABudgetOnlyTheBatchesThatCanFitAreProfiled) {
+  // What batch 16, every block checkpointed, needs: the budget of a space up to batch 256.
+  const std::string unbounded = temp_db("budget-free");
+  Outcome sized = run("predict --space " + kSpace + " --db " + unbounded +
+                      " --config '{\"batch_size\": 16, \"ckpt_ratio\": 1.0, \"attn\": "
+                      "\"naive\"}' --json");
+  ASSERT_EQ(sized.exit_code, 0) << sized.err;
+  const double budget = nlohmann::json::parse(last_line(sized.out))["peak_bytes"].get<double>();
+  const std::string space =
+      write_temp("budget.toml",
+                 "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
+                 "threads = 1\nmemory_budget = " +
+                     std::to_string(static_cast<int64_t>(budget * 1.02)) +
+                     "\n\n[knobs]\nbatch_size = { pow2 = [2, 256], mem = \"up\" }\n"
+                     "ckpt_ratio = { values = [0.0, 1.0], mem = \"down\" }\n");
+  const std::string db = temp_db("budget");
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 3 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  Outcome listed = run("db profiles --db " + db + " --format json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto profiles = nlohmann::json::parse(last_line(listed.out));
+  ASSERT_EQ(profiles.size(), 1u);
+  int64_t largest = 0;
+  for (const auto& q : profiles[0]["profile"]["points"])
+    largest = std::max<int64_t>(largest, q["batch"].get<int64_t>());
+  // Batch 16 fits (checkpointed), 32 does not: never the space's 256, at least the 16 that fits.
+  EXPECT_GE(largest, 16);
+  EXPECT_LT(largest, 256);
+  // What was not profiled is still predicted: out of memory.
+  Outcome beyond = run("predict --space " + space + " --db " + db +
+                       " --config '{\"batch_size\": 256, \"ckpt_ratio\": 1.0}' --json");
+  ASSERT_EQ(beyond.exit_code, 0) << beyond.err;
+  EXPECT_FALSE(nlohmann::json::parse(last_line(beyond.out))["fits"].get<bool>()) << beyond.out;
 }
 
 TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {

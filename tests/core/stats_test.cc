@@ -29,4 +29,14 @@ TEST(StatsTest, RobustZFlagsTheObviousOutlierOnly) {
 }
 
 }  // namespace
+TEST(StatsTest, SpearmanComparesOrdersNotValues) {
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 1000}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  // One pair swapped among five: 1 − 6·2 / (5·24) = 0.9.
+  EXPECT_NEAR(spearman({1, 2, 3, 4, 5}, {1, 3, 2, 4, 5}), 0.9, 1e-12);
+  // Ties share their mean rank.
+  EXPECT_NEAR(spearman({1, 2, 3}, {1, 1, 2}), 0.8660254037844386, 1e-12);
+  EXPECT_TRUE(std::isnan(spearman({1, 2, 3}, {5, 5, 5})));
+}
+
 }  // namespace slapo

@@ -751,8 +751,8 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
     EXPECT_EQ(p.status, TrialStatus::kOk) << p.config.to_string();
     EXPECT_NE(std::get<std::string>(p.config.at("attn")), "bad");
   }
-  // It stops once no prediction beats the best by more than the margin: far fewer than the 33
-  // that fit.
+  // It stops once nothing could beat the best by more than the noise, were its prediction off by
+  // the model's error: far fewer than the 33 that fit.
   EXPECT_LT(summary.measured, 6u);
   // What the model predicts over the budget is recorded as pruned with the prediction as the
   // reason, and never run: exactly the configurations that run out of memory here.
@@ -779,10 +779,10 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   EXPECT_EQ(again.pruned, 0u);
   EXPECT_EQ(again.measured, 0u);
   EXPECT_EQ(again.resumed, summary.measured + summary.pruned);
-  // The margin: 5% of noise and the model's error — 10% low every time (|log 0.9|), the prior 10%.
+  // The model's error: 10% low every time (|log 0.9|), the prior 10%.
   EXPECT_EQ(summary.stopped_because,
-            "no configuration left is predicted to beat the best measured by more than 15% (the "
-            "measurement noise and the model's error so far)");
+            "no configuration left could beat the best measured by more than the noise (5%) were "
+            "its prediction off by the model's error so far (10%)");
   EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
   // auto uses the model when there is one.
   Bench a;
