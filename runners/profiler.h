@@ -1,7 +1,7 @@
 #pragma once
 // The profiling run of the cost model (cost/profile.h): short training steps of two variants of a
 // built-in workload's model — one block, and `deep` blocks (the model's own depth, between 2 and
-// 8) — in this process, each measured as an ordinary trial (runners/workload.h: 1 warm-up step, 2
+// 8) — in this process, each measured as an ordinary trial (runners/workload.h: 2 warm-up steps, 2
 // timed steps, the tracking allocator's peak):
 //
 //   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
@@ -11,7 +11,8 @@
 //                  until its backward, against what it needs only while running backward)
 //
 // With a base profile (ProfileRequest::base), only the deep variant at the base's batches and once
-// with every block checkpointed: the rest is derived (cost/derived_profile.h).
+// with every block checkpointed: the rest is derived (cost/derived_profile.h). With a profile to
+// extend (ProfileRequest::extend), only both variants at batch_hi, added to it.
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings

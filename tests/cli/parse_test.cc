@@ -116,7 +116,8 @@ TEST(ParseTest, NounsTakeAVerb) {
       error_of([] {
         parse_db({"vacuum", "--db", "t.db"});
       }),
-      "db: unknown action 'vacuum' (expected tasks, trials, best, show, export, claims or prune)");
+      "db: unknown action 'vacuum' (expected tasks, trials, best, show, export, claims, prune or "
+      "profiles)");
   const WeightsOptions convert =
       parse_weights({"convert", "in.pt", "out.safetensors", "--model", "gpt2", "--layout", "gpt2"});
   EXPECT_EQ(convert.files, (std::vector<std::string>{"in.pt", "out.safetensors"}));
