@@ -52,6 +52,10 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
     const double deep_fb = q.step_ms - optimizer_ms(d);
     return std::max(0.0, predictor.block_ms(x) + (deep_fb - polyline_at(fb.deep_ms, x)) / d);
   };
+  // The one-block variant's step: the deep one without D − 1 of its blocks.
+  auto one_block_ms = [&](const ProfilePoint& q) {
+    return q.step_ms - optimizer_ms(d) - (d - 1) * new_block_ms(q) + optimizer_ms(1);
+  };
   // Memory: the deep line minus the base's outside part, shared among the blocks.
   const auto [state_d, act_d] = fit_line(memory);
   const double block_state = (state_d - fb.outside_state) / d;
@@ -65,12 +69,11 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   out.optimizer_ms_per_param = base.optimizer_ms_per_param;
   out.prologue_ms_per_sample = base.prologue_ms_per_sample;
   out.points = deep_steps;
-  // The one-block variant: the deep one without D − 1 of its blocks.
   for (const auto& [batch, q] : plain) {
     ProfilePoint one;
     one.layers = 1;
     one.batch = batch;
-    one.step_ms = q->step_ms - optimizer_ms(d) - (d - 1) * new_block_ms(*q) + optimizer_ms(1);
+    one.step_ms = one_block_ms(*q);
     one.peak_bytes =
         q->peak_bytes - (d - 1) * (block_state + block_act * static_cast<double>(batch));
     one.derived = true;
@@ -94,9 +97,8 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   gpipe.layers = 1;
   gpipe.micro_batches = 2;
   gpipe.batch = 2 * static_cast<int64_t>(x);
-  gpipe.step_ms = 2 * (plain.at(static_cast<int64_t>(x))->step_ms - optimizer_ms(d) -
-                       (d - 1) * new_block_ms(*plain.at(static_cast<int64_t>(x)))) +
-                  optimizer_ms(1);
+  // Two micro-batches' forward and backward, one optimizer step.
+  gpipe.step_ms = 2 * one_block_ms(*plain.at(static_cast<int64_t>(x))) - optimizer_ms(1);
   gpipe.peak_bytes = state_1 + act_1 * x + x * (block_act + fb.outside_kept);
   gpipe.derived = true;
   out.points.push_back(gpipe);
