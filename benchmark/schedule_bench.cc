@@ -188,14 +188,17 @@ BENCHMARK(BM_Sgemm)
     ->ReportAggregatesOnly(true)
     ->UseRealTime();
 
-// BM_LmHeadLoss/<impl>/<tokens>: gpt-mini's LM head (hidden 256, vocabulary 8192, tied weight)
-//   and its cross-entropy, forward + backward, impl 0 = matmul + cross_entropy, 1 = the fused
-//   linear_cross_entropy; head_MiB is the tracked peak above what was live before (hidden
-//   states, weight and their gradients included in both): the logits' memory.
+// BM_LmHeadLoss/<impl>/<shape>/<threads>: an LM head (tied weight) and its cross-entropy,
+//   forward + backward, impl 0 = matmul + cross_entropy, 1 = the fused linear_cross_entropy;
+//   shape 0 = gpt-mini's (2048 tokens = batch 16 × 128, hidden 256, vocabulary 8192), 1 = gpt2's
+//   (1024 tokens = one sequence, hidden 768, vocabulary 50257). head_MiB is the tracked peak above
+//   what was live before (hidden states, weight and their gradients included in both): the
+//   logits' memory.
 void BM_LmHeadLoss(benchmark::State& state) {
-  torch::set_num_threads(2);
+  torch::set_num_threads(static_cast<int>(state.range(2)));
   runners::TrackingAllocator& tracker = runners::TrackingAllocator::instance();
-  const int64_t tokens = state.range(1), hidden = 256, vocab = 8192;
+  const bool gpt2 = state.range(1) == 1;
+  const int64_t tokens = gpt2 ? 1024 : 2048, hidden = gpt2 ? 768 : 256, vocab = gpt2 ? 50257 : 8192;
   torch::manual_seed(0);
   torch::Tensor h = torch::randn({tokens, hidden}).requires_grad_(true);
   torch::Tensor w = (torch::randn({vocab, hidden}) * 0.02).requires_grad_(true);
@@ -218,8 +221,16 @@ void BM_LmHeadLoss(benchmark::State& state) {
   state.SetLabel(state.range(0) ? "fused linear_cross_entropy" : "matmul + cross_entropy");
 }
 BENCHMARK(BM_LmHeadLoss)
-    ->ArgsProduct({{0, 1}, {2048}})
+    ->ArgsProduct({{0, 1}, {0}, {1, 2}})
     ->Iterations(10)
+    ->Repetitions(3)
+    ->ReportAggregatesOnly(true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+// gpt2's head is 10× the products of gpt-mini's: fewer iterations.
+BENCHMARK(BM_LmHeadLoss)
+    ->ArgsProduct({{0, 1}, {1}, {1, 2}})
+    ->Iterations(2)
     ->Repetitions(3)
     ->ReportAggregatesOnly(true)
     ->Unit(benchmark::kMillisecond)

@@ -328,7 +328,8 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
                     const RecordedModel& recorded) {
   auto model = recorded.fresh(space);
   const double budget = model->memory_budget_bytes();
-  std::vector<double> peak_error, under, step_error, predicted_ms, measured_ms;
+  std::vector<double> peak_error, under, step_error, predicted_ms, measured_ms, ratio;
+  std::vector<std::pair<double, std::string>> worst;  // measured / predicted, the configuration
   size_t verdicts = 0, right = 0, unpredicted = 0;
   for (const auto& [key, result] : table.results) {
     const cost::Predicted p = model->predict(Config::from_json(key));
@@ -349,14 +350,30 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
     step_error.push_back(std::abs(p.prediction->step_ms / ms - 1));
     predicted_ms.push_back(p.prediction->step_ms);
     measured_ms.push_back(ms);
+    ratio.push_back(ms / p.prediction->step_ms);
+    worst.emplace_back(ms / p.prediction->step_ms, key);
   }
   if (step_error.size() < 2) return;
+  // The level (what the first calibration takes away: the machine's speed at recording time
+  // against the profile's) and the error left around it (what calibration does not correct).
+  const double level = median(ratio);
+  std::vector<double> around;
+  for (double r : ratio) around.push_back(std::abs(r / level - 1));
   std::printf(
       "the recorded profiles' predictions (uncalibrated) against the medians: peak median abs. "
       "error %.2f%%, worst under-prediction %.2f%%; step median abs. error %.1f%%, Spearman %.3f; "
       "out of memory predicted right %zu/%zu; unpredictable %zu\n",
       100 * median(peak_error), 100 * *std::max_element(under.begin(), under.end()),
       100 * median(step_error), spearman(predicted_ms, measured_ms), right, verdicts, unpredicted);
+  std::printf(
+      "  step measured / predicted: median %.3f (the level), median abs. error around it %.1f%%; "
+      "the farthest from the level:\n",
+      level, 100 * median(around));
+  std::sort(worst.begin(), worst.end(), [&](const auto& a, const auto& b) {
+    return std::abs(std::log(a.first / level)) > std::abs(std::log(b.first / level));
+  });
+  for (size_t i = 0; i < std::min<size_t>(3, worst.size()); ++i)
+    std::printf("    %.3f  %s\n", worst[i].first, worst[i].second.c_str());
 }
 
 double quantile(std::vector<double> v, double q) {

@@ -343,14 +343,41 @@ std::string attention_type(AttentionKind attn) {
 }
 
 void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name) {
-  auto original = std::dynamic_pointer_cast<AttentionImpl>(target.module());
   auto is = [&](const std::type_info& t) { return type_name == c10::demangle(t.name()); };
+  auto refuse_unless = [&](bool made, const char* from) {
+    SLAPO_CHECK(made, ErrorCode::kInvalidArgument, "cannot replace '", target.path(), "' by ",
+                type_name, ": the zoo makes it from ", from, " only");
+  };
+  // The eager fusions (models/eager_fusions.h) and the fused LM head.
+  if (is(typeid(FusedLayerNormImpl))) {
+    auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(target.module());
+    refuse_unless(ln != nullptr, "a LayerNorm");
+    target.replace(FusedLayerNorm(*ln));
+    return;
+  }
+  if (is(typeid(FusedMlpImpl))) {
+    auto mlp = std::dynamic_pointer_cast<MlpImpl>(target.module());
+    refuse_unless(mlp != nullptr, "the zoo's MLP");
+    target.replace(FusedMlp(*mlp));
+    return;
+  }
+  if (is(typeid(FusedLmHeadImpl))) {
+    // Whether the head is split by vocabulary is the template's knob (embed_shard), not the text's.
+    SLAPO_CHECK(target.options().tp_parts() == 1, ErrorCode::kInvalidArgument, "cannot replace '",
+                target.path(), "' by ", type_name, " from text under tensor parallelism (",
+                target.options().tp_parts(),
+                " parts): replay the configuration through its template");
+    target.replace(fused_lm_head(*target.module()));
+    return;
+  }
+  auto original = std::dynamic_pointer_cast<AttentionImpl>(target.module());
   const bool fused = is(typeid(FusedQkvAttentionImpl));
   const bool one_pass = is(typeid(OnePassAttentionImpl));
   const bool memory_efficient = is(typeid(MemoryEfficientAttentionImpl));
-  SLAPO_CHECK((fused || one_pass || memory_efficient) && original != nullptr,
-              ErrorCode::kInvalidArgument, "cannot replace '", target.path(), "' by ", type_name,
-              ": the zoo makes attention variants from an original attention only");
+  SLAPO_CHECK(fused || one_pass || memory_efficient, ErrorCode::kInvalidArgument,
+              "cannot replace '", target.path(), "' by ", type_name,
+              ": the zoo makes attention variants, FusedLayerNorm, FusedMlp and FusedLmHead only");
+  refuse_unless(original != nullptr, "an original attention");
   if (fused)
     target.replace(FusedQkvAttention(*original));
   else if (one_pass)

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -12,33 +11,16 @@
 
 #include "core/error.h"
 #include "schedule/kernels/simd_dispatch.h"
+#include "schedule/kernels/simd_math.h"
 
 namespace slapo::schedule {
 
 namespace {
 
+using simd::exp_nonpositive;
+
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
-// exp(x) for x ≤ 0 (all the GELU needs): 2^n · p(r), r = x − n·ln2 ∈ [−ln2/2, ln2/2], degree-6
-// polynomial; the power of two is built in the exponent bits. Branch-free, so loops vectorize.
-__attribute__((always_inline)) inline float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  // Round to nearest by the 1.5·2^23 trick (std::nearbyint is a library call; this vectorizes).
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = x - n * 0.693145751953125f - n * 1.428606765330187e-06f;
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
 
 // erf(x), Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
 __attribute__((always_inline)) inline float erf_approx(float x) {

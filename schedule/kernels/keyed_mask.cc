@@ -201,14 +201,11 @@ at::Tensor keyed_mask(const MaskSpec& spec, const at::Tensor& x) {
   return apply_keyed_mask(spec, at::ones_like(x, x.options().dtype(at::kFloat)), {}, {});
 }
 
-at::Tensor keyed_mask_block(const MaskSpec& spec, int64_t batch, int64_t heads, int64_t seq,
-                            int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+AttentionMaskRows attention_mask_rows(const MaskSpec& spec, int64_t heads, int64_t seq,
+                                      int64_t sample, int64_t head) {
   SLAPO_CHECK(spec.parts == 1 || spec.axis == 1, ErrorCode::kInvalidArgument,
               "attention dropout: probabilities sharded along axis ", spec.axis,
               ", not along the heads (axis 1)");
-  SLAPO_CHECK(row0 >= 0 && col0 >= 0 && row0 + rows <= seq && col0 + cols <= seq,
-              ErrorCode::kInvalidArgument, "attention dropout: block rows [", row0, ", ",
-              row0 + rows, ") × columns [", col0, ", ", col0 + cols, ") outside ", seq, " × ", seq);
   // The full sample's heads: this rank's are the slice `rank` of `parts` unless it draws its own.
   const bool slice = spec.parts > 1 && !spec.independent;
   const int64_t full_heads = slice ? heads * spec.parts : heads;
@@ -216,29 +213,21 @@ at::Tensor keyed_mask_block(const MaskSpec& spec, int64_t batch, int64_t heads, 
   SLAPO_CHECK(full_heads * seq * seq < (int64_t{1} << 32), ErrorCode::kInvalidArgument,
               "attention dropout: ", full_heads, " heads of ", seq, " × ", seq,
               " probabilities are too many for 32-bit element indices");
-  at::Tensor out = at::empty({batch, heads, rows, cols}, at::TensorOptions().dtype(at::kFloat));
-  if (out.numel() == 0) return out;
-  const uint32_t threshold = static_cast<uint32_t>((1.0 - spec.p) * double(1 << 24) + 0.5);
-  const float scale = static_cast<float>(1.0 / (1.0 - spec.p));
-  float* op = out.data_ptr<float>();
-  const int64_t total_rows = batch * heads * rows;
-  at::parallel_for(
-      0, total_rows, std::max<int64_t>(1, 4096 / cols), [&](int64_t begin, int64_t end) {
-        int64_t sample = -1;
-        uint32_t k0 = 0, k1 = 0;
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t b = r / (heads * rows), h = (r / rows) % heads, i = r % rows;
-          if (b != sample) {
-            sample = b;
-            const uint64_t key = sample_key(spec, spec.key.sample_offset + b);
-            k0 = static_cast<uint32_t>(key);
-            k1 = static_cast<uint32_t>(key >> 32);
-          }
-          const int64_t e0 = ((first_head + h) * seq + row0 + i) * seq + col0;
-          mask_row(op + r * cols, cols, static_cast<uint32_t>(e0), k0, k1, threshold, scale);
-        }
-      });
-  return out;
+  const uint64_t key = sample_key(spec, spec.key.sample_offset + sample);
+  AttentionMaskRows rows;
+  rows.k0 = static_cast<uint32_t>(key);
+  rows.k1 = static_cast<uint32_t>(key >> 32);
+  rows.threshold = static_cast<uint32_t>((1.0 - spec.p) * double(1 << 24) + 0.5);
+  rows.scale = static_cast<float>(1.0 / (1.0 - spec.p));
+  rows.seq = seq;
+  rows.head_base = (first_head + head) * seq * seq;
+  return rows;
+}
+
+void attention_mask_row(const AttentionMaskRows& rows, int64_t row, int64_t col0, int64_t n,
+                        float* out) {
+  mask_row(out, n, static_cast<uint32_t>(rows.head_base + row * rows.seq + col0), rows.k0, rows.k1,
+           rows.threshold, rows.scale);
 }
 
 }  // namespace slapo::schedule

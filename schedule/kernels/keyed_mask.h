@@ -47,12 +47,22 @@ MaskSpec saved_mask_spec(torch::autograd::AutogradContext* ctx);
 // The mask itself as 0 or 1/(1 − p), in x's shape (for tests).
 at::Tensor keyed_mask(const MaskSpec& spec, const at::Tensor& x);
 
-// The mask of one block of attention probabilities, as 0 or 1/(1 − p): rows [row0, row0 + rows)
-// and columns [col0, col0 + cols) of every head of a [batch, heads, seq, seq] tensor — the
-// elements that apply_keyed_mask draws for the whole tensor (sharded along the heads, axis 1, as
-// `spec` says). A blocked attention kernel masks its blocks with it and never holds seq × seq.
-// Returns [batch, heads, rows, cols] float32.
-at::Tensor keyed_mask_block(const MaskSpec& spec, int64_t batch, int64_t heads, int64_t seq,
-                            int64_t row0, int64_t rows, int64_t col0, int64_t cols);
+// Where the probabilities of one head of one sample of a [batch, heads, seq, seq] attention tensor
+// sit among the elements apply_keyed_mask draws for the whole tensor (sharded along the heads,
+// axis 1, as the spec says): what a kernel that draws the mask itself, row by row, needs.
+struct AttentionMaskRows {
+  uint32_t k0 = 0, k1 = 0;  // the sample's key
+  uint32_t threshold = 0;   // an element is kept when its hash's top 24 bits are below it
+  float scale = 1;          // 1 / (1 − p)
+  int64_t seq = 0;
+  int64_t head_base = 0;  // the full-sample index of the head's first probability
+};
+// Throws Error(kInvalidArgument) for a spec sharded along another axis, or a tensor too large for
+// 32-bit element indices.
+AttentionMaskRows attention_mask_rows(const MaskSpec& spec, int64_t heads, int64_t seq,
+                                      int64_t sample, int64_t head);
+// The mask of row `row`, columns [col0, col0 + n), as 0 or 1/(1 − p), into out[0..n).
+void attention_mask_row(const AttentionMaskRows& rows, int64_t row, int64_t col0, int64_t n,
+                        float* out);
 
 }  // namespace slapo::schedule

@@ -1,13 +1,13 @@
 #include "schedule/kernels/memory_efficient_attention.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "core/error.h"
+#include "schedule/kernels/attention_head.h"
 
 namespace slapo::schedule {
 
@@ -16,46 +16,43 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-constexpr double kMinusInfinity = -std::numeric_limits<double>::infinity();
+// The arguments of one (sample, head) of [batch · heads, seq, dim] tensors.
+HeadAttention head_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t x,
+                      const AttentionMask& mask, int64_t edge) {
+  const int64_t seq = q.size(1), dim = q.size(2);
+  HeadAttention h;
+  h.q = q.data_ptr<float>() + x * seq * dim;
+  h.k = k.data_ptr<float>() + x * seq * dim;
+  h.v = v.data_ptr<float>() + x * seq * dim;
+  h.seq = seq;
+  h.dim = dim;
+  h.causal = mask.causal;
+  h.window = mask.window;
+  h.scale = static_cast<float>(mask.scale);
+  h.edge = edge;
+  return h;
+}
 
-// The square blocks of a seq × seq score matrix, and which of them the mask hides.
-struct Blocking {
-  int64_t seq = 0, edge = 0;
-  AttentionMask mask;
-
-  int64_t size(int64_t begin) const { return std::min(edge, seq - begin); }
-  // Every score of rows [i0, i0 + nq) × columns [j0, j0 + nk) is hidden.
-  bool hidden(int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
-    if (mask.causal && j0 > i0 + nq - 1) return true;
-    return mask.window > 0 && i0 - (j0 + nk - 1) >= mask.window;
-  }
-  // Some, but not all, of the block's scores are hidden: [nq, nk] bool, true where hidden; an
-  // undefined tensor when none is.
-  at::Tensor partial_mask(int64_t i0, int64_t nq, int64_t j0, int64_t nk) const {
-    const bool crosses_diagonal = mask.causal && j0 + nk - 1 > i0;
-    const bool crosses_window = mask.window > 0 && i0 + nq - 1 - j0 >= mask.window;
-    if (!crosses_diagonal && !crosses_window) return at::Tensor();
-    const at::Tensor i = at::arange(i0, i0 + nq, at::kLong).unsqueeze(1);
-    const at::Tensor j = at::arange(j0, j0 + nk, at::kLong).unsqueeze(0);
-    at::Tensor hide = at::zeros({nq, nk}, at::kBool);
-    if (mask.causal) hide = hide.logical_or(j > i);
-    if (mask.window > 0) hide = hide.logical_or((i - j) >= mask.window);
-    return hide;
-  }
-  // The block's scores q_i · k_jᵀ · scale, hidden ones at −∞: [batch · heads, nq, nk].
-  at::Tensor scores(const at::Tensor& qi, const at::Tensor& kj, int64_t i0, int64_t j0) const {
-    const int64_t nq = qi.size(1), nk = kj.size(1);
-    at::Tensor s = at::bmm(qi, kj.transpose(1, 2));
-    if (mask.scale != 1.0) s.mul_(mask.scale);
-    const at::Tensor hide = partial_mask(i0, nq, j0, nk);
-    if (hide.defined()) s.masked_fill_(hide, kMinusInfinity);
-    return s;
-  }
-};
-
-struct Shape {
-  int64_t batch, heads, seq, dim;
-};
+// Runs f(x, head x) for every (sample, head) x of the folded tensors — its dropout mask in it when
+// there is one — the heads in parallel.
+template <typename F>
+void for_each_head(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, int64_t batch,
+                   const AttentionMask& mask, int64_t edge, bool with_dropout, const MaskSpec& spec,
+                   F&& f) {
+  const int64_t bh = q.size(0), heads = bh / batch, seq = q.size(1);
+  if (with_dropout) attention_mask_rows(spec, heads, seq, 0, 0);  // throws here, not in a thread
+  at::parallel_for(0, bh, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t x = begin; x < end; ++x) {
+      HeadAttention h = head_of(q, k, v, x, mask, edge);
+      AttentionMaskRows rows;
+      if (with_dropout) {
+        rows = attention_mask_rows(spec, heads, seq, x / heads, x % heads);
+        h.dropout = &rows;
+      }
+      f(x, h);
+    }
+  });
+}
 
 struct MemoryEfficientAttention : public torch::autograd::Function<MemoryEfficientAttention> {
   // q, k, v: [batch · heads, seq, dim], contiguous.
@@ -63,36 +60,15 @@ struct MemoryEfficientAttention : public torch::autograd::Function<MemoryEfficie
                                const at::Tensor& v, int64_t batch, bool causal, int64_t window,
                                double scale, int64_t edge, bool with_dropout, MaskSpec spec) {
     const int64_t bh = q.size(0), seq = q.size(1), dim = q.size(2);
-    const Blocking blocks{seq, edge, AttentionMask{causal, window, scale}};
+    const AttentionMask mask{causal, window, scale};
     at::Tensor out = at::empty_like(q);
-    at::Tensor lse = at::empty({bh, seq, 1}, q.options());
-    for (int64_t i0 = 0; i0 < seq; i0 += edge) {
-      const int64_t nq = blocks.size(i0);
-      const at::Tensor qi = q.narrow(1, i0, nq);
-      at::Tensor m = at::full({bh, nq, 1}, kMinusInfinity, q.options());
-      at::Tensor m_safe = at::zeros_like(m);
-      at::Tensor l = at::zeros({bh, nq, 1}, q.options());
-      at::Tensor acc = at::zeros({bh, nq, dim}, q.options());
-      for (int64_t j0 = 0; j0 < seq; j0 += edge) {
-        const int64_t nk = blocks.size(j0);
-        if (blocks.hidden(i0, nq, j0, nk)) continue;
-        at::Tensor p = blocks.scores(qi, k.narrow(1, j0, nk), i0, j0);
-        // The online softmax: the running maximum (0 where a row has seen nothing yet, so that
-        // exp(−∞ − 0) is 0 rather than NaN) rescales what was summed before.
-        const at::Tensor m_new = at::maximum(m, std::get<0>(p.max(-1, /*keepdim=*/true)));
-        const at::Tensor m_new_safe = m_new.masked_fill(at::isinf(m_new), 0.0);
-        p.sub_(m_new_safe).exp_();
-        const at::Tensor alpha = (m - m_new_safe).exp_();
-        l.mul_(alpha).add_(p.sum(-1, /*keepdim=*/true));
-        if (with_dropout)
-          p.mul_(keyed_mask_block(spec, batch, bh / batch, seq, i0, nq, j0, nk).view(p.sizes()));
-        acc.mul_(alpha).baddbmm_(p, v.narrow(1, j0, nk));
-        m = m_new;
-        m_safe = m_new_safe;
-      }
-      out.narrow(1, i0, nq).copy_(acc.div_(l));
-      lse.narrow(1, i0, nq).copy_(m_safe.add_(l.log_()));
-    }
+    at::Tensor lse = at::empty({bh, seq}, q.options());
+    float* out_p = out.data_ptr<float>();
+    float* lse_p = lse.data_ptr<float>();
+    for_each_head(q, k, v, batch, mask, edge, with_dropout, spec,
+                  [&](int64_t x, const HeadAttention& h) {
+                    attention_head_forward(h, out_p + x * seq * dim, lse_p + x * seq);
+                  });
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["batch"] = batch;
     ctx->saved_data["causal"] = causal;
@@ -110,56 +86,28 @@ struct MemoryEfficientAttention : public torch::autograd::Function<MemoryEfficie
     const int64_t batch = ctx->saved_data["batch"].toInt();
     const bool with_dropout = ctx->saved_data["with_dropout"].toBool();
     const MaskSpec spec = with_dropout ? saved_mask_spec(ctx) : MaskSpec{};
-    const int64_t bh = q.size(0), seq = q.size(1), edge = ctx->saved_data["edge"].toInt();
-    const Blocking blocks{
-        seq, edge,
-        AttentionMask{ctx->saved_data["causal"].toBool(), ctx->saved_data["window"].toInt(),
-                      ctx->saved_data["scale"].toDouble()}};
+    const AttentionMask mask{ctx->saved_data["causal"].toBool(), ctx->saved_data["window"].toInt(),
+                             ctx->saved_data["scale"].toDouble()};
+    const int64_t seq = q.size(1), dim = q.size(2);
     const at::Tensor d_out = grad_outputs[0].contiguous();
-    // D_i = Σ_j P_ij dP_ij = dO_i · O_i (with dropout too: O = (P ∘ M) V).
-    const at::Tensor d = (d_out * out).sum(-1, /*keepdim=*/true);
-    at::Tensor dq = at::zeros_like(q), dk = at::zeros_like(k), dv = at::zeros_like(v);
-    for (int64_t i0 = 0; i0 < seq; i0 += edge) {
-      const int64_t nq = blocks.size(i0);
-      const at::Tensor qi = q.narrow(1, i0, nq), doi = d_out.narrow(1, i0, nq);
-      const at::Tensor lse_i = lse.narrow(1, i0, nq), d_i = d.narrow(1, i0, nq);
-      at::Tensor dqi = at::zeros_like(qi);
-      for (int64_t j0 = 0; j0 < seq; j0 += edge) {
-        const int64_t nk = blocks.size(j0);
-        if (blocks.hidden(i0, nq, j0, nk)) continue;
-        const at::Tensor kj = k.narrow(1, j0, nk), vj = v.narrow(1, j0, nk);
-        // The block's probabilities again, from the row's log-sum-exp (hidden ones: exp(−∞) = 0).
-        const at::Tensor p = blocks.scores(qi, kj, i0, j0).sub_(lse_i).exp_();
-        at::Tensor dp = at::bmm(doi, vj.transpose(1, 2));  // of the dropped-out probabilities
-        at::Tensor dv_j = dv.narrow(1, j0, nk);
-        if (with_dropout) {
-          const at::Tensor keep =
-              keyed_mask_block(spec, batch, bh / batch, seq, i0, nq, j0, nk).view(p.sizes());
-          dv_j.baddbmm_((p * keep).transpose(1, 2), doi);
-          dp.mul_(keep);
-        } else {
-          dv_j.baddbmm_(p.transpose(1, 2), doi);
-        }
-        // The softmax's backward, times the scale: dS = P ∘ (dP − D) · scale.
-        at::Tensor ds = dp.sub_(d_i).mul_(p);
-        if (blocks.mask.scale != 1.0) ds.mul_(blocks.mask.scale);
-        dqi.baddbmm_(ds, kj);
-        dk.narrow(1, j0, nk).baddbmm_(ds.transpose(1, 2), qi);
-      }
-      dq.narrow(1, i0, nq).copy_(dqi);
-    }
+    at::Tensor dq = at::empty_like(q), dk = at::empty_like(k), dv = at::empty_like(v);
+    const float *out_p = out.data_ptr<float>(), *lse_p = lse.data_ptr<float>(),
+                *d_out_p = d_out.data_ptr<float>();
+    float *dq_p = dq.data_ptr<float>(), *dk_p = dk.data_ptr<float>(), *dv_p = dv.data_ptr<float>();
+    for_each_head(q, k, v, batch, mask, ctx->saved_data["edge"].toInt(), with_dropout, spec,
+                  [&](int64_t x, const HeadAttention& h) {
+                    const int64_t at = x * seq * dim;
+                    attention_head_backward(h, out_p + at, lse_p + x * seq, d_out_p + at, dq_p + at,
+                                            dk_p + at, dv_p + at);
+                  });
     return {dq,           dk,           dv,           at::Tensor(), at::Tensor(),
             at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
-// About 4 Mi scores for a block of every head: one block covers gpt-mini's whole sequence (128),
-// blocks of 256 at seq 1024 with 64 heads × samples.
-int64_t default_edge(int64_t heads_times_batch, int64_t seq) {
-  int64_t edge = 512;
-  while (edge > 32 && heads_times_batch * edge * edge > (int64_t{4} << 20)) edge /= 2;
-  return std::min(edge, seq);
-}
+// A block of 64 × 64 scores (16 KiB) and the 64 rows of k and v it reads stay in the first-level
+// caches; smaller blocks also skip more of a causal mask's hidden half.
+constexpr int64_t kDefaultEdge = 64;
 
 }  // namespace
 
@@ -178,7 +126,7 @@ at::Tensor memory_efficient_attention(const at::Tensor& q, const at::Tensor& k, 
               " must not be negative");
   const int64_t batch = q.size(0), heads = q.size(1), seq = q.size(2), dim = q.size(3);
   if (q.numel() == 0) return at::empty_like(q);
-  const int64_t edge = block > 0 ? std::min(block, seq) : default_edge(batch * heads, seq);
+  const int64_t edge = std::min(block > 0 ? block : kDefaultEdge, seq);
   auto fold = [&](const at::Tensor& t) {
     return t.reshape({batch * heads, seq, dim}).contiguous();
   };

@@ -1,6 +1,7 @@
 #pragma once
 // Memory-efficient attention: softmax(q·kᵀ · scale + mask) · v without the seq × seq probabilities
-// kept for backward (the FlashAttention scheme, on the CPU with ATen's batched matrix products).
+// kept for backward (the FlashAttention scheme, on the CPU: each thread runs whole heads through
+// vectorized loops, kernels/attention_head.h).
 //
 // Plain attention keeps two [batch, heads, seq, seq] tensors per layer for backward (the softmax
 // output and the dropped-out probabilities the value product reads): at seq 1024 that is most of a
@@ -32,8 +33,8 @@ struct AttentionMask {
 
 // q, k, v: [batch, heads, seq, head_dim] float32 → [batch, heads, seq, head_dim]. `dropout` (if
 // any) is the probabilities' dropout, its mask keyed as spec says (heads sharded along axis 1).
-// `block` (≥ 1) is the edge of a square block of scores computed at a time; 0 picks one so that a
-// block of every head holds about 4 Mi scores. Differentiable in q, k and v.
+// `block` (≥ 1) is the edge of a square block of one head's scores computed at a time; 0 picks
+// 64. Differentiable in q, k and v.
 at::Tensor memory_efficient_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const AttentionMask& mask,
                                       const std::optional<MaskSpec>& dropout, int64_t block = 0);

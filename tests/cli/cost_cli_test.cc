@@ -56,7 +56,9 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
     ++derived;
     for (const auto& q : p["profile"]["points"]) {
       // What was measured of a derived key is its deep variant; the one-block points are composed.
-      if (!q.value("derived", false)) EXPECT_GT(q["layers"].get<int>(), 1) << q.dump();
+      if (!q.value("derived", false)) {
+        EXPECT_GT(q["layers"].get<int>(), 1) << q.dump();
+      }
     }
   }
   EXPECT_EQ(derived, 2u);

@@ -7,6 +7,8 @@
 #include "core/error.h"
 #include "error_of.h"
 #include "models/attention.h"
+#include "models/eager_fusions.h"
+#include "models/fused_lm_head.h"
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "schedule/language/build.h"
@@ -14,6 +16,7 @@
 #include "schedule/language/replay.h"
 #include "schedule/language/schedule.h"
 #include "schedule/language/sequence.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::schedule {
 namespace {
@@ -145,6 +148,44 @@ TEST(ScheduleTest, ReplaceAllAndTheSubScheduleMirrorsTheNewModule) {
   EXPECT_EQ(n, 2);
   EXPECT_EQ(sch["h.1.attn.qkv"].path(), "h.1.attn.qkv");
   EXPECT_NE(error_of([&] { sch["h.1.attn.q_proj"]; }).find("no module at path"), std::string::npos);
+}
+
+TEST(ScheduleTest, TheEagerFusionsAndTheFusedHeadReplayFromText) {
+  const Config config = Config::from_json(
+      R"({"fuse_layer_norm": true, "fuse_bias_gelu": true, "fused_lm_loss": true,
+          "attn": "memory_efficient"})");
+  auto model = tiny_gpt();
+  auto sch = create_schedule(model);
+  models::apply_template(*sch, models::model_preset("gpt-tiny"), "gpt", config);
+  const std::string text = sch->to_string();
+  for (const char* made :
+       {"FusedLayerNormImpl", "FusedMlpImpl", "FusedLmHeadImpl", "MemoryEfficientAttentionImpl"})
+    EXPECT_NE(text.find(made), std::string::npos) << made << " not in\n" << text;
+
+  auto fresh_model = tiny_gpt();
+  auto fresh = create_schedule(fresh_model);
+  replay(*fresh, parse_schedule_text(text), models::replace_with_zoo_module);
+  EXPECT_EQ(fresh->to_string(), text);
+  EXPECT_NE(std::dynamic_pointer_cast<models::FusedMlpImpl>((*fresh)["h.1.mlp"].module()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<models::FusedLmHeadImpl>((*fresh)["head"].module()), nullptr);
+  // The same function, dropout included (both models built from one seed, one dropout key).
+  const torch::Tensor tokens = torch::randint(128, {2, 8}, torch::kLong);
+  DropoutScope scope(0, 0);
+  EXPECT_TRUE(torch::allclose(models::model_forward(*build(*sch).module, tokens),
+                              models::model_forward(*build(*fresh).module, tokens), 1e-6, 1e-6));
+
+  // Under tensor parallelism the head's split is the template's: said, not guessed.
+  auto planned = create_schedule(tiny_gpt(), plan_options(2, 0));
+  EXPECT_NE(error_of([&] {
+              models::replace_with_zoo_module(
+                  (*planned)["head"], c10::demangle(typeid(models::FusedLmHeadImpl).name()));
+            }).find("replay the configuration through its template"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              models::replace_with_zoo_module((*planned)["h.0.attn"],
+                                              c10::demangle(typeid(models::FusedMlpImpl).name()));
+            }).find("the zoo makes it from the zoo's MLP only"),
+            std::string::npos);
 }
 
 TEST(ScheduleTest, PrintedScheduleReplaysOnAFreshModel) {
