@@ -74,11 +74,19 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
     return {(loss_sum / static_cast<double>(count)).to(hidden.scalar_type())};
   }
 
+  // The gradients computed in forward, scaled by the loss's gradient in place and handed over (not
+  // copied: a copy of the weight's gradient is as large as the weight). So the graph is
+  // backwarded once; a second backward through a retained graph is refused.
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor g = grad_outputs[0];
+    SLAPO_CHECK(!ctx->saved_data.count("backwarded"), ErrorCode::kInvalidArgument,
+                "linear_cross_entropy: its graph was backwarded already (it hands its gradients "
+                "over: retain_graph is not supported)");
+    ctx->saved_data["backwarded"] = true;
     auto scaled = [&](const char* name) {
-      const at::Tensor t = ctx->saved_data[name].toTensor();
-      return t.defined() ? t * g : at::Tensor();
+      at::Tensor t = ctx->saved_data[name].toTensor();
+      ctx->saved_data.erase(name);
+      return t.defined() ? t.mul_(g) : at::Tensor();
     };
     return {scaled("grad_hidden"), scaled("grad_weight"), scaled("grad_bias"), at::Tensor(),
             at::Tensor(),          at::Tensor(),          at::Tensor(),        at::Tensor()};

@@ -545,6 +545,14 @@ TEST(FusedLmLossTest, LossAndGradientsAreTheUnfusedOnes) {
     expect_same(got[1].grad(), want[1].grad(), 1e-5, 1e-6, "weight's gradient");
     expect_same(got[2].grad(), want[2].grad(), 1e-5, 1e-6, "bias' gradient");
   }
+  // Its gradients are handed over, not copied: a second backward through the graph is refused.
+  {
+    auto again = leaves();
+    torch::Tensor loss = linear_cross_entropy(again[0], again[1], again[2], targets);
+    loss.backward({}, /*retain_graph=*/true);
+    EXPECT_NE(error_of([&] { loss.backward(); }).find("retain_graph is not supported"),
+              std::string::npos);
+  }
   // Without a bias, and without gradients (eval): the same loss.
   torch::NoGradGuard no_grad;
   const torch::Tensor plain = torch::nn::functional::cross_entropy(
