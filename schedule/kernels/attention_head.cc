@@ -51,8 +51,8 @@ SLAPO_INLINE float max_of(const float* __restrict x, int64_t n) {  // n ≥ 1
   return most;
 }
 
-// bt[d · n + c] = b[c · dim + d]: n rows of b, transposed, so that a row of scores is a sum of
-// contiguous rows of bt (the loop over columns vectorizes).
+// bt[d · n + c] = b[c · dim + d]: n rows of b, transposed (so that a row of scores is a sum of
+// contiguous rows of bt, whose loop over columns vectorizes; and a block's columns become rows).
 SLAPO_INLINE void transpose(const float* __restrict b, int64_t n, int64_t dim,
                             float* __restrict bt) {
   for (int64_t c = 0; c < n; ++c)
@@ -280,13 +280,6 @@ SLAPO_INLINE void forward_head_body(const HeadAttention& a, float* out, float* l
   }
 }
 
-// wt[c · nq + r] = w[r · nk + c]
-SLAPO_INLINE void transpose_block(const float* __restrict w, int64_t nq, int64_t nk,
-                                  float* __restrict wt) {
-  for (int64_t r = 0; r < nq; ++r)
-    for (int64_t c = 0; c < nk; ++c) wt[c * nq + r] = w[r * nk + c];
-}
-
 SLAPO_INLINE void backward_head_body(const HeadAttention& a, const float* out, const float* lse,
                                      const float* d_out, float* dq, float* dk, float* dv) {
   const int64_t seq = a.seq, dim = a.dim, edge = std::min(a.edge, seq);
@@ -335,9 +328,9 @@ SLAPO_INLINE void backward_head_body(const HeadAttention& a, const float* out, c
         accumulate_row(p, lo, hi, a.k + j0 * dim, dim, dq + i * dim);  // dQ_i += dS K_j
       }
       // dV_j += (P ∘ M)ᵀ dO_i and dK_j += dSᵀ Q_i, a row of dv and dk per key.
-      transpose_block(kept.data(), nq, nk, wt.data());
+      transpose(kept.data(), nq, nk, wt.data());
       accumulate_block(wt.data(), nq, nk, 0, nq, d_out + i0 * dim, dim, dv + j0 * dim);
-      transpose_block(s.data(), nq, nk, wt.data());
+      transpose(s.data(), nq, nk, wt.data());
       accumulate_block(wt.data(), nq, nk, 0, nq, a.q + i0 * dim, dim, dk + j0 * dim);
     }
   }
