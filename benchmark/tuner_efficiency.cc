@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -274,8 +275,21 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const std::s
   Run run;
   double best = 0;
   const size_t limits[3] = {10, 20, 30};
+  // TUNER_EFFICIENCY_TRACE=1: the first seed's measured trials of each strategy, with the
+  // prediction the model had of each (what to read when a strategy stops short).
+  const bool trace = std::getenv("TUNER_EFFICIENCY_TRACE") != nullptr && seed == 0;
   tuner::tune(space, runner, *database, key, options, [&](const tuner::Progress& p) {
     if (p.status == TrialStatus::kPruned) return;
+    if (trace) {
+      std::string predicted = "-";
+      if (model) {
+        const cost::Predicted q = model->predict(p.config);
+        if (q.prediction) predicted = std::to_string(q.prediction->samples_per_s);
+      }
+      std::printf("  trace %s #%zu %s: %s, %.1f samples/s (predicted now %s)\n", strategy.c_str(),
+                  p.measured, p.config.canonical_json().c_str(), to_string(p.status),
+                  p.objective.value_or(0.0), predicted.c_str());
+    }
     if (p.status == TrialStatus::kOom && p.measured <= 10) ++run.oom_in_first_10;
     if (p.objective) best = std::max(best, *p.objective);
     for (int i = 0; i < 3; ++i) {
