@@ -31,6 +31,10 @@ AttentionOptions attention_options(const ModelSpec& spec, int64_t index = 0) {
 }
 }  // namespace
 
+torch::Tensor ResidualAddImpl::forward(const torch::Tensor& residual, const torch::Tensor& y) {
+  return residual + y;
+}
+
 MlpImpl::MlpImpl(int64_t hidden, int64_t ffn, double dropout, bool gelu_tanh) {
   add_slot("fc_in", torch::nn::Linear(hidden, ffn));
   add_slot("act",
@@ -46,34 +50,39 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
 GptBlockImpl::GptBlockImpl(const ModelSpec& spec, int64_t index) {
   add_slot("ln_1", layer_norm(spec));
   add_slot("attn", Attention(attention_options(spec, index)));
+  add_slot("attn_residual", ResidualAdd());
   add_slot("ln_2", layer_norm(spec));
   add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout, spec.traits().gelu_tanh));
+  add_slot("mlp_residual", ResidualAdd());
 }
 
 torch::Tensor GptBlockImpl::forward(const torch::Tensor& x) {
-  torch::Tensor h = x + call("attn", call("ln_1", x));
-  return h + call("mlp", call("ln_2", h));
+  torch::Tensor h = call("attn_residual", x, call("attn", call("ln_1", x)));
+  return call("mlp_residual", h, call("mlp", call("ln_2", h)));
 }
 
 BertLayerImpl::BertLayerImpl(const ModelSpec& spec) {
   add_slot("attn", Attention(attention_options(spec)));
+  add_slot("attn_residual", ResidualAdd());
   add_slot("attn_norm", layer_norm(spec));
   add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout));
+  add_slot("mlp_residual", ResidualAdd());
   add_slot("mlp_norm", layer_norm(spec));
 }
 
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x) {
-  torch::Tensor h = call("attn_norm", x + call("attn", x));
-  return call("mlp_norm", h + call("mlp", h));
+  torch::Tensor h = call("attn_norm", call("attn_residual", x, call("attn", x)));
+  return call("mlp_norm", call("mlp_residual", h, call("mlp", h)));
 }
 
 MlpBlockImpl::MlpBlockImpl(const ModelSpec& spec) {
   add_slot("norm", layer_norm(spec));
   add_slot("mlp", Mlp(spec.hidden, spec.ffn, spec.dropout));
+  add_slot("mlp_residual", ResidualAdd());
 }
 
 torch::Tensor MlpBlockImpl::forward(const torch::Tensor& x) {
-  return x + call("mlp", call("norm", x));
+  return call("mlp_residual", x, call("mlp", call("norm", x)));
 }
 
 }  // namespace slapo::models

@@ -5,6 +5,9 @@
 //   GptBlockImpl   x + attn(ln_1(x)); then x + mlp(ln_2(x))          (pre-LN, causal)
 //   BertLayerImpl  attn_norm(x + attn(x)); then mlp_norm(x + mlp(x))  (post-LN)
 //   MlpBlockImpl   x + mlp(norm(x))
+//
+// Each residual add is a slot of its own (attn_residual, mlp_residual: ResidualAdd), so that a
+// schedule can fuse it with the sublayer's last bias and dropout (models/eager_fusions.h).
 
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/normalization.h>
@@ -14,6 +17,13 @@
 #include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::models {
+
+// residual + y: the block's residual add, as a module a schedule can replace.
+class ResidualAddImpl : public torch::nn::Module {
+ public:
+  torch::Tensor forward(const torch::Tensor& residual, const torch::Tensor& y);
+};
+TORCH_MODULE(ResidualAdd);
 
 class MlpImpl : public schedule::SlotModule {
  public:

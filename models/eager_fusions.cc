@@ -38,4 +38,28 @@ torch::Tensor FusedMlpImpl::forward(const torch::Tensor& x) {
   return call("drop", call("fc_out", h));
 }
 
+LinearBiasLaterImpl::LinearBiasLaterImpl(torch::nn::LinearImpl& original) {
+  SLAPO_CHECK(original.bias.defined(), ErrorCode::kInvalidArgument,
+              "bias + dropout + residual fusion: the Linear has no bias");
+  weight_ = register_parameter("weight", original.weight);
+  bias_ = register_parameter("bias", original.bias);
+}
+
+torch::Tensor LinearBiasLaterImpl::forward(const torch::Tensor& x) {
+  return at::matmul(x, weight_.t());
+}
+
+FusedBiasDropoutAddImpl::FusedBiasDropoutAddImpl(LinearBiasLater linear,
+                                                 schedule::KeyedDropout drop)
+    : linear_(std::move(linear)), drop_(register_module("drop", std::move(drop))) {}
+
+torch::Tensor FusedBiasDropoutAddImpl::forward(const torch::Tensor& residual,
+                                               const torch::Tensor& y) {
+  const std::optional<schedule::MaskSpec> spec = drop_->mask_spec_now();
+  if (!spec) return residual + (y + linear_->bias());  // eval, or p = 0: no mask to draw
+  return schedule::bias_dropout_add(y, linear_->bias(), residual, spec->p,
+                                    static_cast<int64_t>(spec->seed), spec->axis, spec->parts,
+                                    spec->rank, spec->independent);
+}
+
 }  // namespace slapo::models

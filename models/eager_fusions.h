@@ -8,14 +8,20 @@
 //   fuse_layer_norm  a block's LayerNorms (and the final ln_f) → FusedLayerNorm: slapo::layer_norm
 //   fuse_bias_gelu   a block's mlp → FusedMlp: fc_in's product, then its bias and the GELU in one
 //                    pass (slapo::bias_gelu); fc_out and the dropout through their slots
-//
-// (fuse_bias_dropout_add needs the block's residual add, which is the block's own code: it stays on
-// the graph path — the block traced and the chain fused, models/templates.cc.)
+//   fuse_bias_dropout_add
+//                    a sublayer's last Linear (attn.out_proj, mlp.fc_out) → LinearBiasLater, its
+//                    dropout (attn.resid_drop, mlp.drop) → Identity, and the block's residual add
+//                    (attn_residual, mlp_residual) → FusedBiasDropoutAdd: residual + dropout(y +
+//                    bias) in one pass (slapo::bias_dropout_add), the same masks
 
+#include <memory>
+
+#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
 #include "schedule/language/slot_module.h"
+#include "schedule/runtime/keyed_dropout.h"
 
 namespace slapo::models {
 
@@ -43,5 +49,32 @@ class FusedMlpImpl : public schedule::SlotModule {
   torch::Tensor forward(const torch::Tensor& x);
 };
 TORCH_MODULE(FusedMlp);
+
+// A Linear whose bias a later kernel adds: x · weightᵀ. Keeps `original`'s weight and bias (same
+// tensors, same names, so the model's parameters and their gradients are those of the original).
+class LinearBiasLaterImpl : public torch::nn::Module {
+ public:
+  explicit LinearBiasLaterImpl(torch::nn::LinearImpl& original);
+  torch::Tensor forward(const torch::Tensor& x);
+  const torch::Tensor& bias() const { return bias_; }
+
+ private:
+  torch::Tensor weight_, bias_;
+};
+TORCH_MODULE(LinearBiasLater);
+
+// residual + dropout(y + bias) in one pass: the block's residual add, with the bias of `linear`
+// (the sublayer's last Linear, which no longer adds it) and the sublayer's dropout `drop` (which
+// moves here, under the name "drop": same seed, same masks).
+class FusedBiasDropoutAddImpl : public torch::nn::Module {
+ public:
+  FusedBiasDropoutAddImpl(LinearBiasLater linear, schedule::KeyedDropout drop);
+  torch::Tensor forward(const torch::Tensor& residual, const torch::Tensor& y);
+
+ private:
+  LinearBiasLater linear_;  // not registered here: it is the sublayer's
+  schedule::KeyedDropout drop_;
+};
+TORCH_MODULE(FusedBiasDropoutAdd);
 
 }  // namespace slapo::models

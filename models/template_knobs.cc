@@ -107,8 +107,9 @@ std::vector<TemplateKnob> make_table() {
         c->fuse_bias_gelu = std::get<bool>(v);
       });
   row("fuse_bias_dropout_add", KnobKind::kBool, {}, "false",
-      "each block traced and out_proj's and fc_out's bias add + dropout + residual add fused "
-      "(those Linears decomposed; on either path; not with tp > 1)",
+      "out_proj's and fc_out's bias add + dropout + the block's residual add in one kernel "
+      "(eager: each residual add a FusedBiasDropoutAdd, not with decompose; graph: each block "
+      "traced, those Linears decomposed; not with tp > 1)",
       false, with_plain_mlp, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_bias_dropout_add = std::get<bool>(v);
       });

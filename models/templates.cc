@@ -67,15 +67,21 @@ void finish(const ModelSpec& spec, const Config& config, int world_size, Templat
               "logits would be partial sums, to be summed before the softmax); use vocab or "
               "replicated");
   // On the graph path every fusion is in a traced block, which cannot hold the block's
-  // tensor-parallel collectives; on the eager path only the bias + dropout + residual chain is.
+  // tensor-parallel collectives; on the eager path the bias + dropout + residual add would need
+  // the bias after a row-split Linear's all-reduce, which its fused kernel does not wait for.
   for (const char* knob : {"fuse_bias_gelu", "fuse_bias_dropout_add", "fuse_layer_norm"}) {
     const Value* fuse = config.find(knob);
-    const bool traced = c->fusion_graph || std::string(knob) == "fuse_bias_dropout_add";
-    SLAPO_CHECK(
-        !(fuse && std::get<bool>(*fuse) && tp > 1 && traced), ErrorCode::kInvalidArgument, "knob '",
-        knob,
-        "': not with tp > 1 yet (a traced block cannot hold its tensor-parallel collectives)");
+    const bool refused = c->fusion_graph || std::string(knob) == "fuse_bias_dropout_add";
+    SLAPO_CHECK(!(fuse && std::get<bool>(*fuse) && tp > 1 && refused), ErrorCode::kInvalidArgument,
+                "knob '", knob, "': not with tp > 1 yet (",
+                c->fusion_graph ? "a traced block cannot hold its tensor-parallel collectives"
+                                : "the bias of a row-split Linear is added after its all-reduce",
+                ")");
   }
+  SLAPO_CHECK(!(c->fuse_bias_dropout_add && !c->fusion_graph && c->decompose),
+              ErrorCode::kInvalidArgument,
+              "knob 'fuse_bias_dropout_add': the eager fusion takes fc_out's bias from a Linear, "
+              "not with decompose (fusion_path = 'graph' fuses a decomposed one)");
   SLAPO_CHECK(
       !(c->fuse_bias_gelu && !c->fusion_graph && tp > 1 && c->mlp_shard == PairShard::kRowCol),
       ErrorCode::kInvalidArgument,
@@ -264,24 +270,61 @@ void apply_eager_fusions(schedule::Schedule& sch, const ModelSpec& spec, const T
   if (c.fuse_layer_norm) layer_norms(sch);
 }
 
-// The fusions through graphs: each block traced once (by need), the Linears whose bias a chain
-// begins with decomposed, each chosen chain fused — every chain on the graph path, bias + dropout
-// + residual on either. Comes after the attention is replaced (the replacement takes over the
-// original's out_proj as a Linear).
+// fuse_bias_dropout_add on the eager path (models/eager_fusions.h): in each block, each sublayer's
+// last Linear adds no bias, its dropout is taken out, and the block's residual add after it adds
+// the bias, drops out and adds the residual in one pass. After the attention is replaced (a
+// variant takes over out_proj and resid_drop as a Linear and a KeyedDropout).
+void apply_eager_residual_fusions(schedule::Schedule& sch, const ModelSpec& spec,
+                                  const TemplateConfig& c) {
+  if (c.fusion_graph || !c.fuse_bias_dropout_add) return;
+  struct Tail {
+    const char *sublayer, *linear, *drop, *residual;
+  };
+  const Tail tails[] = {{"attn", "out_proj", "resid_drop", "attn_residual"},
+                        {"mlp", "fc_out", "drop", "mlp_residual"}};
+  for (int64_t i = 0; i < spec.layers; ++i) {
+    schedule::Schedule& block = sch[blocks_path(spec) + "." + std::to_string(i)];
+    auto* slots = dynamic_cast<schedule::SlotModule*>(block.module().get());
+    for (const Tail& t : tails) {
+      if (slots == nullptr || !slots->has_slot(t.sublayer)) continue;  // an MLP block: no attn
+      schedule::Schedule& sub = block[t.sublayer];
+      auto* sub_slots = dynamic_cast<schedule::SlotModule*>(sub.module().get());
+      std::shared_ptr<torch::nn::LinearImpl> linear;
+      std::shared_ptr<schedule::KeyedDropoutImpl> drop;
+      if (sub_slots && sub_slots->has_slot(t.linear) && sub_slots->has_slot(t.drop)) {
+        linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(sub[t.linear].module());
+        drop = std::dynamic_pointer_cast<schedule::KeyedDropoutImpl>(sub[t.drop].module());
+      }
+      SLAPO_CHECK(linear && linear->bias.defined() && drop && slots->has_slot(t.residual),
+                  ErrorCode::kInvalidArgument, "knob 'fuse_bias_dropout_add': '", sub.path(),
+                  "' does not end in a Linear with a bias and a dropout before the block's ",
+                  t.residual, " (fusion_path = 'graph' fuses what a traced block shows)");
+      LinearBiasLater later(*linear);
+      sub[t.linear].replace(later);
+      sub[t.drop].replace(torch::nn::Identity());
+      block[t.residual].replace(FusedBiasDropoutAdd(later, schedule::KeyedDropout(drop)));
+    }
+  }
+}
+
+// The fusions through graphs (fusion_path = "graph"): each block traced once (by need), the
+// Linears whose bias a chain begins with decomposed, each chosen chain fused. Comes after the
+// attention is replaced (the replacement takes over the original's out_proj as a Linear).
 void apply_graph_fusions(schedule::Schedule& sch, const ModelSpec& spec, const TemplateConfig& c) {
   const bool gelu = c.fuse_bias_gelu && c.fusion_graph;
   const bool norm = c.fuse_layer_norm && c.fusion_graph;
-  if (!gelu && !norm && !c.fuse_bias_dropout_add) return;
+  const bool residual = c.fuse_bias_dropout_add && c.fusion_graph;
+  if (!gelu && !norm && !residual) return;
   for (int64_t i = 0; i < spec.layers; ++i) {
     schedule::Schedule& block = sch[blocks_path(spec) + "." + std::to_string(i)];
     if (gelu) decompose_linear(block["mlp.fc_in"]);
-    if (c.fuse_bias_dropout_add) {
+    if (residual) {
       decompose_linear(block["mlp.fc_out"]);
       if (spec.traits().attention) decompose_linear(block["attn.out_proj"]);
     }
     block.trace();
     if (gelu) block.fuse("bias_gelu", "native");
-    if (c.fuse_bias_dropout_add) block.fuse("bias_dropout_add", "native");
+    if (residual) block.fuse("bias_dropout_add", "native");
     if (norm) block.fuse("layer_norm", "native");
   }
 }
@@ -427,6 +470,7 @@ void apply_template(schedule::Schedule& sch, const ModelSpec& spec, const Templa
     for (int64_t i = 0; i < spec.layers; ++i)
       replace_with_zoo_module(sch[block(i) + ".attn"], attention_type(c.attn));
   }
+  apply_eager_residual_fusions(sch, spec, c);
   apply_graph_fusions(sch, spec, c);
   if (c.fused_lm_loss) {
     // Split by vocabulary (shard_embedding above), the loss is the vocabulary-parallel one.

@@ -672,8 +672,19 @@ INSTANTIATE_TEST_SUITE_P(
         EagerCase{
             "bert-tiny",
             R"({"fuse_bias_gelu": true, "fuse_bias_dropout_add": true, "fuse_layer_norm": true})",
-            {"FusedMlpImpl", "FusedLayerNormImpl"},
-            true},
+            {"FusedMlpImpl", "FusedLayerNormImpl", "FusedBiasDropoutAddImpl",
+             "LinearBiasLaterImpl"},
+            false},
+        EagerCase{"gpt-tiny",
+                  R"({"fuse_bias_dropout_add": true, "fuse_bias_gelu": true, "attn": "baddbmm",
+                      "ckpt_ratio": 0.5})",
+                  {"FusedBiasDropoutAddImpl", "LinearBiasLaterImpl", "FusedMlpImpl",
+                   "OnePassAttentionImpl"},
+                  false},
+        EagerCase{"mlp-tiny",
+                  R"({"fuse_bias_dropout_add": true})",
+                  {"FusedBiasDropoutAddImpl", "LinearBiasLaterImpl"},
+                  false},
         EagerCase{"mlp-tiny",
                   R"({"fuse_bias_gelu": true, "fuse_layer_norm": true, "decompose": true})",
                   {"FusedMlpImpl", "FusedLayerNormImpl"},
@@ -719,6 +730,11 @@ TEST(FuseTest, ChainsByNameAndErrors) {
               apply_gpt_template(R"({"fuse_bias_dropout_add": true, "tp": 2})");
             }).find("knob 'fuse_bias_dropout_add': not with tp > 1 yet"),
             std::string::npos);
+  EXPECT_NE(
+      error_of([&] { apply_gpt_template(R"({"fuse_bias_dropout_add": true, "decompose": true})"); })
+          .find("knob 'fuse_bias_dropout_add': the eager fusion takes fc_out's bias from a "
+                "Linear, not with decompose"),
+      std::string::npos);
   EXPECT_NE(error_of([&] {
               apply_gpt_template(R"({"fuse_bias_gelu": true, "tp": 2, "mlp_shard": "row_col"})");
             }).find("knob 'fuse_bias_gelu': the eager fusion needs mlp_shard = 'col_row'"),
