@@ -7,6 +7,7 @@
 //   BM_BiasDropoutAdd  r + keyed_dropout(x + b)    vs slapo::bias_dropout_add (p = 0.1)
 //   BM_Dropout         ATen's dropout (bernoulli)  vs slapo::keyed_dropout (hash mask, p = 0.1)
 //   BM_LayerNorm       at::layer_norm              vs slapo::layer_norm
+//   BM_AddLayerNorm    s = x + r; layer_norm(s) + s vs slapo::add_layer_norm (both outputs used)
 // Shapes: gpt-mini (batch 8 × 128 tokens: hidden 256, ffn 1024) and gpt2 (1 × 1024 tokens:
 // hidden 768, ffn 3072).
 //   BM_AdamW           torch::optim::AdamW::step   vs slapo::schedule::FusedAdamW::step
@@ -114,6 +115,28 @@ void BM_LayerNorm(benchmark::State& state) {
   }
 }
 
+// A pre-LN block's residual add and the norm after it, both outputs used (their sum is what is
+// backwarded, in both: one more add each).
+void BM_AddLayerNorm(benchmark::State& state) {
+  if (state.range(0) == 0) {
+    run(
+        state, {kMatrix, kVector, kVector},
+        [](auto& in) {
+          const torch::Tensor sum = in[0] + in[1];
+          return torch::layer_norm(sum, {sum.size(1)}, in[2], in[3]) + sum;
+        },
+        "ATen add + layer_norm");
+  } else {
+    run(
+        state, {kMatrix, kVector, kVector},
+        [](auto& in) {
+          auto [sum, normed] = slapo::schedule::add_layer_norm(in[0], in[1], in[2], in[3], 1e-5);
+          return normed + sum;
+        },
+        "slapo::add_layer_norm");
+  }
+}
+
 #define SLAPO_KERNEL_BENCH(fn, mini_cols, gpt2_cols)       \
   BENCHMARK(fn)                                            \
       ->ArgsProduct({{0, 1}, {1024}, {mini_cols}, {1, 2}}) \
@@ -127,6 +150,7 @@ SLAPO_KERNEL_BENCH(BM_BiasGelu, 1024, 3072);
 SLAPO_KERNEL_BENCH(BM_BiasDropoutAdd, 256, 768);
 SLAPO_KERNEL_BENCH(BM_Dropout, 256, 768);
 SLAPO_KERNEL_BENCH(BM_LayerNorm, 256, 768);
+SLAPO_KERNEL_BENCH(BM_AddLayerNorm, 256, 768);
 
 // One optimizer step over every parameter of a model (gradients set once; the step only reads
 // them), AdamW's defaults but the learning rate.

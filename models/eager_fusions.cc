@@ -62,4 +62,36 @@ torch::Tensor FusedBiasDropoutAddImpl::forward(const torch::Tensor& residual,
                                     spec->rank, spec->independent);
 }
 
+FusedAddLayerNormImpl::FusedAddLayerNormImpl(std::shared_ptr<LayerNormAfterAddImpl> norm)
+    : norm_(std::move(norm)) {}
+
+torch::Tensor FusedAddLayerNormImpl::forward(const torch::Tensor& residual,
+                                             const torch::Tensor& y) {
+  auto [sum, normed] =
+      schedule::add_layer_norm(residual, y, norm_->weight_, norm_->bias_, norm_->eps_);
+  norm_->sum_ = sum;
+  norm_->normed_ = normed;
+  return sum;
+}
+
+LayerNormAfterAddImpl::LayerNormAfterAddImpl(torch::nn::LayerNormImpl& original)
+    : eps_(original.options.eps()) {
+  SLAPO_CHECK(
+      original.options.elementwise_affine() && original.options.normalized_shape().size() == 1,
+      ErrorCode::kInvalidArgument,
+      "fused add + layer norm: replaces a layer norm over the last axis with weight and bias");
+  weight_ = register_parameter("weight", original.weight);
+  bias_ = register_parameter("bias", original.bias);
+}
+
+torch::Tensor LayerNormAfterAddImpl::forward(const torch::Tensor& x) {
+  if (sum_.defined() && x.is_same(sum_)) {
+    torch::Tensor normed = std::move(normed_);
+    sum_ = torch::Tensor();
+    normed_ = torch::Tensor();
+    return normed;
+  }
+  return schedule::layer_norm(x, weight_, bias_, eps_);
+}
+
 }  // namespace slapo::models

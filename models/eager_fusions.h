@@ -13,6 +13,10 @@
 //                    dropout (attn.resid_drop, mlp.drop) → Identity, and the block's residual add
 //                    (attn_residual, mlp_residual) → FusedBiasDropoutAdd: residual + dropout(y +
 //                    bias) in one pass (slapo::bias_dropout_add), the same masks
+//   fuse_layer_norm  also: a LayerNorm right after the block's residual add (GPT's ln_2, BERT's
+//                    attn_norm and mlp_norm) is computed with that add, in one pass with two
+//                    outputs (slapo::add_layer_norm): the add → FusedAddLayerNorm, the norm →
+//                    LayerNormAfterAdd, which hands on what the add computed
 
 #include <memory>
 
@@ -76,5 +80,37 @@ class FusedBiasDropoutAddImpl : public torch::nn::Module {
   schedule::KeyedDropout drop_;
 };
 TORCH_MODULE(FusedBiasDropoutAdd);
+
+class LayerNormAfterAddImpl;
+
+// The block's residual add x + y (the sum is its output, as before), computed together with the
+// layer norm that the block applies to it next (`norm`'s weights): the norm is kept for `norm` to
+// hand on when it is called with this sum.
+class FusedAddLayerNormImpl : public torch::nn::Module {
+ public:
+  explicit FusedAddLayerNormImpl(std::shared_ptr<LayerNormAfterAddImpl> norm);
+  torch::Tensor forward(const torch::Tensor& residual, const torch::Tensor& y);
+
+ private:
+  std::shared_ptr<LayerNormAfterAddImpl> norm_;  // not registered here: it is the block's
+};
+TORCH_MODULE(FusedAddLayerNorm);
+
+// A LayerNorm whose input a FusedAddLayerNorm has already normalised: called with that sum, it
+// returns the norm computed with it (and forgets it); with any other tensor it computes the norm
+// itself (slapo::layer_norm), so the model is right whatever calls it. Keeps `original`'s weight
+// and bias (same tensors, same names) and eps.
+class LayerNormAfterAddImpl : public torch::nn::Module {
+ public:
+  explicit LayerNormAfterAddImpl(torch::nn::LayerNormImpl& original);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  friend class FusedAddLayerNormImpl;
+  torch::Tensor weight_, bias_;
+  double eps_;
+  torch::Tensor sum_, normed_;  // what the add computed last, until it is handed on
+};
+TORCH_MODULE(LayerNormAfterAdd);
 
 }  // namespace slapo::models

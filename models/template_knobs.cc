@@ -115,7 +115,8 @@ std::vector<TemplateKnob> make_table() {
       });
   row("fuse_layer_norm", KnobKind::kBool, {}, "false",
       "the layer norms run by the project's kernel (eager: each block's and ln_f a "
-      "FusedLayerNorm; graph: each block's in its graph, not with tp > 1)",
+      "FusedLayerNorm, a norm right after the block's residual add computed with that add; "
+      "graph: each block's in its graph, not with tp > 1)",
       false, with_layer_norm, [](const Value& v, const ModelSpec&, TemplateConfig* c) {
         c->fuse_layer_norm = std::get<bool>(v);
       });

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
 #include "core/named.h"
@@ -246,13 +247,35 @@ void decompose_linear(schedule::Schedule& linear) {
   if (std::dynamic_pointer_cast<torch::nn::LinearImpl>(linear.module())) linear.decompose();
 }
 
+// The residual adds of the zoo's blocks and the LayerNorm each block calls right after on the sum
+// (models/blocks.h: GPT's ln_2, BERT's two post-LN norms): what fuse_layer_norm computes together.
+constexpr std::pair<const char*, const char*> kAddThenNorm[] = {
+    {"attn_residual", "ln_2"}, {"attn_residual", "attn_norm"}, {"mlp_residual", "mlp_norm"}};
+
 // The fusion knobs' eager path (models/eager_fusions.h): layer norms and each block's MLP replaced
 // by modules that call the kernels. Comes before the MLP is sharded (FusedMlp's fc_out slot is the
 // one the shard's syncs go on).
 void apply_eager_fusions(schedule::Schedule& sch, const ModelSpec& spec, const TemplateConfig& c) {
   if (c.fusion_graph) return;
+  // A block's residual add and the LayerNorm it calls right after (kAddThenNorm): computed
+  // together. Not when the add becomes a bias + dropout + residual kernel instead
+  // (apply_eager_residual_fusions).
+  const bool pair_with_add = !c.fuse_bias_dropout_add;
   auto layer_norms = [&](schedule::Schedule& parent) {
+    auto* slots = dynamic_cast<schedule::SlotModule*>(parent.module().get());
+    std::set<std::string> paired;
+    for (const auto& [add, norm] : kAddThenNorm) {
+      if (!pair_with_add || slots == nullptr || !slots->has_slot(add) || !slots->has_slot(norm))
+        continue;
+      auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(parent[norm].module());
+      if (!ln || !std::dynamic_pointer_cast<ResidualAddImpl>(parent[add].module())) continue;
+      LayerNormAfterAdd after(*ln);
+      parent[norm].replace(after);
+      parent[add].replace(FusedAddLayerNorm(after.ptr()));
+      paired.insert(norm);
+    }
     for (const auto& child : parent.module()->named_children()) {
+      if (paired.count(child.key())) continue;
       if (auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(child.value()))
         parent[child.key()].replace(FusedLayerNorm(*ln));
     }
@@ -398,6 +421,33 @@ void replace_with_zoo_module(schedule::Schedule& target, const std::string& type
     target.replace(FusedLayerNorm(*ln));
     return;
   }
+  if (is(typeid(LayerNormAfterAddImpl))) {
+    auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(target.module());
+    refuse_unless(ln != nullptr, "a LayerNorm");
+    target.replace(LayerNormAfterAdd(*ln));
+    return;
+  }
+  if (is(typeid(FusedAddLayerNormImpl))) {
+    // Its norm is the block's next one (kAddThenNorm), made a LayerNormAfterAdd before it.
+    const std::string path = target.path();
+    const size_t dot = path.rfind('.');
+    const std::string add = dot == std::string::npos ? path : path.substr(dot + 1);
+    std::shared_ptr<torch::nn::Module> block = target.model();
+    for (size_t at = 0; dot != std::string::npos && at < dot;) {
+      const size_t end = std::min(path.find('.', at), dot);
+      block = block->named_children()[path.substr(at, end - at)];
+      at = end + 1;
+    }
+    std::shared_ptr<LayerNormAfterAddImpl> norm;
+    for (const auto& [a, n] : kAddThenNorm) {
+      if (add == a && block->named_children().contains(n))
+        norm = std::dynamic_pointer_cast<LayerNormAfterAddImpl>(block->named_children()[n]);
+    }
+    refuse_unless(std::dynamic_pointer_cast<ResidualAddImpl>(target.module()) && norm,
+                  "a block's residual add whose next norm is a LayerNormAfterAdd already");
+    target.replace(FusedAddLayerNorm(norm));
+    return;
+  }
   if (is(typeid(FusedMlpImpl))) {
     auto mlp = std::dynamic_pointer_cast<MlpImpl>(target.module());
     refuse_unless(mlp != nullptr, "the zoo's MLP");
@@ -419,7 +469,8 @@ void replace_with_zoo_module(schedule::Schedule& target, const std::string& type
   const bool memory_efficient = is(typeid(MemoryEfficientAttentionImpl));
   SLAPO_CHECK(fused || one_pass || memory_efficient, ErrorCode::kInvalidArgument,
               "cannot replace '", target.path(), "' by ", type_name,
-              ": the zoo makes attention variants, FusedLayerNorm, FusedMlp and FusedLmHead only");
+              ": the zoo makes attention variants, FusedLayerNorm, FusedMlp, LayerNormAfterAdd, "
+              "FusedAddLayerNorm and FusedLmHead only");
   refuse_unless(original != nullptr, "an original attention");
   if (fused)
     target.replace(FusedQkvAttention(*original));

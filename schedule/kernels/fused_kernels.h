@@ -6,6 +6,7 @@
 //   slapo::bias_dropout_add(x, bias, residual, p, seed, axis, parts, rank, independent)
 //                                                     residual + keyed_dropout(x + bias)
 //   slapo::layer_norm(x, weight, bias, eps)           layer norm over the last axis
+//   add_layer_norm(x, addend, weight, bias, eps)      (x + addend, its layer norm): C++ only
 //
 // One pass forward and one backward each (per-thread partial sums for the parameter gradients).
 // Loops are written so the compiler vectorizes them, built for AVX-512, AVX2+FMA and the baseline,
@@ -14,6 +15,7 @@
 // 7.1.26 — about what float32 itself carries). float32 CPU tensors only.
 
 #include <cstdint>
+#include <utility>
 
 #include <ATen/core/Tensor.h>
 
@@ -33,6 +35,13 @@ at::Tensor bias_dropout_add(const at::Tensor& x, const at::Tensor& bias, const a
 // x: [..., H]; weight, bias: [H]. Differentiable in all three.
 at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                       double eps);
+
+// (x + addend, layer_norm(x + addend)) in one pass each way: a pre-LN block's residual stream and
+// the next sublayer's input. x, addend: [..., H] of one shape; weight, bias: [H]. Differentiable
+// in all four, through either output or both. (Not an operator: the eager path calls it.)
+std::pair<at::Tensor, at::Tensor> add_layer_norm(const at::Tensor& x, const at::Tensor& addend,
+                                                 const at::Tensor& weight, const at::Tensor& bias,
+                                                 double eps);
 
 // Makes sure the kernels (and their operator registrations) are linked into a program that only
 // names the operators in a graph.

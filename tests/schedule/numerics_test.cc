@@ -184,7 +184,7 @@ class LossCurveTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(LossCurveTest, TwentyAdamWStepsFollowTheSameLossCurve) {
   Fixture f = make("gpt-tiny");
   models::apply_template(*f.sch, f.spec, "gpt",
-                         config(R"({"ckpt_ratio": 0.5, "attn": ")" + GetParam() + "\"}"));
+                         config(R"({"ckpt_ratio": 0.5, )" + GetParam() + "}"));
   auto train = [&](SlotModule& model) {
     torch::optim::AdamW optimizer(unique_parameters(model), torch::optim::AdamWOptions(1e-3));
     std::vector<double> losses;
@@ -206,8 +206,14 @@ TEST_P(LossCurveTest, TwentyAdamWStepsFollowTheSameLossCurve) {
   EXPECT_LT(a.back(), a.front());  // it trains
 }
 
-INSTANTIATE_TEST_SUITE_P(Attention, LossCurveTest,
-                         ::testing::Values("baddbmm", "memory_efficient"));
+// The attention variants, and the eager fusions (bias + dropout + residual, the residual add with
+// the norm after it, bias + GELU).
+INSTANTIATE_TEST_SUITE_P(
+    Knobs, LossCurveTest,
+    ::testing::Values(
+        R"("attn": "baddbmm")", R"("attn": "memory_efficient")",
+        R"("fuse_bias_dropout_add": true, "fuse_bias_gelu": true)",
+        R"("fuse_layer_norm": true, "fuse_bias_gelu": true, "attn": "memory_efficient")"));
 
 TEST(NumericsTest, TemplateRejectsUnknownKnobsBeforeBuilding) {
   Fixture f = make("mlp-tiny");

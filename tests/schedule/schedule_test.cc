@@ -159,7 +159,8 @@ TEST(ScheduleTest, TheEagerFusionsAndTheFusedHeadReplayFromText) {
   models::apply_template(*sch, models::model_preset("gpt-tiny"), "gpt", config);
   const std::string text = sch->to_string();
   for (const char* made :
-       {"FusedLayerNormImpl", "FusedMlpImpl", "FusedLmHeadImpl", "MemoryEfficientAttentionImpl"})
+       {"FusedLayerNormImpl", "FusedMlpImpl", "FusedLmHeadImpl", "MemoryEfficientAttentionImpl",
+        "LayerNormAfterAddImpl", "FusedAddLayerNormImpl"})
     EXPECT_NE(text.find(made), std::string::npos) << made << " not in\n" << text;
 
   auto fresh_model = tiny_gpt();
@@ -167,6 +168,9 @@ TEST(ScheduleTest, TheEagerFusionsAndTheFusedHeadReplayFromText) {
   replay(*fresh, parse_schedule_text(text), models::replace_with_zoo_module);
   EXPECT_EQ(fresh->to_string(), text);
   EXPECT_NE(std::dynamic_pointer_cast<models::FusedMlpImpl>((*fresh)["h.1.mlp"].module()), nullptr);
+  EXPECT_NE(std::dynamic_pointer_cast<models::FusedAddLayerNormImpl>(
+                (*fresh)["h.1.attn_residual"].module()),
+            nullptr);
   EXPECT_NE(std::dynamic_pointer_cast<models::FusedLmHeadImpl>((*fresh)["head"].module()), nullptr);
   // The same function, dropout included (both models built from one seed, one dropout key).
   const torch::Tensor tokens = torch::randint(128, {2, 8}, torch::kLong);

@@ -418,6 +418,38 @@ TEST_P(FusedKernelTest, LayerNormMatchesATen) {
             std::string::npos);
 }
 
+// (x + r, layer_norm(x + r)) against ATen's add and layer norm: both outputs, and the gradients
+// through both (the sum used further on, as a pre-LN block's residual stream), through the norm
+// alone, and through the sum alone.
+TEST_P(FusedKernelTest, AddLayerNormMatchesATen) {
+  torch::manual_seed(6);
+  for (int uses = 0; uses < 3; ++uses) {  // 0: both outputs, 1: the norm only, 2: the sum only
+    const std::vector<int64_t> shape = {3, 17, 48};
+    std::vector<torch::Tensor> got, want;
+    for (const std::vector<int64_t>& s : {shape, shape, std::vector<int64_t>{48}, {48}}) {
+      got.push_back(torch::randn(s).requires_grad_(true));
+      want.push_back(got.back().detach().clone().requires_grad_(true));
+    }
+    const torch::Tensor d_sum = torch::randn(shape), d_norm = torch::randn(shape);
+    auto [sum, normed] = add_layer_norm(got[0], got[1], got[2], got[3], 1e-5);
+    const torch::Tensor ref_sum = want[0] + want[1];
+    const torch::Tensor ref_norm = torch::layer_norm(ref_sum, {48}, want[2], want[3], 1e-5);
+    expect_same(sum, ref_sum, 1e-6, 1e-6, "sum");
+    expect_same(normed, ref_norm, 1e-5, 1e-5, "norm");
+    auto loss = [&](const torch::Tensor& s, const torch::Tensor& n) {
+      return uses == 0   ? (s * d_sum).sum() + (n * d_norm).sum()
+             : uses == 1 ? (n * d_norm).sum()
+                         : (s * d_sum).sum();
+    };
+    loss(sum, normed).backward();
+    loss(ref_sum, ref_norm).backward();
+    for (size_t t = 0; t < 4; ++t) {
+      if (uses == 2 && t >= 2) continue;  // the norm unused: no gradient of its weights
+      expect_same(got[t].grad(), want[t].grad(), 1e-4, 1e-5, "gradient");
+    }
+  }
+}
+
 TEST_P(FusedKernelTest, KeyedMasksAreTheSameAtEveryLevelAndKeepOneMinusP) {
   MaskSpec spec;
   spec.p = 0.1;
@@ -667,7 +699,12 @@ INSTANTIATE_TEST_SUITE_P(
         EagerCase{"gpt-tiny",
                   R"({"fuse_bias_gelu": true, "fuse_layer_norm": true, "ckpt_ratio": 0.5,
                       "attn": "memory_efficient"})",
-                  {"FusedMlpImpl", "FusedLayerNormImpl", "MemoryEfficientAttentionImpl"},
+                  {"FusedMlpImpl", "FusedLayerNormImpl", "MemoryEfficientAttentionImpl",
+                   "FusedAddLayerNormImpl", "LayerNormAfterAddImpl"},
+                  false},
+        EagerCase{"bert-tiny",
+                  R"({"fuse_layer_norm": true, "ckpt_ratio": 1.0})",
+                  {"FusedAddLayerNormImpl", "LayerNormAfterAddImpl"},
                   false},
         EagerCase{
             "bert-tiny",
