@@ -156,6 +156,19 @@ void BM_BertMiniStep(benchmark::State& state) {
   tracker.reset_peak();
   for (auto _ : state) step();
   state.counters["peak_MiB"] = static_cast<double>(tracker.peak_bytes()) / (1 << 20);
+  // The step's matrix products (x3 for backward), to set against BM_Sgemm's rate: the blocks for
+  // every token; the head (its dense transform and the decoder) for every token unscheduled, for
+  // the masked positions only with the fused loss.
+  const double tokens = static_cast<double>(batch.targets.numel());
+  const double head_tokens =
+      kernels ? batch.targets.ne(models::kIgnoredTarget).sum().item<double>() : tokens;
+  const double head_per_token =
+      2.0 * static_cast<double>(spec.hidden) * static_cast<double>(spec.hidden + spec.vocab);
+  state.counters["GFLOP"] =
+      3 *
+      (static_cast<double>(spec.layers) * spec.block_forward_flops(128) * tokens / 128 +
+       head_per_token * head_tokens) /
+      1e9;
   state.SetLabel(kernels ? "kernel knobs" : "unscheduled");
 }
 BENCHMARK(BM_BertMiniStep)
