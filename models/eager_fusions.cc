@@ -49,17 +49,28 @@ torch::Tensor LinearBiasLaterImpl::forward(const torch::Tensor& x) {
   return at::matmul(x, weight_.t());
 }
 
-FusedBiasDropoutAddImpl::FusedBiasDropoutAddImpl(LinearBiasLater linear,
+FusedBiasDropoutAddImpl::FusedBiasDropoutAddImpl(const std::shared_ptr<torch::nn::Module>& block,
+                                                 std::string sublayer, std::string linear,
                                                  schedule::KeyedDropout drop)
-    : linear_(std::move(linear)), drop_(register_module("drop", std::move(drop))) {}
+    : block_(block),
+      sublayer_(std::move(sublayer)),
+      linear_(std::move(linear)),
+      drop_(register_module("drop", std::move(drop))) {}
 
 torch::Tensor FusedBiasDropoutAddImpl::forward(const torch::Tensor& residual,
                                                const torch::Tensor& y) {
+  const std::shared_ptr<torch::nn::Module> block = block_.lock();
+  SLAPO_CHECK(block != nullptr, ErrorCode::kRuntime,
+              "bias + dropout + residual: the block it belongs to is gone");
+  auto* sublayer = dynamic_cast<schedule::SlotModule*>(block->named_children()[sublayer_].get());
+  SLAPO_CHECK(sublayer != nullptr, ErrorCode::kRuntime, "bias + dropout + residual: '", sublayer_,
+              "' is not a module with slots");
+  // The Linear's tensors are read at each call: a replaced or resharded one is what counts.
+  const torch::Tensor bias = sublayer->slot(linear_).module.ptr()->named_parameters(false)["bias"];
   const std::optional<schedule::MaskSpec> spec = drop_->mask_spec_now();
-  if (!spec) return residual + (y + linear_->bias());  // eval, or p = 0: no mask to draw
-  return schedule::bias_dropout_add(y, linear_->bias(), residual, spec->p,
-                                    static_cast<int64_t>(spec->seed), spec->axis, spec->parts,
-                                    spec->rank, spec->independent);
+  if (!spec) return residual + (y + bias);  // eval, or p = 0: no mask to draw
+  return schedule::bias_dropout_add(y, bias, residual, spec->p, static_cast<int64_t>(spec->seed),
+                                    spec->axis, spec->parts, spec->rank, spec->independent);
 }
 
 FusedAddLayerNormImpl::FusedAddLayerNormImpl(std::shared_ptr<LayerNormAfterAddImpl> norm)

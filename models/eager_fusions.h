@@ -67,16 +67,20 @@ class LinearBiasLaterImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LinearBiasLater);
 
-// residual + dropout(y + bias) in one pass: the block's residual add, with the bias of `linear`
-// (the sublayer's last Linear, which no longer adds it) and the sublayer's dropout `drop` (which
-// moves here, under the name "drop": same seed, same masks).
+// residual + dropout(y + bias) in one pass: the block's residual add, with the bias of the
+// sublayer's last Linear — read at each call from the block (`block`'s slot `sublayer`, its slot
+// `linear`: a LinearBiasLater, which no longer adds it) — and the sublayer's dropout `drop`, which
+// moves here under the name "drop" (same seed, same masks). Put in before the Linear and the
+// dropout are replaced (the order a printed schedule replays in).
 class FusedBiasDropoutAddImpl : public torch::nn::Module {
  public:
-  FusedBiasDropoutAddImpl(LinearBiasLater linear, schedule::KeyedDropout drop);
+  FusedBiasDropoutAddImpl(const std::shared_ptr<torch::nn::Module>& block, std::string sublayer,
+                          std::string linear, schedule::KeyedDropout drop);
   torch::Tensor forward(const torch::Tensor& residual, const torch::Tensor& y);
 
  private:
-  LinearBiasLater linear_;  // not registered here: it is the sublayer's
+  std::weak_ptr<torch::nn::Module> block_;  // its owner: not a child, and not kept alive by it
+  std::string sublayer_, linear_;
   schedule::KeyedDropout drop_;
 };
 TORCH_MODULE(FusedBiasDropoutAdd);

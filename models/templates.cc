@@ -293,6 +293,14 @@ void apply_eager_fusions(schedule::Schedule& sch, const ModelSpec& spec, const T
   if (c.fuse_layer_norm) layer_norms(sch);
 }
 
+// The last Linear and dropout of each sublayer of the zoo's blocks, and the residual add after it
+// (models/blocks.h): what fuse_bias_dropout_add fuses.
+struct SublayerTail {
+  const char *sublayer, *linear, *drop, *residual;
+};
+constexpr SublayerTail kSublayerTails[] = {{"attn", "out_proj", "resid_drop", "attn_residual"},
+                                           {"mlp", "fc_out", "drop", "mlp_residual"}};
+
 // fuse_bias_dropout_add on the eager path (models/eager_fusions.h): in each block, each sublayer's
 // last Linear adds no bias, its dropout is taken out, and the block's residual add after it adds
 // the bias, drops out and adds the residual in one pass. After the attention is replaced (a
@@ -300,15 +308,10 @@ void apply_eager_fusions(schedule::Schedule& sch, const ModelSpec& spec, const T
 void apply_eager_residual_fusions(schedule::Schedule& sch, const ModelSpec& spec,
                                   const TemplateConfig& c) {
   if (c.fusion_graph || !c.fuse_bias_dropout_add) return;
-  struct Tail {
-    const char *sublayer, *linear, *drop, *residual;
-  };
-  const Tail tails[] = {{"attn", "out_proj", "resid_drop", "attn_residual"},
-                        {"mlp", "fc_out", "drop", "mlp_residual"}};
   for (int64_t i = 0; i < spec.layers; ++i) {
     schedule::Schedule& block = sch[blocks_path(spec) + "." + std::to_string(i)];
     auto* slots = dynamic_cast<schedule::SlotModule*>(block.module().get());
-    for (const Tail& t : tails) {
+    for (const SublayerTail& t : kSublayerTails) {
       if (slots == nullptr || !slots->has_slot(t.sublayer)) continue;  // an MLP block: no attn
       schedule::Schedule& sub = block[t.sublayer];
       auto* sub_slots = dynamic_cast<schedule::SlotModule*>(sub.module().get());
@@ -322,10 +325,10 @@ void apply_eager_residual_fusions(schedule::Schedule& sch, const ModelSpec& spec
                   ErrorCode::kInvalidArgument, "knob 'fuse_bias_dropout_add': '", sub.path(),
                   "' does not end in a Linear with a bias and a dropout before the block's ",
                   t.residual, " (fusion_path = 'graph' fuses what a traced block shows)");
-      LinearBiasLater later(*linear);
-      sub[t.linear].replace(later);
+      block[t.residual].replace(
+          FusedBiasDropoutAdd(block.module(), t.sublayer, t.linear, schedule::KeyedDropout(drop)));
+      sub[t.linear].replace(LinearBiasLater(*linear));
       sub[t.drop].replace(torch::nn::Identity());
-      block[t.residual].replace(FusedBiasDropoutAdd(later, schedule::KeyedDropout(drop)));
     }
   }
 }
@@ -408,36 +411,81 @@ std::string attention_type(AttentionKind attn) {
   }
 }
 
-void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name) {
-  auto is = [&](const std::type_info& t) { return type_name == c10::demangle(t.name()); };
+namespace {
+
+bool is_type(const std::string& type_name, const std::type_info& t) {
+  return type_name == c10::demangle(t.name());
+}
+
+void refuse_unless(bool made, const schedule::Schedule& target, const std::string& type_name,
+                   const char* from) {
+  SLAPO_CHECK(made, ErrorCode::kInvalidArgument, "cannot replace '", target.path(), "' by ",
+              type_name, ": the zoo makes it from ", from, " only");
+}
+
+// The eager fusions' modules (models/eager_fusions.h), for replace_with_zoo_module: false for
+// another type.
+bool replace_with_eager_fusion(schedule::Schedule& target, const std::string& type_name) {
+  auto is = [&](const std::type_info& t) { return is_type(type_name, t); };
   auto refuse_unless = [&](bool made, const char* from) {
-    SLAPO_CHECK(made, ErrorCode::kInvalidArgument, "cannot replace '", target.path(), "' by ",
-                type_name, ": the zoo makes it from ", from, " only");
+    slapo::models::refuse_unless(made, target, type_name, from);
   };
-  // The eager fusions (models/eager_fusions.h) and the fused LM head.
   if (is(typeid(FusedLayerNormImpl))) {
     auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(target.module());
     refuse_unless(ln != nullptr, "a LayerNorm");
     target.replace(FusedLayerNorm(*ln));
-    return;
+    return true;
   }
   if (is(typeid(LayerNormAfterAddImpl))) {
     auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(target.module());
     refuse_unless(ln != nullptr, "a LayerNorm");
     target.replace(LayerNormAfterAdd(*ln));
-    return;
+    return true;
   }
-  if (is(typeid(FusedAddLayerNormImpl))) {
-    // Its norm is the block's next one (kAddThenNorm), made a LayerNormAfterAdd before it.
-    const std::string path = target.path();
-    const size_t dot = path.rfind('.');
-    const std::string add = dot == std::string::npos ? path : path.substr(dot + 1);
+  // The block `target` is a slot of, and the slot's name.
+  const std::string path = target.path();
+  const size_t dot = path.rfind('.');
+  const std::string add = dot == std::string::npos ? path : path.substr(dot + 1);
+  auto block_of_target = [&] {
     std::shared_ptr<torch::nn::Module> block = target.model();
     for (size_t at = 0; dot != std::string::npos && at < dot;) {
       const size_t end = std::min(path.find('.', at), dot);
       block = block->named_children()[path.substr(at, end - at)];
       at = end + 1;
     }
+    return block;
+  };
+  if (is(typeid(FusedBiasDropoutAddImpl))) {
+    // Its sublayer is the one before it in the block (kSublayerTails), still with its dropout.
+    const std::shared_ptr<torch::nn::Module> block = block_of_target();
+    for (const SublayerTail& t : kSublayerTails) {
+      if (add != t.residual || !block->named_children().contains(t.sublayer)) continue;
+      auto* sub = dynamic_cast<schedule::SlotModule*>(block->named_children()[t.sublayer].get());
+      auto drop = sub && sub->has_slot(t.drop)
+                      ? std::dynamic_pointer_cast<schedule::KeyedDropoutImpl>(
+                            sub->slot(t.drop).module.ptr())
+                      : nullptr;
+      refuse_unless(std::dynamic_pointer_cast<ResidualAddImpl>(target.module()) && drop,
+                    "a block's residual add after a sublayer that still has its dropout");
+      target.replace(
+          FusedBiasDropoutAdd(block, t.sublayer, t.linear, schedule::KeyedDropout(drop)));
+      return true;
+    }
+    refuse_unless(false, "a block's attn_residual or mlp_residual");
+  }
+  if (is(typeid(LinearBiasLaterImpl))) {
+    auto linear = std::dynamic_pointer_cast<torch::nn::LinearImpl>(target.module());
+    refuse_unless(linear != nullptr && linear->bias.defined(), "a Linear with a bias");
+    target.replace(LinearBiasLater(*linear));
+    return true;
+  }
+  if (is(typeid(torch::nn::IdentityImpl))) {
+    target.replace(torch::nn::Identity());
+    return true;
+  }
+  if (is(typeid(FusedAddLayerNormImpl))) {
+    // Its norm is the block's next one (kAddThenNorm), made a LayerNormAfterAdd before it.
+    const std::shared_ptr<torch::nn::Module> block = block_of_target();
     std::shared_ptr<LayerNormAfterAddImpl> norm;
     for (const auto& [a, n] : kAddThenNorm) {
       if (add == a && block->named_children().contains(n))
@@ -446,14 +494,22 @@ void replace_with_zoo_module(schedule::Schedule& target, const std::string& type
     refuse_unless(std::dynamic_pointer_cast<ResidualAddImpl>(target.module()) && norm,
                   "a block's residual add whose next norm is a LayerNormAfterAdd already");
     target.replace(FusedAddLayerNorm(norm));
-    return;
+    return true;
   }
   if (is(typeid(FusedMlpImpl))) {
     auto mlp = std::dynamic_pointer_cast<MlpImpl>(target.module());
     refuse_unless(mlp != nullptr, "the zoo's MLP");
     target.replace(FusedMlp(*mlp));
-    return;
+    return true;
   }
+  return false;
+}
+
+}  // namespace
+
+void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name) {
+  auto is = [&](const std::type_info& t) { return is_type(type_name, t); };
+  if (replace_with_eager_fusion(target, type_name)) return;
   if (is(typeid(FusedLmHeadImpl))) {
     // Whether the head is split by vocabulary is the template's knob (embed_shard), not the text's.
     SLAPO_CHECK(target.options().tp_parts() == 1, ErrorCode::kInvalidArgument, "cannot replace '",
@@ -470,8 +526,9 @@ void replace_with_zoo_module(schedule::Schedule& target, const std::string& type
   SLAPO_CHECK(fused || one_pass || memory_efficient, ErrorCode::kInvalidArgument,
               "cannot replace '", target.path(), "' by ", type_name,
               ": the zoo makes attention variants, FusedLayerNorm, FusedMlp, LayerNormAfterAdd, "
-              "FusedAddLayerNorm and FusedLmHead only");
-  refuse_unless(original != nullptr, "an original attention");
+              "FusedAddLayerNorm, FusedBiasDropoutAdd, LinearBiasLater, Identity and FusedLmHead "
+              "only");
+  refuse_unless(original != nullptr, target, type_name, "an original attention");
   if (fused)
     target.replace(FusedQkvAttention(*original));
   else if (one_pass)

@@ -54,7 +54,8 @@ int64_t checkpointed_blocks(const ModelSpec& spec, const Config& config);
 std::string attention_type(AttentionKind attn);
 
 // Makes the zoo's replacement modules for schedule::replay: the attention variants, the eager
-// fusions (FusedLayerNorm, FusedMlp, LayerNormAfterAdd, FusedAddLayerNorm) and the fused LM head
+// fusions (FusedLayerNorm, FusedMlp, LayerNormAfterAdd, FusedAddLayerNorm, FusedBiasDropoutAdd,
+// LinearBiasLater, Identity) and the fused LM head
 // (not under tensor parallelism: whether that head is split by vocabulary is the template's to
 // say).
 void replace_with_zoo_module(schedule::Schedule& target, const std::string& type_name);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "error_of.h"
+#include "models/eager_fusions.h"
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "schedule/kernels/fused_adamw.h"
@@ -729,6 +730,31 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       return std::to_string(info.index) + "_" + std::string(info.param.model).substr(0, 3);
     });
+
+// The norm after a fused add hands on what the add computed for that very sum, and computes the
+// norm itself for any other tensor (another caller, a recompute that detached it): the same
+// result either way, the original's parameters under their names.
+TEST(FusedAddLayerNormTest, TheNormAfterTheAddComputesItselfForAnyOtherInput) {
+  torch::manual_seed(3);
+  torch::nn::LayerNorm original(torch::nn::LayerNormOptions({16}));
+  {
+    torch::NoGradGuard no_grad;
+    original->weight.normal_();
+    original->bias.normal_();
+  }
+  models::LayerNormAfterAdd norm(*original);
+  models::FusedAddLayerNorm add(norm.ptr());
+  EXPECT_TRUE(norm->named_parameters().contains("weight"));
+  EXPECT_TRUE(norm->named_parameters()["weight"].is_same(original->weight));
+  const torch::Tensor x = torch::randn({2, 5, 16}), y = torch::randn({2, 5, 16});
+  const torch::Tensor want = original(x + y);
+  const torch::Tensor sum = add(x, y);
+  EXPECT_TRUE(torch::allclose(sum, x + y));
+  EXPECT_TRUE(torch::allclose(norm(sum), want, 1e-5, 1e-5));  // handed on
+  EXPECT_TRUE(torch::allclose(norm(sum), want, 1e-5, 1e-5));  // again: computed, not handed
+  EXPECT_TRUE(torch::allclose(norm(sum.clone()), want, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(norm(x), original(x), 1e-5, 1e-5));
+}
 
 TEST(FuseTest, ChainsByNameAndErrors) {
   const models::ModelSpec spec = models::model_preset("gpt-tiny");
