@@ -1,6 +1,9 @@
 // Numerics are sacred: a schedule must not change the math. Every primitive and template is
 // checked against the original model, outputs and gradients, with dropout on.
 
+#include <string>
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -9,6 +12,7 @@
 #include "models/templates.h"
 #include "models/training_batch.h"
 #include "models/zoo.h"
+#include "schedule/kernels/simd_dispatch.h"
 #include "schedule/language/build.h"
 #include "schedule/language/schedule.h"
 #include "schedule/language/verify.h"
@@ -179,12 +183,24 @@ INSTANTIATE_TEST_SUITE_P(EveryAttention, ReplaceTest,
                                             ::testing::Values("fused_qkv", "baddbmm",
                                                               "memory_efficient")));
 
-class LossCurveTest : public ::testing::TestWithParam<std::string> {};
+// (knobs, the SIMD level the kernels run at)
+class LossCurveTest : public ::testing::TestWithParam<std::tuple<std::string, simd::Level>> {
+ protected:
+  void SetUp() override {
+    if (static_cast<int>(std::get<1>(GetParam())) > static_cast<int>(simd::level()))
+      GTEST_SKIP() << "not on this CPU";
+    previous_ = simd::set_cap(std::get<1>(GetParam()));
+  }
+  void TearDown() override { simd::set_cap(previous_); }
+
+ private:
+  simd::Level previous_ = simd::Level::kAvx512;
+};
 
 TEST_P(LossCurveTest, TwentyAdamWStepsFollowTheSameLossCurve) {
   Fixture f = make("gpt-tiny");
   models::apply_template(*f.sch, f.spec, "gpt",
-                         config(R"({"ckpt_ratio": 0.5, )" + GetParam() + "}"));
+                         config(R"({"ckpt_ratio": 0.5, )" + std::get<0>(GetParam()) + "}"));
   auto train = [&](SlotModule& model) {
     torch::optim::AdamW optimizer(unique_parameters(model), torch::optim::AdamWOptions(1e-3));
     std::vector<double> losses;
@@ -207,13 +223,15 @@ TEST_P(LossCurveTest, TwentyAdamWStepsFollowTheSameLossCurve) {
 }
 
 // The attention variants, and the eager fusions (bias + dropout + residual, the residual add with
-// the norm after it, bias + GELU).
+// the norm after it, bias + GELU), with the kernels at every SIMD level.
 INSTANTIATE_TEST_SUITE_P(
     Knobs, LossCurveTest,
-    ::testing::Values(
-        R"("attn": "baddbmm")", R"("attn": "memory_efficient")",
-        R"("fuse_bias_dropout_add": true, "fuse_bias_gelu": true)",
-        R"("fuse_layer_norm": true, "fuse_bias_gelu": true, "attn": "memory_efficient")"));
+    ::testing::Combine(
+        ::testing::Values(
+            R"("attn": "baddbmm")", R"("attn": "memory_efficient")",
+            R"("fuse_bias_dropout_add": true, "fuse_bias_gelu": true)",
+            R"("fuse_layer_norm": true, "fuse_bias_gelu": true, "attn": "memory_efficient")"),
+        ::testing::Values(simd::Level::kBaseline, simd::Level::kAvx2, simd::Level::kAvx512)));
 
 TEST(NumericsTest, TemplateRejectsUnknownKnobsBeforeBuilding) {
   Fixture f = make("mlp-tiny");
