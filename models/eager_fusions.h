@@ -60,7 +60,6 @@ class LinearBiasLaterImpl : public torch::nn::Module {
  public:
   explicit LinearBiasLaterImpl(torch::nn::LinearImpl& original);
   torch::Tensor forward(const torch::Tensor& x);
-  const torch::Tensor& bias() const { return bias_; }
 
  private:
   torch::Tensor weight_, bias_;
