@@ -85,16 +85,6 @@ torch::Tensor FusedAddLayerNormImpl::forward(const torch::Tensor& residual,
   return sum;
 }
 
-LayerNormAfterAddImpl::LayerNormAfterAddImpl(torch::nn::LayerNormImpl& original)
-    : eps_(original.options.eps()) {
-  SLAPO_CHECK(
-      original.options.elementwise_affine() && original.options.normalized_shape().size() == 1,
-      ErrorCode::kInvalidArgument,
-      "fused add + layer norm: replaces a layer norm over the last axis with weight and bias");
-  weight_ = register_parameter("weight", original.weight);
-  bias_ = register_parameter("bias", original.bias);
-}
-
 torch::Tensor LayerNormAfterAddImpl::forward(const torch::Tensor& x) {
   if (sum_.defined() && x.is_same(sum_)) {
     torch::Tensor normed = std::move(normed_);
@@ -102,7 +92,7 @@ torch::Tensor LayerNormAfterAddImpl::forward(const torch::Tensor& x) {
     normed_ = torch::Tensor();
     return normed;
   }
-  return schedule::layer_norm(x, weight_, bias_, eps_);
+  return FusedLayerNormImpl::forward(x);
 }
 
 }  // namespace slapo::models

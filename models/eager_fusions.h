@@ -37,7 +37,7 @@ class FusedLayerNormImpl : public torch::nn::Module {
   explicit FusedLayerNormImpl(torch::nn::LayerNormImpl& original);
   torch::Tensor forward(const torch::Tensor& x);
 
- private:
+ protected:
   torch::Tensor weight_, bias_;
   double eps_;
 };
@@ -103,15 +103,14 @@ TORCH_MODULE(FusedAddLayerNorm);
 // returns the norm computed with it (and forgets it); with any other tensor it computes the norm
 // itself (slapo::layer_norm), so the model is right whatever calls it. Keeps `original`'s weight
 // and bias (same tensors, same names) and eps.
-class LayerNormAfterAddImpl : public torch::nn::Module {
+class LayerNormAfterAddImpl : public FusedLayerNormImpl {
  public:
-  explicit LayerNormAfterAddImpl(torch::nn::LayerNormImpl& original);
+  explicit LayerNormAfterAddImpl(torch::nn::LayerNormImpl& original)
+      : FusedLayerNormImpl(original) {}
   torch::Tensor forward(const torch::Tensor& x);
 
  private:
   friend class FusedAddLayerNormImpl;
-  torch::Tensor weight_, bias_;
-  double eps_;
   torch::Tensor sum_, normed_;  // what the add computed last, until it is handed on
 };
 TORCH_MODULE(LayerNormAfterAdd);

@@ -171,8 +171,8 @@ SLAPO_INLINE void scores_row_of(const float* __restrict a, const float* __restri
 
 constexpr int64_t kEdge = 64;  // the default block edge, whose whole blocks have their own loop
 
-// s[r · nk + c] = scale · Σ_d a[r · dim + d] · bt[d · nk + c] for r < nq, c < nk. Four rows at a
-// time, so that each row of bt loaded feeds four multiply-adds.
+// s[r · nk + c] = scale · Σ_d a[r · dim + d] · bt[d · nk + c] for r < nq, c < nk. Whole blocks
+// four rows at a time, so that each row of bt loaded feeds four multiply-adds.
 SLAPO_INLINE void product(const float* __restrict a, int64_t nq, int64_t dim,
                           const float* __restrict bt, int64_t nk, float scale,
                           float* __restrict s) {
@@ -182,32 +182,8 @@ SLAPO_INLINE void product(const float* __restrict a, int64_t nq, int64_t dim,
     for (; r < nq; ++r) scores_row_of<kEdge>(a + r * dim, bt, dim, scale, s + r * nk);
     return;
   }
-  int64_t r = 0;
-  for (; r + 4 <= nq; r += 4) {
-    float* __restrict s0 = s + r * nk;
-    float* __restrict s1 = s0 + nk;
-    float* __restrict s2 = s1 + nk;
-    float* __restrict s3 = s2 + nk;
-    const float* a0 = a + r * dim;
-    for (int64_t c = 0; c < nk; ++c) s0[c] = s1[c] = s2[c] = s3[c] = 0;
-    for (int64_t d = 0; d < dim; ++d) {
-      const float x0 = a0[d], x1 = a0[dim + d], x2 = a0[2 * dim + d], x3 = a0[3 * dim + d];
-      const float* __restrict b = bt + d * nk;
-      for (int64_t c = 0; c < nk; ++c) {
-        s0[c] += x0 * b[c];
-        s1[c] += x1 * b[c];
-        s2[c] += x2 * b[c];
-        s3[c] += x3 * b[c];
-      }
-    }
-    for (int64_t c = 0; c < nk; ++c) {
-      s0[c] *= scale;
-      s1[c] *= scale;
-      s2[c] *= scale;
-      s3[c] *= scale;
-    }
-  }
-  for (; r < nq; ++r) {
+  // Other widths (a sequence's last block, a block size of the caller's): row by row.
+  for (int64_t r = 0; r < nq; ++r) {
     float* __restrict sr = s + r * nk;
     for (int64_t c = 0; c < nk; ++c) sr[c] = 0;
     for (int64_t d = 0; d < dim; ++d) axpy(a[r * dim + d], bt + d * nk, sr, nk);
