@@ -105,4 +105,54 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   return out;
 }
 
+std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
+                                                 const std::vector<BlockDifference>& differences,
+                                                 const ModelShape& shape) {
+  const Predictor predictor(base);
+  const Predictor::Fit& fb = predictor.fit();
+  const double d = static_cast<double>(fb.deep_layers);
+  const double extra_params = shape.block_params - base.shape.block_params;
+  const double state_per_param =
+      base.shape.block_params > 0 ? fb.block_state / base.shape.block_params : 0.0;
+  const double extra_optimizer_ms = base.optimizer_ms_per_param * d * extra_params;
+
+  std::map<std::pair<int64_t, bool>, const BlockDifference*> by_point;  // (batch, checkpointed)
+  for (const BlockDifference& b : differences) by_point[{b.batch, b.checkpointed}] = &b;
+  auto difference = [&](int64_t batch, bool checkpointed) -> const BlockDifference& {
+    auto it = by_point.find({batch, checkpointed});
+    SLAPO_CHECK(it != by_point.end(), ErrorCode::kInvalidArgument,
+                "deriving a profile from its blocks: no difference of the blocks measured at ",
+                batch, checkpointed ? " samples checkpointed" : " samples",
+                ", where the base's deep variant was");
+    return *it->second;
+  };
+  auto compose = [&](const ProfilePoint& q, const BlockDifference& b) {
+    ProfilePoint out = q;
+    out.step_ms = q.step_ms + d * b.ms + extra_optimizer_ms;
+    // A checkpointed block keeps almost nothing: the all-checkpointed step peaks while a block
+    // recomputes and runs backward, and there a smaller transient lowers the peak too.
+    const double transient = b.checkpointed ? b.transient_bytes : std::max(0.0, b.transient_bytes);
+    out.peak_bytes = q.peak_bytes + d * (state_per_param * extra_params + b.kept_bytes) + transient;
+    out.derived = true;
+    return out;
+  };
+
+  std::vector<ProfilePoint> steps;
+  const ProfilePoint* checkpointed = nullptr;
+  for (const ProfilePoint& q : base.points) {
+    if (q.layers != fb.deep_layers || q.micro_batches != 1 || q.derived) continue;
+    if (q.ckpt_blocks == 0) {
+      steps.push_back(compose(q, difference(q.batch, false)));
+    } else if (q.ckpt_blocks == fb.deep_layers &&
+               (!checkpointed || q.batch > checkpointed->batch)) {
+      checkpointed = &q;
+    }
+  }
+  SLAPO_CHECK(checkpointed != nullptr, ErrorCode::kInvalidArgument,
+              "deriving a profile from its blocks: the base has no measured step with every block "
+              "checkpointed");
+  steps.push_back(compose(*checkpointed, difference(checkpointed->batch, true)));
+  return steps;
+}
+
 }  // namespace slapo::cost

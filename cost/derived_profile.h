@@ -14,6 +14,11 @@
 // one-block variant's points are then composed — as the profiler would have measured them if the
 // model were exactly the sum of its blocks and the rest — and marked `derived`, so the Predictor
 // reads the derived profile as any other.
+//
+// The new key's deep steps need not be run whole: what a block differs by can be measured on one
+// block of each key alone (runners/block_probe.h: forward and backward of the block on the
+// embeddings' output, the two keys timed in alternation, a tenth of a deep step), and the deep
+// steps composed from the base's (deep_steps_from_blocks).
 
 #include <vector>
 
@@ -30,5 +35,35 @@ namespace slapo::cost {
 // derived) or the steps lack what is needed.
 Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& deep_steps,
                        const ModelShape& shape);
+
+// What one block of the new key costs more than one block of the base (negative: less), measured
+// on the two blocks alone at `batch` samples, plain or checkpointed: forward and backward time,
+// the bytes its forward keeps for backward, and the bytes its backward needs above them at once.
+struct BlockDifference {
+  int64_t batch = 0;
+  bool checkpointed = false;
+  double ms = 0;
+  double kept_bytes = 0;
+  double transient_bytes = 0;
+};
+
+// The new key's deep steps composed from the base's measured deep steps and the blocks'
+// differences, for derive_profile: at each batch of the base's deep variant without checkpointing
+// that has a plain difference, and at the base's largest all-checkpointed batch that has a
+// checkpointed one,
+//
+//   step' = step + D · Δms + the optimizer over D · Δparameters
+//   peak' = peak + D · (Δstate + Δkept) + Δtransient
+//
+// — every block keeps its own activations until its backward, one block's backward runs at a
+// time. Without checkpointing a transient that shrinks is not counted (the step's peak may lie
+// elsewhere, at the loss: an under-prediction is a trial run out of memory); with every block
+// checkpointed it is (the step peaks while a block recomputes and runs backward: its forward's
+// activations are transient then). Δstate: the base's bytes of state per block
+// parameter times the difference of parameters. The steps are marked `derived`. Throws
+// Error(kInvalidArgument) when a batch the base's deep variant was measured at has no difference.
+std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
+                                                 const std::vector<BlockDifference>& differences,
+                                                 const ModelShape& shape);
 
 }  // namespace slapo::cost

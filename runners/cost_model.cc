@@ -197,7 +197,10 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.batch_hi = batch_hi_;
   if (m.input.tp == 1) {
     auto base = bases_.find(m.family);
-    if (base != bases_.end()) request.base = base->second;
+    if (base != bases_.end()) {
+      request.base = base->second.profile;
+      request.base_knobs = base->second.knobs;
+    }
   }
   // Under a memory budget the space's largest batches often fit in no configuration: profiled
   // first up to the middle batch, and then at the largest micro-batch any configuration of the
@@ -326,13 +329,14 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     if (on_note_) {
       on_note_("profiled " + profiled_what(config) + " in " +
                std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s" +
-               (is_derived(*profile) ? " (its deep variant only: derived from a profile that "
-                                       "differs only inside the blocks)"
+               (is_derived(*profile) ? " (derived from a profile that differs only inside "
+                                       "the blocks: one block of each measured alone)"
                                      : ""));
     }
   }
   // A measured profile of one rank is the base of the keys that differ only inside the blocks.
-  if (profile->tp == 1 && !is_derived(*profile)) bases_.emplace(mapping(config).family, *profile);
+  if (profile->tp == 1 && !is_derived(*profile))
+    bases_.emplace(mapping(config).family, Base{*profile, computation_knobs(config)});
   std::optional<cost::CollectiveModel> comm;
   if (ranks) comm = collectives();
   auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));

@@ -116,7 +116,12 @@ class WorkloadCostModel : public tuner::CostModel {
   db::Database* database_;
   std::function<void(const std::string&)> on_note_;
   std::map<std::string, std::unique_ptr<cost::Predictor>> predictors_;
-  std::map<std::string, cost::Profile> bases_;         // by family: a measured profile of one rank
+  // By family: a measured profile of one rank, and the knobs it is of.
+  struct Base {
+    cost::Profile profile;
+    Config knobs;
+  };
+  std::map<std::string, Base> bases_;
   std::unordered_map<std::string, Mapping> mappings_;  // by canonical configuration
   int64_t batch_lo_ = 0, batch_hi_ = 0;
   const space::CompiledSpace* space_ = nullptr;  // use_batches_of's

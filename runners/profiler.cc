@@ -20,6 +20,7 @@
 #include "models/template_config.h"
 #include "models/templates.h"
 #include "models/zoo.h"
+#include "runners/block_probe.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
 #include "schedule/kernels/fused_adamw.h"
@@ -168,23 +169,24 @@ cost::ProfilePoint measure_point(const Workload& w, const Config& knobs, int tp,
   return p;
 }
 
-// A key that differs from `base` only inside the blocks: its deep variant at the batches of the
-// base's deep variant, and with every block checkpointed at the largest batch the base was; the
-// rest is derived (cost/derived_profile.h).
-cost::Profile measure_derived(const Workload& w, const Config& knobs, const cost::Profile& base) {
+// A key that differs from `base` (of `base_knobs`) only inside the blocks: the two keys' blocks
+// alone (runners/block_probe.h) at the batches of the base's deep variant, and checkpointed at the
+// largest batch the base was measured all-checkpointed at; the deep steps are composed from the
+// base's and the rest is derived (cost/derived_profile.h).
+cost::Profile measure_derived(const Workload& w, const Config& knobs, const cost::Profile& base,
+                              const Config& base_knobs) {
   int64_t deep = 0, checkpointed_at = 0;
   for (const cost::ProfilePoint& q : base.points) deep = std::max(deep, q.layers);
   std::set<int64_t> batches;
   for (const cost::ProfilePoint& q : base.points) {
-    if (q.layers != deep || q.micro_batches != 1) continue;
+    if (q.layers != deep || q.micro_batches != 1 || q.derived) continue;
     if (q.ckpt_blocks == 0) batches.insert(q.batch);
-    if (q.ckpt_blocks == deep && !q.derived) checkpointed_at = std::max(checkpointed_at, q.batch);
+    if (q.ckpt_blocks == deep) checkpointed_at = std::max(checkpointed_at, q.batch);
   }
-  std::vector<cost::ProfilePoint> steps;
-  for (int64_t batch : batches) steps.push_back(measure_point(w, knobs, 1, deep, batch, 0, 1));
-  if (checkpointed_at > 0)
-    steps.push_back(measure_point(w, knobs, 1, deep, checkpointed_at, deep, 1));
-  return cost::derive_profile(base, steps, model_shape(w, knobs, 1));
+  const std::vector<cost::BlockDifference> differences = probe_block_differences(
+      w, base_knobs, knobs, std::vector<int64_t>(batches.begin(), batches.end()), checkpointed_at);
+  const cost::ModelShape shape = model_shape(w, knobs, 1);
+  return cost::derive_profile(base, cost::deep_steps_from_blocks(base, differences, shape), shape);
 }
 
 }  // namespace
@@ -211,7 +213,7 @@ cost::Profile measure_profile(const ProfileRequest& request) {
     return profile;
   }
   if (request.base && tp == 1) {
-    cost::Profile profile = measure_derived(w, request.knobs, *request.base);
+    cost::Profile profile = measure_derived(w, request.knobs, *request.base, request.base_knobs);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return profile;
   }
@@ -258,7 +260,10 @@ std::string ProfileRequest::to_json() const {
   j["knobs"] = nlohmann::ordered_json::parse(knobs.to_json());
   j["batch_lo"] = batch_lo;
   j["batch_hi"] = batch_hi;
-  if (base) j["base"] = nlohmann::ordered_json::parse(base->to_json());
+  if (base) {
+    j["base"] = nlohmann::ordered_json::parse(base->to_json());
+    j["base_knobs"] = nlohmann::ordered_json::parse(base_knobs.to_json());
+  }
   if (extend) j["extend"] = nlohmann::ordered_json::parse(extend->to_json());
   return j.dump();
 }
@@ -274,7 +279,11 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
   r.knobs = Config::from_json(j["knobs"].dump(), origin);
   r.batch_lo = j["batch_lo"].get<int64_t>();
   r.batch_hi = j["batch_hi"].get<int64_t>();
-  if (j.contains("base")) r.base = cost::Profile::from_json(j["base"].dump(), origin);
+  if (j.contains("base")) {
+    r.base = cost::Profile::from_json(j["base"].dump(), origin);
+    r.base_knobs =
+        Config::from_json(j.value("base_knobs", nlohmann::json::object()).dump(), origin);
+  }
   if (j.contains("extend")) r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
   return r;
 }

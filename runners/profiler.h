@@ -10,8 +10,9 @@
 //                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
 //                  until its backward, against what it needs only while running backward)
 //
-// With a base profile (ProfileRequest::base), only the deep variant at the base's batches and once
-// with every block checkpointed: the rest is derived (cost/derived_profile.h). With a profile to
+// With a base profile (ProfileRequest::base), only one block of each key alone, at the base's
+// batches and once checkpointed (runners/block_probe.h): the rest is derived
+// (cost/derived_profile.h). With a profile to
 // extend (ProfileRequest::extend), only both variants at batch_hi, added to it.
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
@@ -35,10 +36,12 @@ struct ProfileRequest {
   Workload workload;  // its threads: one rank's
   Config knobs;       // the knobs that change the computation, tp included
   int64_t batch_lo = 1, batch_hi = 1;
-  // A profiled key that differs from this one only inside the blocks (tp = 1): then only the deep
-  // variant is measured — at the base's batches, and once with every block checkpointed — and the
-  // profile is derived from the base's (cost/derived_profile.h).
+  // A profiled key that differs from this one only inside the blocks (tp = 1), and its knobs: then
+  // only what one block of this key differs by from one of the base's is measured — at the base's
+  // batches, and once checkpointed — and the profile is derived from the base's
+  // (cost/derived_profile.h).
   std::optional<cost::Profile> base;
+  Config base_knobs;
   // A profile measured up to a smaller batch: only the steps at batch_hi are measured — the
   // one-block and the deep variant without checkpointing — and added to it.
   std::optional<cost::Profile> extend;

@@ -16,6 +16,14 @@ using testing::kLayers;
 using testing::kMB;
 using testing::SyntheticWorkload;
 
+PredictInput input(int64_t batch, int64_t ckpt_blocks, int64_t micro_batches) {
+  PredictInput in;
+  in.batch = batch;
+  in.ckpt_blocks = ckpt_blocks;
+  in.micro_batches = micro_batches;
+  return in;
+}
+
 // Another block: slower per sample, more activations, a cheaper recompute, more kept when
 // checkpointed (an attention variant), with the base's rest.
 SyntheticWorkload other_block() {
@@ -46,7 +54,7 @@ TEST(DerivedProfileTest, PredictsWhatTheFullProfileOfTheNewKeyPredicts) {
   for (int64_t batch : {2, 8, 24, 64}) {
     for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
       for (int64_t pp : {1, 2}) {
-        PredictInput in{batch, ckpt, pp == 1 ? 1 : 2};
+        PredictInput in = input(batch, ckpt, pp == 1 ? 1 : 2);
         in.pp = pp;
         if (pp == 2) in.cuts = {kLayers / 2};
         const Prediction a = from_derived.predict(in), b = from_full.predict(in);
@@ -58,11 +66,78 @@ TEST(DerivedProfileTest, PredictsWhatTheFullProfileOfTheNewKeyPredicts) {
   }
   // And the derived key is not the base: the check can fail.
   const Predictor from_base(base.profile());
-  EXPECT_GT(from_derived.predict({32, 0, 1}).step_ms, 1.2 * from_base.predict({32, 0, 1}).step_ms);
+  EXPECT_GT(from_derived.predict(input(32, 0, 1)).step_ms,
+            1.2 * from_base.predict(input(32, 0, 1)).step_ms);
   // The composed points say so.
   size_t composed = 0;
   for (const ProfilePoint& q : derived.points) composed += q.derived;
   EXPECT_EQ(composed, derived.points.size() - deep_steps(other).size());
+}
+
+// What the block probe measures of the two keys' blocks alone: the difference of a block's time,
+// of what it keeps per sample, plain and checkpointed (no transient: the synthetic blocks have
+// none).
+std::vector<BlockDifference> block_differences(const SyntheticWorkload& base,
+                                               const SyntheticWorkload& other) {
+  std::vector<BlockDifference> out;
+  for (int64_t batch : {1, 4, 11, 32}) {
+    const double x = static_cast<double>(batch);
+    out.push_back({batch, false, other.block_ms(x) - base.block_ms(x),
+                   (other.block_act_mb - base.block_act_mb) * kMB * x, 0});
+  }
+  out.push_back(
+      {32, true,
+       (1 + other.recompute) * other.block_ms(32) - (1 + base.recompute) * base.block_ms(32),
+       (other.ckpt_kept_mb - base.ckpt_kept_mb) * kMB * 32, 0});
+  return out;
+}
+
+TEST(DerivedProfileTest, TheBlocksAloneComposeTheDeepStepsOfTheNewKey) {
+  const SyntheticWorkload base, other = other_block();
+  const std::vector<ProfilePoint> composed =
+      deep_steps_from_blocks(base.profile(), block_differences(base, other), base.profile().shape);
+  const std::vector<ProfilePoint> measured = deep_steps(other);
+  ASSERT_EQ(composed.size(), measured.size());
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_EQ(composed[i].batch, measured[i].batch);
+    EXPECT_EQ(composed[i].ckpt_blocks, measured[i].ckpt_blocks);
+    EXPECT_NEAR(composed[i].step_ms, measured[i].step_ms, 1e-9 * measured[i].step_ms) << i;
+    EXPECT_NEAR(composed[i].peak_bytes, measured[i].peak_bytes, 1e-9 * measured[i].peak_bytes) << i;
+    EXPECT_TRUE(composed[i].derived);
+  }
+  // Through derive_profile, the full profile's predictions.
+  const Profile derived = derive_profile(base.profile(), composed, base.profile().shape);
+  const Predictor from_derived(derived), from_full(other.profile());
+  for (int64_t batch : {2, 24}) {
+    for (int64_t ckpt : {int64_t{0}, kLayers}) {
+      const PredictInput in = input(batch, ckpt, 1);
+      EXPECT_NEAR(from_derived.predict(in).step_ms, from_full.predict(in).step_ms,
+                  1e-6 * from_full.predict(in).step_ms);
+      EXPECT_NEAR(from_derived.predict(in).peak_bytes, from_full.predict(in).peak_bytes,
+                  1e-6 * from_full.predict(in).peak_bytes);
+    }
+  }
+}
+
+TEST(DerivedProfileTest, ABlockWithMoreParametersOrALargerTransientPeaksHigher) {
+  const SyntheticWorkload base;
+  ModelShape wider = base.profile().shape;
+  wider.block_params *= 1.5;  // 16 bytes of state per parameter: 8 MB more per block
+  std::vector<BlockDifference> none = block_differences(base, base);
+  const std::vector<ProfilePoint> same = deep_steps_from_blocks(base.profile(), none, wider);
+  EXPECT_NEAR(same[0].peak_bytes - base.point(kLayers, 1, 0).peak_bytes, kLayers * 8 * kMB, 1);
+  // The optimizer steps over the extra parameters too (1 ms per 10^6).
+  EXPECT_NEAR(same[0].step_ms - base.point(kLayers, 1, 0).step_ms, kLayers * 0.5, 1e-9);
+  // A backward that needs more at once raises the peak once; one that needs less does not lower it.
+  none[1].transient_bytes = 5 * kMB;
+  none[2].transient_bytes = -5 * kMB;
+  const std::vector<ProfilePoint> transient =
+      deep_steps_from_blocks(base.profile(), none, base.profile().shape);
+  EXPECT_NEAR(transient[1].peak_bytes - base.point(kLayers, 4, 0).peak_bytes, 5 * kMB, 1);
+  EXPECT_NEAR(transient[2].peak_bytes, base.point(kLayers, 11, 0).peak_bytes, 1);
+  // A batch the base was measured at without a difference is refused.
+  none.erase(none.begin() + 1);
+  EXPECT_THROW(deep_steps_from_blocks(base.profile(), none, base.profile().shape), Error);
 }
 
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {

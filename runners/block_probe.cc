@@ -1,0 +1,148 @@
+#include "runners/block_probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/stats.h"
+#include "dist/world.h"
+#include "runners/parallel_trainer.h"
+#include "runners/tracking_allocator.h"
+#include "schedule/kernels/dropout_key.h"
+#include "schedule/language/sequence.h"
+#include "schedule/runtime/pipeline.h"
+
+namespace slapo::runners {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Timed rounds per batch; each key's block runs once before them (its first run at a batch
+// allocates what the later ones reuse).
+constexpr int kRounds = 3;
+
+// One key's block on a one-block model, and its inputs at the current batch.
+class ProbedBlock {
+ public:
+  ProbedBlock(const Workload& w, const Config& knobs, bool checkpointed) {
+    models::ModelSpec spec = w.spec();
+    spec.layers = 1;
+    Config c = knobs;
+    c.set("ckpt_layers", Value(int64_t{checkpointed ? 1 : 0}));
+    try {
+      trainer_ = std::make_unique<ParallelTrainer>(
+          TrainerSetup{spec, w.schedule_template(), c, w.seed, w.optimizer, w.lr, {}},
+          dist::local_groups());
+    } catch (const Error& e) {
+      SLAPO_FAIL(ErrorCode::kRuntime, "probing the block of ", knobs.to_string(), ": ",
+                 e.what());
+    }
+    pipelined_ = dynamic_cast<schedule::Pipelined*>(&trainer_->model());
+    SLAPO_CHECK(pipelined_ != nullptr, ErrorCode::kRuntime, "probing the block of ",
+                knobs.to_string(), ": the model is not made of blocks");
+    body_ = dynamic_cast<schedule::SequenceImpl*>(
+        trainer_->model().slot(pipelined_->body_slot()).module.ptr().get());
+    SLAPO_CHECK(body_ != nullptr, ErrorCode::kRuntime, "probing the block of ", knobs.to_string(),
+                ": slot '", pipelined_->body_slot(), "' is not a Sequence");
+    vocab_ = spec.vocab;
+    seq_ = w.seq_len_for(knobs);
+  }
+
+  // The embeddings' output of `batch` samples (the same tokens for every key: one seed), as the
+  // block receives it in a step, and the gradient its output gets.
+  void set_batch(int64_t batch) {
+    torch::manual_seed(static_cast<uint64_t>(batch));
+    const torch::Tensor tokens = torch::randint(vocab_, {batch, seq_}, torch::kLong);
+    torch::NoGradGuard no_grad;
+    inputs_ = pipelined_->prologue_values(tokens);
+    inputs_[0] = inputs_[0].detach().requires_grad_(true);
+    output_grad_ = torch::randn_like(inputs_[0]);
+  }
+
+  // Forward and backward once: the milliseconds, and the bytes kept and needed above them.
+  struct Run {
+    double ms = 0, kept_bytes = 0, transient_bytes = 0;
+  };
+  Run run(uint64_t step) {
+    TrackingAllocator& memory = TrackingAllocator::instance();
+    const double before = static_cast<double>(memory.live_bytes());
+    memory.reset_peak();
+    const auto start = Clock::now();
+    Run r;
+    {
+      schedule::DropoutScope scope(step, 0);
+      const schedule::Values y = body_->forward_values(inputs_, 0, 1);
+      r.kept_bytes = static_cast<double>(memory.live_bytes()) - before;
+      torch::autograd::backward({y.at(0)}, {output_grad_});
+    }
+    r.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    r.transient_bytes = static_cast<double>(memory.peak_bytes()) - before - r.kept_bytes;
+    return r;
+  }
+
+ private:
+  std::unique_ptr<ParallelTrainer> trainer_;
+  schedule::Pipelined* pipelined_ = nullptr;
+  schedule::SequenceImpl* body_ = nullptr;
+  int64_t vocab_ = 0, seq_ = 0;
+  schedule::Values inputs_;
+  torch::Tensor output_grad_;
+};
+
+// The difference of `other` from `base` at `batch`: both warmed up, then timed in alternation.
+cost::BlockDifference difference_at(ProbedBlock& base, ProbedBlock& other, int64_t batch,
+                                    bool checkpointed) {
+  base.set_batch(batch);
+  other.set_batch(batch);
+  uint64_t step = 0;
+  base.run(step);
+  other.run(step);
+  ++step;
+  std::vector<double> ms;
+  ProbedBlock::Run a, b;
+  for (int round = 0; round < kRounds; ++round, ++step) {
+    // Which key goes first alternates too: a step right after another may run warmer.
+    if (round % 2 == 0) {
+      a = base.run(step);
+      b = other.run(step);
+    } else {
+      b = other.run(step);
+      a = base.run(step);
+    }
+    ms.push_back(b.ms - a.ms);
+  }
+  cost::BlockDifference d;
+  d.batch = batch;
+  d.checkpointed = checkpointed;
+  d.ms = median(ms);
+  d.kept_bytes = b.kept_bytes - a.kept_bytes;
+  d.transient_bytes = b.transient_bytes - a.transient_bytes;
+  return d;
+}
+
+}  // namespace
+
+std::vector<cost::BlockDifference> probe_block_differences(const Workload& workload,
+                                                           const Config& base_knobs,
+                                                           const Config& knobs,
+                                                           const std::vector<int64_t>& batches,
+                                                           int64_t checkpointed_batch) {
+  TrackingAllocator::instance();  // installed before any tensor of the probe
+  std::vector<cost::BlockDifference> out;
+  {
+    ProbedBlock base(workload, base_knobs, false), other(workload, knobs, false);
+    for (int64_t batch : batches) out.push_back(difference_at(base, other, batch, false));
+  }
+  if (checkpointed_batch > 0) {
+    ProbedBlock base(workload, base_knobs, true), other(workload, knobs, true);
+    out.push_back(difference_at(base, other, checkpointed_batch, true));
+  }
+  return out;
+}
+
+}  // namespace slapo::runners

@@ -1,0 +1,36 @@
+#pragma once
+// The block probe: what one block of a key costs more than one block of another, measured on the
+// two blocks alone — for a key that differs from a profiled one only inside the blocks
+// (cost/derived_profile.h), instead of running its whole deep variant.
+//
+// Each key's schedule is built on a one-block model (the template applied as in a trial), and the
+// block runs forward and backward on the embeddings' output of `batch` samples, its gradients
+// accumulating as in a step — nothing else of the model, no optimizer. The keys are timed in
+// alternation, round after round (this machine's speed moves by 20% within minutes: only paired
+// measurements are worth differencing), and the difference is the median of the rounds'.
+// Memory is exact (the tracking allocator): what the block's forward leaves allocated for its
+// backward, and the most its backward needs above that at once.
+//
+// A step of the deep variant runs D blocks and everything else besides; a probe runs one block:
+// at gpt-mini's shapes a key costs about a fifth of what its deep steps did.
+
+#include <cstdint>
+#include <vector>
+
+#include "core/config.h"
+#include "cost/derived_profile.h"
+#include "runners/workload.h"
+
+namespace slapo::runners {
+
+// The differences of `knobs`' block from `base_knobs`' block (both of tp = 1, the knobs that
+// change the computation) at every batch of `batches`, plain, and at `checkpointed_batch` with
+// the block checkpointed (0: none). `workload`'s threads are used. Throws Error(kRuntime) naming
+// the key whose block could not be built or run.
+std::vector<cost::BlockDifference> probe_block_differences(const Workload& workload,
+                                                           const Config& base_knobs,
+                                                           const Config& knobs,
+                                                           const std::vector<int64_t>& batches,
+                                                           int64_t checkpointed_batch);
+
+}  // namespace slapo::runners
