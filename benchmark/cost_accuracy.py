@@ -21,6 +21,9 @@ import tempfile
 
 def tune(args, *words):
     out = subprocess.run([args.tune, *words], capture_output=True, text=True)
+    # A trial that ran out of memory or failed exits 1 and still prints its result.
+    if out.returncode == 1 and words[0] == "trial" and out.stdout.strip().startswith("{"):
+        return out.stdout.strip().splitlines()[-1]
     if out.returncode != 0:
         sys.exit(f"slapo-tune {' '.join(words[:2])}: exit {out.returncode}: {out.stderr.strip()}")
     return out.stdout.strip().splitlines()[-1]

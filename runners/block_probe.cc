@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 
 // Timed rounds per batch; each key's block runs once before them (its first run at a batch
 // allocates what the later ones reuse).
-constexpr int kRounds = 3;
+constexpr int kRounds = 2;
 
 // One key's block on a one-block model, and its inputs at the current batch.
 class ProbedBlock {
@@ -39,8 +39,7 @@ class ProbedBlock {
           TrainerSetup{spec, w.schedule_template(), c, w.seed, w.optimizer, w.lr, {}},
           dist::local_groups());
     } catch (const Error& e) {
-      SLAPO_FAIL(ErrorCode::kRuntime, "probing the block of ", knobs.to_string(), ": ",
-                 e.what());
+      SLAPO_FAIL(ErrorCode::kRuntime, "probing the block of ", knobs.to_string(), ": ", e.what());
     }
     pipelined_ = dynamic_cast<schedule::Pipelined*>(&trainer_->model());
     SLAPO_CHECK(pipelined_ != nullptr, ErrorCode::kRuntime, "probing the block of ",

@@ -194,10 +194,17 @@ cost::Profile measure_derived(const Workload& w, const Config& knobs, const cost
 cost::Profile measure_profile(const ProfileRequest& request) {
   const auto start = Clock::now();
   Workload w = request.workload;
-  // Two warm-up steps, as a trial has: after one, steps of a few samples still read 20-30% slow.
-  w.warmup = 2;
-  w.steps = 2;
+  // One warm-up step and one timed step per point: against two and two, side by side, the same
+  // within 2% at 40 samples (docs/cost-model.md), for half the profile. Points of a few samples,
+  // where one hiccup of the machine weighs most and a step costs least, time two.
+  w.warmup = 1;
   w.memory_budget = 0;  // the profile measures; the prediction decides what fits
+  const int64_t few = std::max<int64_t>(request.batch_lo, 2);
+  auto steps_at = [&](int64_t batch) {
+    Workload v = w;
+    v.steps = batch <= few ? 2 : 1;
+    return v;
+  };
   torch::set_num_threads(w.threads);
   const models::TemplateConfig tc =
       models::parse_template_config(w.schedule_template(), w.spec(), request.knobs);
@@ -206,9 +213,11 @@ cost::Profile measure_profile(const ProfileRequest& request) {
     cost::Profile profile = *request.extend;
     int64_t deep = 0;
     for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
-    for (int64_t depth : {int64_t{1}, deep}) {
-      profile.points.push_back(measure_point(w, request.knobs, tp, depth, request.batch_hi, 0, 1));
-    }
+    // The deep variant alone: the model's own depth is measured, not composed, where the largest
+    // batches that fit are; a block there is the deep step less the one-block variant's last
+    // segment, extended (a pipeline stage of fewer blocks is all that reads it).
+    profile.points.push_back(
+        measure_point(steps_at(request.batch_hi), request.knobs, tp, deep, request.batch_hi, 0, 1));
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return profile;
   }
@@ -234,15 +243,18 @@ cost::Profile measure_profile(const ProfileRequest& request) {
                                                 {deep, 1, 0, 1}, {deep, lo, 0, 1}};
   if (mid > lo && mid < hi) points.push_back({deep, mid, 0, 1});
   points.push_back({deep, hi, 0, 1});
+  // At the largest batch: what a checkpointed block keeps is read per sample off one step, and
+  // what is not per sample (the fused head's chunk, a block's recompute) weighs least there.
   points.push_back({deep, hi, deep, 1});
   points.push_back({deep, 1, deep, 1});
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
-  measure_point(w, request.knobs, tp, 1, 1, 0, 1);
+  measure_point(steps_at(1), request.knobs, tp, 1, 1, 0, 1);
   std::set<std::array<int64_t, 4>> seen;
   for (const auto& [depth, batch, ckpt, micro] : points) {
     if (!seen.insert({depth, batch, ckpt, micro}).second) continue;
-    profile.points.push_back(measure_point(w, request.knobs, tp, depth, batch, ckpt, micro));
+    profile.points.push_back(
+        measure_point(steps_at(batch), request.knobs, tp, depth, batch, ckpt, micro));
   }
   const cost::ModelShape& s = profile.shape;
   profile.optimizer_ms_per_param =

@@ -13,7 +13,7 @@
 // With a base profile (ProfileRequest::base), only one block of each key alone, at the base's
 // batches and once checkpointed (runners/block_probe.h): the rest is derived
 // (cost/derived_profile.h). With a profile to
-// extend (ProfileRequest::extend), only both variants at batch_hi, added to it.
+// extend (ProfileRequest::extend), only the deep variant at batch_hi, added to it.
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
@@ -42,8 +42,8 @@ struct ProfileRequest {
   // (cost/derived_profile.h).
   std::optional<cost::Profile> base;
   Config base_knobs;
-  // A profile measured up to a smaller batch: only the steps at batch_hi are measured — the
-  // one-block and the deep variant without checkpointing — and added to it.
+  // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
+  // checkpointing is measured, and added to it.
   std::optional<cost::Profile> extend;
 
   std::string to_json() const;

@@ -46,8 +46,8 @@ TEST(BlockProbeTest, ABlockDiffersFromItselfByNoByte) {
 TEST(BlockProbeTest, AttentionThatKeepsNoProbabilitiesKeepsLessPerSample) {
   const Workload w = tiny();
   const models::ModelSpec spec = w.spec();
-  const std::vector<cost::BlockDifference> d = probe_block_differences(
-      w, attention("naive"), attention("memory_efficient"), {2, 8}, 0);
+  const std::vector<cost::BlockDifference> d =
+      probe_block_differences(w, attention("naive"), attention("memory_efficient"), {2, 8}, 0);
   ASSERT_EQ(d.size(), 2u);
   // Naive attention keeps its probabilities (seq x seq floats per head and sample) for backward.
   const double probabilities = static_cast<double>(spec.heads * 16 * 16 * 4);
