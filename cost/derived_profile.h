@@ -53,13 +53,11 @@ struct BlockDifference {
 // checkpointed one,
 //
 //   step' = step + D · Δms + the optimizer over D · Δparameters
-//   peak' = peak + D · (Δstate + Δkept) + Δtransient
+//   peak' = peak + D · (Δstate + Δkept) + max(0, Δtransient)
 //
 // — every block keeps its own activations until its backward, one block's backward runs at a
-// time. Without checkpointing a transient that shrinks is not counted (the step's peak may lie
-// elsewhere, at the loss: an under-prediction is a trial run out of memory); with every block
-// checkpointed it is (the step peaks while a block recomputes and runs backward: its forward's
-// activations are transient then). Δstate: the base's bytes of state per block
+// time; a transient that shrinks is not counted (the step's peak may lie elsewhere, at the loss:
+// an under-prediction is a trial run out of memory). Δstate: the base's bytes of state per block
 // parameter times the difference of parameters. The steps are marked `derived`. Throws
 // Error(kInvalidArgument) when a batch the base's deep variant was measured at has no difference.
 std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
