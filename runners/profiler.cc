@@ -243,8 +243,9 @@ cost::Profile measure_profile(const ProfileRequest& request) {
                                                 {deep, 1, 0, 1}, {deep, lo, 0, 1}};
   if (mid > lo && mid < hi) points.push_back({deep, mid, 0, 1});
   points.push_back({deep, hi, 0, 1});
-  // At the largest batch: what a checkpointed block keeps is read per sample off one step, and
-  // what is not per sample (the fused head's chunk, a block's recompute) weighs least there.
+  // At the largest batch: what a checkpointed block keeps is read per sample off this one step,
+  // and what is not per sample (the fused head's chunk buffers) weighs least there — at the
+  // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md).
   points.push_back({deep, hi, deep, 1});
   points.push_back({deep, 1, deep, 1});
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
