@@ -41,13 +41,12 @@ class ProbedBlock {
     } catch (const Error& e) {
       SLAPO_FAIL(ErrorCode::kRuntime, "probing the block of ", knobs.to_string(), ": ", e.what());
     }
-    pipelined_ = dynamic_cast<schedule::Pipelined*>(&trainer_->model());
-    SLAPO_CHECK(pipelined_ != nullptr, ErrorCode::kRuntime, "probing the block of ",
-                knobs.to_string(), ": the model is not made of blocks");
-    body_ = dynamic_cast<schedule::SequenceImpl*>(
-        trainer_->model().slot(pipelined_->body_slot()).module.ptr().get());
-    SLAPO_CHECK(body_ != nullptr, ErrorCode::kRuntime, "probing the block of ", knobs.to_string(),
-                ": slot '", pipelined_->body_slot(), "' is not a Sequence");
+    try {
+      pipelined_ = &schedule::as_pipelined(trainer_->model());
+      body_ = &schedule::body_of(trainer_->model());
+    } catch (const Error& e) {
+      SLAPO_FAIL(ErrorCode::kRuntime, "probing the block of ", knobs.to_string(), ": ", e.what());
+    }
     vocab_ = spec.vocab;
     seq_ = w.seq_len_for(knobs);
   }

@@ -293,9 +293,11 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
   r.batch_lo = j["batch_lo"].get<int64_t>();
   r.batch_hi = j["batch_hi"].get<int64_t>();
   if (j.contains("base")) {
+    // Without its knobs the base's block could not be built: never guessed.
+    SLAPO_CHECK(j.contains("base_knobs"), ErrorCode::kInvalidArgument, origin,
+                ": a profile request with a base needs the base's knobs (base_knobs)");
     r.base = cost::Profile::from_json(j["base"].dump(), origin);
-    r.base_knobs =
-        Config::from_json(j.value("base_knobs", nlohmann::json::object()).dump(), origin);
+    r.base_knobs = Config::from_json(j["base_knobs"].dump(), origin);
   }
   if (j.contains("extend")) r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
   return r;

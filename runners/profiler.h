@@ -1,8 +1,8 @@
 #pragma once
 // The profiling run of the cost model (cost/profile.h): short training steps of two variants of a
 // built-in workload's model — one block, and `deep` blocks (the model's own depth, between 2 and
-// 8) — in this process, each measured as an ordinary trial (runners/workload.h: 2 warm-up steps, 2
-// timed steps, the tracking allocator's peak):
+// 8) — in this process, each measured as an ordinary trial (runners/workload.h: the tracking
+// allocator's peak) but of one warm-up and one timed step (two timed at the smallest batches):
 //
 //   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
 //                  the largest batch and 1 sample with every block checkpointed
@@ -12,8 +12,8 @@
 //
 // With a base profile (ProfileRequest::base), only one block of each key alone, at the base's
 // batches and once checkpointed (runners/block_probe.h): the rest is derived
-// (cost/derived_profile.h). With a profile to
-// extend (ProfileRequest::extend), only the deep variant at batch_hi, added to it.
+// (cost/derived_profile.h). With a profile to extend (ProfileRequest::extend), only the deep
+// variant at batch_hi, added to it.
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings

@@ -13,8 +13,6 @@
 
 namespace slapo::schedule {
 
-namespace {
-
 Pipelined& as_pipelined(SlotModule& model) {
   auto* p = dynamic_cast<Pipelined*>(&model);
   SLAPO_CHECK(p != nullptr, ErrorCode::kInvalidArgument, "pipeline: the model (", model.name(),
@@ -29,6 +27,8 @@ SequenceImpl& body_of(SlotModule& model) {
               "' is not a Sequence");
   return *body;
 }
+
+namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

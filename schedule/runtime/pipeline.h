@@ -59,6 +59,13 @@ class Pipelined {
   }
 };
 
+class SequenceImpl;
+
+// `model` as a Pipelined model, and its body. Throw Error(kInvalidArgument) for a model that is
+// not one, or whose body slot is not a Sequence.
+Pipelined& as_pipelined(SlotModule& model);
+SequenceImpl& body_of(SlotModule& model);
+
 // The most tensors a stage passes to the next.
 constexpr size_t kMaxCarried = 8;
 

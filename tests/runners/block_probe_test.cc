@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/config.h"
+#include "core/error.h"
 #include "cost/predictor.h"
 #include "models/model_spec.h"
 #include "runners/block_probe.h"
@@ -98,6 +99,28 @@ TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
   cost::PredictInput plain;
   plain.batch = 8;
   EXPECT_GT(naive.predict(plain).peak_bytes, 1.05 * a.predict(plain).peak_bytes);
+}
+
+// A derived key's request carries its base's knobs to the worker that profiles it, and one
+// without them is refused rather than probed against a guessed base.
+TEST(BlockProbeTest, AProfileRequestWithABaseCarriesItsKnobs) {
+  ProfileRequest r;
+  r.workload = tiny();
+  r.knobs = attention("baddbmm");
+  r.batch_lo = 2;
+  r.batch_hi = 8;
+  cost::Profile base;
+  base.layers = 2;
+  r.base = base;
+  r.base_knobs = attention("naive");
+  const ProfileRequest back = ProfileRequest::from_json(r.to_json(), "test");
+  ASSERT_TRUE(back.base.has_value());
+  EXPECT_EQ(back.base_knobs.to_string(), attention("naive").to_string());
+  std::string without = r.to_json();
+  const size_t at = without.find("\"base_knobs\"");
+  ASSERT_NE(at, std::string::npos);
+  without.replace(at, std::string("\"base_knobs\"").size(), "\"other\"");
+  EXPECT_THROW(ProfileRequest::from_json(without, "test"), Error);
 }
 
 }  // namespace
