@@ -61,4 +61,21 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : std::nan("");
 }
 
+Line repeated_median_line(const std::vector<double>& x, const std::vector<double>& y) {
+  std::vector<double> slopes;  // of each point that shares an x with none of the others: none
+  for (size_t i = 0; i < x.size(); ++i) {
+    std::vector<double> from_i;
+    for (size_t j = 0; j < x.size(); ++j) {
+      if (x[j] != x[i]) from_i.push_back((y[j] - y[i]) / (x[j] - x[i]));
+    }
+    if (!from_i.empty()) slopes.push_back(median(std::move(from_i)));
+  }
+  Line line;
+  line.slope = slopes.empty() ? 0 : median(std::move(slopes));
+  std::vector<double> intercepts;
+  for (size_t i = 0; i < x.size(); ++i) intercepts.push_back(y[i] - line.slope * x[i]);
+  line.intercept = median(std::move(intercepts));
+  return line;
+}
+
 }  // namespace slapo

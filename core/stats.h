@@ -20,4 +20,16 @@ double robust_z(const std::vector<double>& v, double x, double min_mad = 0);
 // REQUIRES: a.size() == b.size() >= 2.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);
 
+// A straight line y = intercept + slope · x.
+struct Line {
+  double intercept = 0, slope = 0;
+  double at(double x) const { return intercept + slope * x; }
+};
+// Siegel's repeated-median line through the points (x[i], y[i]): the slope is the median over the
+// points of the median slope from each to the others (pairs of equal x skipped), the intercept the
+// median of y − slope · x. Unlike least squares, one wild point among four or more does not move
+// it (a breakdown point of 50%). With one distinct x: a flat line at the median of y.
+// REQUIRES: x.size() == y.size() >= 1.
+Line repeated_median_line(const std::vector<double>& x, const std::vector<double>& y);
+
 }  // namespace slapo

@@ -22,9 +22,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Timed rounds per batch; each key's block runs once before them (its first run at a batch
-// allocates what the later ones reuse).
-constexpr int kRounds = 2;
+// Timed rounds per batch when the batches are too few for the line through them to ignore a wild
+// round on its own (runners/block_probe.h); one round per batch from kBatchesForOneRound batches.
+constexpr int kRounds = 3;
+constexpr size_t kBatchesForOneRound = 4;
 
 // One key's block on a one-block model, and its inputs at the current batch.
 class ProbedBlock {
@@ -92,35 +93,52 @@ class ProbedBlock {
   torch::Tensor output_grad_;
 };
 
-// The difference of `other` from `base` at `batch`: both warmed up, then timed in alternation.
-cost::BlockDifference difference_at(ProbedBlock& base, ProbedBlock& other, int64_t batch,
-                                    bool checkpointed) {
-  base.set_batch(batch);
-  other.set_batch(batch);
-  uint64_t step = 0;
-  base.run(step);
-  other.run(step);
-  ++step;
-  std::vector<double> ms;
+// Both keys' blocks once at `batch`: the first to run alternates with `round` (a step right after
+// another may run warmer). Returns the difference of `other` from `base`.
+cost::BlockDifference run_pair(ProbedBlock& base, ProbedBlock& other, int64_t batch,
+                               bool checkpointed, int round) {
   ProbedBlock::Run a, b;
-  for (int round = 0; round < kRounds; ++round, ++step) {
-    // Which key goes first alternates too: a step right after another may run warmer.
-    if (round % 2 == 0) {
-      a = base.run(step);
-      b = other.run(step);
-    } else {
-      b = other.run(step);
-      a = base.run(step);
-    }
-    ms.push_back(b.ms - a.ms);
+  if (round % 2 == 0) {
+    a = base.run(round);
+    b = other.run(round);
+  } else {
+    b = other.run(round);
+    a = base.run(round);
   }
   cost::BlockDifference d;
   d.batch = batch;
   d.checkpointed = checkpointed;
-  d.ms = median(ms);
+  d.ms = b.ms - a.ms;
   d.kept_bytes = b.kept_bytes - a.kept_bytes;
   d.transient_bytes = b.transient_bytes - a.transient_bytes;
   return d;
+}
+
+// The differences at each of `batches` (ascending), the keys warmed up once at the first: a time
+// difference per batch off the repeated-median line through every round's (runners/block_probe.h),
+// the bytes as measured (exact, the same every round).
+std::vector<cost::BlockDifference> differences_at(ProbedBlock& base, ProbedBlock& other,
+                                                  const std::vector<int64_t>& batches,
+                                                  bool checkpointed) {
+  const int rounds = batches.size() >= kBatchesForOneRound ? 1 : kRounds;
+  std::vector<cost::BlockDifference> out;
+  std::vector<double> x, y;
+  int round = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    base.set_batch(batches[i]);
+    other.set_batch(batches[i]);
+    if (i == 0) run_pair(base, other, batches[i], checkpointed, round++);
+    cost::BlockDifference d;
+    for (int r = 0; r < rounds; ++r) {
+      d = run_pair(base, other, batches[i], checkpointed, round++);
+      x.push_back(static_cast<double>(batches[i]));
+      y.push_back(d.ms);
+    }
+    out.push_back(d);  // its bytes: any round's
+  }
+  const Line line = repeated_median_line(x, y);
+  for (cost::BlockDifference& d : out) d.ms = line.at(static_cast<double>(d.batch));
+  return out;
 }
 
 }  // namespace
@@ -134,11 +152,15 @@ std::vector<cost::BlockDifference> probe_block_differences(const Workload& workl
   std::vector<cost::BlockDifference> out;
   {
     ProbedBlock base(workload, base_knobs, false), other(workload, knobs, false);
-    for (int64_t batch : batches) out.push_back(difference_at(base, other, batch, false));
+    std::vector<int64_t> ascending = batches;
+    std::sort(ascending.begin(), ascending.end());
+    ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
+    out = differences_at(base, other, ascending, false);
   }
   if (checkpointed_batch > 0) {
     ProbedBlock base(workload, base_knobs, true), other(workload, knobs, true);
-    out.push_back(difference_at(base, other, checkpointed_batch, true));
+    for (const cost::BlockDifference& d : differences_at(base, other, {checkpointed_batch}, true))
+      out.push_back(d);
   }
   return out;
 }

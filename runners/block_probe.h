@@ -7,7 +7,12 @@
 // block runs forward and backward on the embeddings' output of `batch` samples, its gradients
 // accumulating as in a step — nothing else of the model, no optimizer. The keys are timed in
 // alternation, round after round (this machine's speed moves by 20% within minutes: only paired
-// measurements are worth differencing), and the difference is the median of the rounds'.
+// measurements are worth differencing), warmed up once at the smallest batch (a block's first run
+// at a larger batch is no slower than its later ones). A block's work grows linearly with the
+// batch, so does the time difference: it is read off Siegel's repeated-median line through every
+// round's (core/stats.h), which a hiccup of the machine in any one round does not move — with four
+// batches or more, one round per batch; with fewer, three. (The median of two rounds per batch it
+// replaces let one hiccup make a key 35 ms a block slower at bert-mini's largest batch.)
 // Memory is exact (the tracking allocator): what the block's forward leaves allocated for its
 // backward, and the most its backward needs above that at once.
 //

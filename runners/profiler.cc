@@ -1,5 +1,6 @@
 #include "runners/profiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "runners/block_probe.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
+#include "runners/tracking_allocator.h"
 #include "schedule/kernels/fused_adamw.h"
 #include "schedule/runtime/pipeline.h"
 
@@ -133,40 +135,78 @@ double prologue_ms_per_sample(const Workload& w, const Config& knobs, int64_t ba
 
 namespace {
 
-// One profiling step of the variant of `depth` blocks, `ckpt` of them checkpointed, in `micro`
-// GPipe micro-batches, as one rank of a tensor-parallel group of `tp` (collectives counted).
-cost::ProfilePoint measure_point(const Workload& w, const Config& knobs, int tp, int64_t depth,
-                                 int64_t batch, int64_t ckpt, int64_t micro) {
-  Workload variant = w;
-  variant.layers = depth;
+// The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as
+// one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
+// in turn: one model, one warm-up step at the smallest batch a step takes (`micro` samples), then
+// `steps_at(batch)` timed steps at each batch, its peak read per batch. A step's first run at a
+// larger batch needs no warm-up of its own — the optimizer's state, the thread pools exist by
+// then, and it times as the second would (docs/cost-model.md) — where a model and a warm-up step
+// per point made gpt-mini's profile cost 12 s, not 7.
+template <typename StepsAt>
+std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
+                                              int64_t depth, int64_t ckpt, int64_t micro,
+                                              const std::vector<int64_t>& batches,
+                                              StepsAt&& steps_at) {
+  models::ModelSpec spec = w.spec();
+  spec.layers = depth;
   Config c = knobs;
-  c.set("batch_size", Value(batch));
+  c.set("batch_size", Value(batches.front()));
   c.set("ckpt_layers", Value(ckpt));
   if (micro > 1) {
     c.set("micro_batches", Value(micro));
     c.set("pipeline_schedule", Value(std::string("gpipe")));
   }
+  const auto failed = [&](const std::string& why) {
+    return Error(ErrorCode::kRuntime, "profiling " + c.to_string() + " with " +
+                                          std::to_string(depth) +
+                                          " block(s) failed: " + why.substr(0, why.find('\n')));
+  };
+  TrackingAllocator& tracker = TrackingAllocator::instance();
+  const double baseline = static_cast<double>(tracker.live_bytes());
   std::shared_ptr<SimulatedGroup> group;
-  const dist::ParallelGroups groups = simulated_groups(tp, &group);
-  const TrialResult r = measure_trial(variant, c, groups);
-  SLAPO_CHECK(r.status == TrialStatus::kOk, ErrorCode::kRuntime, "profiling ", c.to_string(),
-              " with ", depth, " block(s) failed (", to_string(r.status),
-              "): ", r.error.substr(0, r.error.find('\n')));
-  cost::ProfilePoint p;
-  p.layers = depth;
-  p.batch = batch;
-  p.ckpt_blocks = ckpt;
-  p.micro_batches = micro;
-  p.step_ms = r.metrics.at(metric::kStepMsMedian);
-  p.peak_bytes = r.metrics.at(metric::kPeakBytes);
-  if (group) {
-    const double steps = static_cast<double>(variant.warmup + variant.steps);
-    p.all_reduce_calls = static_cast<double>(group->all_reduces().calls) / steps;
-    p.all_reduce_bytes = group->all_reduces().bytes / steps;
-    p.all_gather_calls = static_cast<double>(group->all_gathers().calls) / steps;
-    p.all_gather_bytes = group->all_gathers().bytes / steps;
+  std::vector<cost::ProfilePoint> points;
+  try {
+    ParallelTrainer trainer({spec, w.schedule_template(), c, w.seed, w.optimizer, w.lr, {}},
+                            simulated_groups(tp, &group));
+    const int64_t seq = w.seq_len_for(knobs);
+    torch::manual_seed(w.seed + 1);
+    uint64_t step = 0;
+    auto run = [&](int64_t batch) {
+      const models::TrainingBatch b =
+          models::training_batch(spec, torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong));
+      const auto start = Clock::now();
+      const double loss = trainer.step(b.inputs, b.targets, step++);
+      if (!std::isfinite(loss)) throw failed("non-finite loss " + std::to_string(loss));
+      return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    };
+    run(micro);
+    for (int64_t batch : batches) {
+      tracker.reset_peak();
+      if (group) group->reset_tallies();
+      std::vector<double> ms;
+      const int steps = steps_at(batch);
+      for (int i = 0; i < steps; ++i) ms.push_back(run(batch));
+      cost::ProfilePoint p;
+      p.layers = depth;
+      p.batch = batch;
+      p.ckpt_blocks = ckpt;
+      p.micro_batches = micro;
+      p.step_ms = median(ms);
+      p.peak_bytes = static_cast<double>(tracker.peak_bytes()) - baseline;
+      if (group) {
+        p.all_reduce_calls = static_cast<double>(group->all_reduces().calls) / steps;
+        p.all_reduce_bytes = group->all_reduces().bytes / steps;
+        p.all_gather_calls = static_cast<double>(group->all_gathers().calls) / steps;
+        p.all_gather_bytes = group->all_gathers().bytes / steps;
+      }
+      points.push_back(p);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw failed(e.what());
   }
-  return p;
+  return points;
 }
 
 // A key that differs from `base` (of `base_knobs`) only inside the blocks: the two keys' blocks
@@ -194,17 +234,12 @@ cost::Profile measure_derived(const Workload& w, const Config& knobs, const cost
 cost::Profile measure_profile(const ProfileRequest& request) {
   const auto start = Clock::now();
   Workload w = request.workload;
-  // One warm-up step and one timed step per point: against two and two, side by side, the same
-  // within 2% at 40 samples (docs/cost-model.md), for half the profile. Points of a few samples,
-  // where one hiccup of the machine weighs most and a step costs least, time two.
-  w.warmup = 1;
+  // One timed step per point: against two, side by side, the same within 2% at 40 samples
+  // (docs/cost-model.md), for half the profile. Points of a few samples, where one hiccup of the
+  // machine weighs most and a step costs least, time two.
   w.memory_budget = 0;  // the profile measures; the prediction decides what fits
   const int64_t few = std::max<int64_t>(request.batch_lo, 2);
-  auto steps_at = [&](int64_t batch) {
-    Workload v = w;
-    v.steps = batch <= few ? 2 : 1;
-    return v;
-  };
+  auto steps_at = [few](int64_t batch) { return batch <= few ? 2 : 1; };
   torch::set_num_threads(w.threads);
   const models::TemplateConfig tc =
       models::parse_template_config(w.schedule_template(), w.spec(), request.knobs);
@@ -216,8 +251,9 @@ cost::Profile measure_profile(const ProfileRequest& request) {
     // The deep variant alone: the model's own depth is measured, not composed, where the largest
     // batches that fit are; a block there is the deep step less the one-block variant's last
     // segment, extended (a pipeline stage of fewer blocks is all that reads it).
-    profile.points.push_back(
-        measure_point(steps_at(request.batch_hi), request.knobs, tp, deep, request.batch_hi, 0, 1));
+    for (const cost::ProfilePoint& q :
+         measure_sweep(w, request.knobs, tp, deep, 0, 1, {request.batch_hi}, steps_at))
+      profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return profile;
   }
@@ -237,26 +273,27 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   profile.layers = layers;
   profile.tp = tp;
   profile.shape = model_shape(w, request.knobs, tp);
-  // (depth, batch, checkpointed blocks, GPipe micro-batches), the cheap ones first.
-  std::vector<std::array<int64_t, 4>> points = {{1, 1, 0, 1},    {1, lo, 0, 1},
-                                                {1, hi, 0, 1},   {1, 2 * lo, 0, 2},
-                                                {deep, 1, 0, 1}, {deep, lo, 0, 1}};
-  if (mid > lo && mid < hi) points.push_back({deep, mid, 0, 1});
-  points.push_back({deep, hi, 0, 1});
+  // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
+  // initialisation).
+  measure_sweep(w, request.knobs, tp, 1, 0, 1, {1}, steps_at);
+  // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
+  // first.
+  auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
+    std::sort(batches.begin(), batches.end());
+    batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
+    for (const cost::ProfilePoint& q :
+         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, steps_at))
+      profile.points.push_back(q);
+  };
+  measure(1, 0, 1, {1, lo, hi});
+  measure(1, 0, 2, {2 * lo});
+  std::vector<int64_t> deep_batches = {1, lo, hi};
+  if (mid > lo && mid < hi) deep_batches.push_back(mid);
+  measure(deep, 0, 1, deep_batches);
   // At the largest batch: what a checkpointed block keeps is read per sample off this one step,
   // and what is not per sample (the fused head's chunk buffers) weighs least there — at the
   // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md).
-  points.push_back({deep, hi, deep, 1});
-  points.push_back({deep, 1, deep, 1});
-  // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
-  // initialisation).
-  measure_point(steps_at(1), request.knobs, tp, 1, 1, 0, 1);
-  std::set<std::array<int64_t, 4>> seen;
-  for (const auto& [depth, batch, ckpt, micro] : points) {
-    if (!seen.insert({depth, batch, ckpt, micro}).second) continue;
-    profile.points.push_back(
-        measure_point(steps_at(batch), request.knobs, tp, depth, batch, ckpt, micro));
-  }
+  measure(deep, deep, 1, {1, hi});
   const cost::ModelShape& s = profile.shape;
   profile.optimizer_ms_per_param =
       optimizer_ms_per_param(w, tc,

@@ -39,4 +39,28 @@ TEST(StatsTest, SpearmanComparesOrdersNotValues) {
   EXPECT_TRUE(std::isnan(spearman({1, 2, 3}, {5, 5, 5})));
 }
 
+TEST(StatsTest, TheRepeatedMedianLineIgnoresOneWildPoint) {
+  // y = 2 + 0.5 x, exactly: the line itself.
+  const Line exact = repeated_median_line({1, 4, 7, 11, 16}, {2.5, 4, 5.5, 7.5, 10});
+  EXPECT_NEAR(exact.intercept, 2, 1e-12);
+  EXPECT_NEAR(exact.slope, 0.5, 1e-12);
+  EXPECT_NEAR(exact.at(32), 18, 1e-12);
+  // The point at 16 off by +35 (a hiccup of the machine): the line does not move; least squares
+  // would have predicted 10 + 24 = 34 at x = 16 and a negative value at x = 1.
+  const Line wild = repeated_median_line({1, 4, 7, 11, 16}, {2.5, 4, 5.5, 7.5, 45});
+  EXPECT_NEAR(wild.at(16), 10, 1e-12);
+  EXPECT_NEAR(wild.at(1), 2.5, 1e-12);
+  // So for four points, wherever the wild one is.
+  const Line four = repeated_median_line({1, 4, 7, 11}, {2.5, -30, 5.5, 7.5});
+  EXPECT_NEAR(four.slope, 0.5, 1e-12);
+  EXPECT_NEAR(four.intercept, 2, 1e-12);
+  // Repeated x: every measurement counts; one distinct x: a flat line at the median.
+  const Line repeated = repeated_median_line({2, 2, 2, 6, 6, 6}, {1, 1.2, 9, 3, 3.2, 2.8});
+  EXPECT_NEAR(repeated.at(2), 1.2, 1e-12);
+  EXPECT_NEAR(repeated.at(6), 3, 1e-12);
+  const Line flat = repeated_median_line({3, 3, 3}, {1, 5, 2});
+  EXPECT_EQ(flat.slope, 0);
+  EXPECT_EQ(flat.intercept, 2);
+}
+
 }  // namespace slapo

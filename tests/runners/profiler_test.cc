@@ -1,0 +1,59 @@
+// The profiling run (runners/profiler.h): each variant is one model stepped at its batches in turn,
+// and what it reads at a batch must be what an ordinary trial of that configuration measures.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/config.h"
+#include "core/metrics.h"
+#include "cost/profile.h"
+#include "runners/profiler.h"
+#include "runners/workload.h"
+
+namespace slapo::runners {
+namespace {
+
+Workload tiny() {
+  return Workload::from_json(
+      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 1, "steps": 1, "threads": 1})", "test");
+}
+
+// The peak is read per batch after the smaller batches ran on the same model: to the byte what a
+// fresh trial (its own model, its warm-up step) measures, plain, checkpointed and in micro-batches.
+TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
+  ProfileRequest request;
+  request.workload = tiny();
+  request.knobs.set("attn", Value(std::string("naive")));
+  request.batch_lo = 2;
+  request.batch_hi = 8;
+  const cost::Profile profile = measure_profile(request);
+  // The one-block and deep variants, each at its batches, checkpointed, in two micro-batches.
+  ASSERT_GE(profile.points.size(), 9u);
+  size_t checked = 0;
+  for (const cost::ProfilePoint& q : profile.points) {
+    EXPECT_TRUE(std::isfinite(q.step_ms) && q.step_ms > 0) << q.batch;
+    Workload w = tiny();
+    w.layers = q.layers;
+    Config c = request.knobs;
+    c.set("batch_size", Value(q.batch));
+    c.set("ckpt_layers", Value(q.ckpt_blocks));
+    if (q.micro_batches > 1) {
+      c.set("micro_batches", Value(q.micro_batches));
+      c.set("pipeline_schedule", Value(std::string("gpipe")));
+    }
+    const TrialResult trial = measure_trial(w, c);
+    ASSERT_EQ(trial.status, TrialStatus::kOk) << c.to_string();
+    EXPECT_EQ(q.peak_bytes, trial.metrics.at(metric::kPeakBytes))
+        << q.layers << " blocks, " << c.to_string();
+    ++checked;
+  }
+  EXPECT_EQ(checked, profile.points.size());
+  // The largest batch asked for is among them.
+  EXPECT_TRUE(std::any_of(profile.points.begin(), profile.points.end(),
+                          [](const cost::ProfilePoint& q) { return q.batch == 8; }));
+}
+
+}  // namespace
+}  // namespace slapo::runners
