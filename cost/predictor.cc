@@ -18,6 +18,11 @@ namespace {
 // all-reduces of at most this many bytes. Not included: that header needs LibTorch.
 constexpr double kGradientBucketBytes = 25 << 20;
 constexpr double kFloatBytes = 4;
+// How much farther a trial of another key of the workload lies than one of this key, in
+// time_scale's squared distance: as far as one knob of the layout. The keys' blocks differ by a few
+// percent (docs/cost-model.md); the machine's level, what the calibration mostly learns, they
+// share.
+constexpr double kOtherKeyDistance = 0.5;
 
 // The points of one variant without checkpointing.
 std::vector<const ProfilePoint*> plain_points(const Profile& p, int64_t layers) {
@@ -376,18 +381,28 @@ double Predictor::time_scale(const PredictInput& in) const {
     const double layout =
         0.5 * ((in.tp != o.in.tp) + (in.pp != o.in.pp) + (in.dp != o.in.dp) +
                (in.micro_batches != o.in.micro_batches) + (in.gpipe != o.in.gpipe));
-    const double w = std::exp(-(size * size + checkpointed * checkpointed + layout) / 2);
+    const double key = o.other_key ? kOtherKeyDistance : 0;
+    const double w = std::exp(-(size * size + checkpointed * checkpointed + layout + key) / 2);
     sum += w * o.log_ratio;
     weights += w;
   }
   return std::exp(sum / weights);
 }
 
-void Predictor::calibrate(const PredictInput& in, double step_ms, double peak_bytes) {
+double Predictor::calibrate(const PredictInput& in, double step_ms, double peak_bytes) {
   const Prediction p = raw(in);  // the peak scaled by memory_scale_, the time not
-  if (p.step_ms > 0 && step_ms > 0) observed_.push_back({in, std::log(step_ms / p.step_ms)});
+  double log_ratio = std::nan("");
+  if (p.step_ms > 0 && step_ms > 0) {
+    log_ratio = std::log(step_ms / p.step_ms);
+    observed_.push_back({in, log_ratio, false});
+  }
   if (p.peak_bytes > 0 && peak_bytes > 0)
     memory_scale_ = std::max(memory_scale_, memory_scale_ * peak_bytes / p.peak_bytes);
+  return log_ratio;
+}
+
+void Predictor::observe_neighbour(const PredictInput& in, double log_ratio) {
+  if (std::isfinite(log_ratio)) observed_.push_back({in, log_ratio, true});
 }
 
 void Predictor::calibrate_oom(const PredictInput& in, double budget_bytes) {

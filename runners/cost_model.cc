@@ -1,5 +1,6 @@
 #include "runners/cost_model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -340,6 +341,13 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
   std::optional<cost::CollectiveModel> comm;
   if (ranks) comm = collectives();
   auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));
+  for (const Observation& o : observations_) {
+    if (o.key != key) predictor->observe_neighbour(o.input, o.log_ratio);
+  }
+  const std::string& family = mapping(config).family;
+  family_of_[key] = family;
+  auto scale = family_memory_scale_.find(family);
+  if (scale != family_memory_scale_.end()) predictor->raise_memory_scale(scale->second);
   return *predictors_.emplace(key, std::move(predictor)).first->second;
 }
 
@@ -406,14 +414,30 @@ void WorkloadCostModel::calibrate(const Config& config, const TrialResult& resul
     cost::Predictor& predictor = predictor_for(m.key, config);
     if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
         result.metrics.count(metric::kPeakBytes)) {
-      predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),
-                          result.metrics.at(metric::kPeakBytes));
+      const double log_ratio = predictor.calibrate(
+          m.input, result.metrics.at(metric::kStepMsMedian), result.metrics.at(metric::kPeakBytes));
+      if (std::isfinite(log_ratio)) {
+        observations_.push_back({m.key, m.input, log_ratio});
+        for (auto& [key, other] : predictors_) {
+          if (key != m.key) other->observe_neighbour(m.input, log_ratio);
+        }
+      }
     } else if (result.status == TrialStatus::kOom && workload_.memory_budget > 0) {
       predictor.calibrate_oom(m.input, static_cast<double>(workload_.memory_budget));
     }
+    share_memory_scale(m.family, predictor.memory_scale());
   } catch (const Error&) {
     // A measurement the model cannot learn from (its key cannot be profiled or composed) leaves
     // the model as it is: the tuning run goes on, and predict() says why for that key.
+  }
+}
+
+void WorkloadCostModel::share_memory_scale(const std::string& family, double scale) {
+  double& shared = family_memory_scale_[family];
+  shared = std::max(shared, scale);
+  for (auto& [key, predictor] : predictors_) {
+    auto of = family_of_.find(key);
+    if (of != family_of_.end() && of->second == family) predictor->raise_memory_scale(shared);
   }
 }
 

@@ -73,6 +73,9 @@ class WorkloadCostModel : public tuner::CostModel {
     return [this](const Config& c) { return compose(c); };
   }
   // A measured trial of `config` (ok: its step time and peak; oom: over the workload's budget).
+  // Its key's predictor is calibrated; the other keys' observe its time ratio as a neighbour's
+  // (cost::Predictor::observe_neighbour), and those of its family take its memory factor — those
+  // profiled later too.
   void calibrate(const Config& config, const TrialResult& result);
   void observe(const Config& config, const TrialResult& result) override {
     calibrate(config, result);
@@ -122,6 +125,18 @@ class WorkloadCostModel : public tuner::CostModel {
     Config knobs;
   };
   std::map<std::string, Base> bases_;
+  // Every measured trial's time ratio, by key, for the predictors of the other keys.
+  struct Observation {
+    std::string key;
+    cost::PredictInput input;
+    double log_ratio = 0;
+  };
+  std::vector<Observation> observations_;
+  // The family of each profiled key, and the largest memory factor calibration put on any key of
+  // a family: shared by its keys (cost::Predictor::raise_memory_scale), those profiled later too.
+  std::map<std::string, std::string> family_of_;
+  std::map<std::string, double> family_memory_scale_;
+  void share_memory_scale(const std::string& family, double scale);
   std::unordered_map<std::string, Mapping> mappings_;  // by canonical configuration
   int64_t batch_lo_ = 0, batch_hi_ = 0;
   const space::CompiledSpace* space_ = nullptr;  // use_batches_of's
