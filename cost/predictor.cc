@@ -381,28 +381,18 @@ double Predictor::time_scale(const PredictInput& in) const {
     const double layout =
         0.5 * ((in.tp != o.in.tp) + (in.pp != o.in.pp) + (in.dp != o.in.dp) +
                (in.micro_batches != o.in.micro_batches) + (in.gpipe != o.in.gpipe));
-    const double key = o.other_key ? kOtherKeyDistance : 0;
-    const double w = std::exp(-(size * size + checkpointed * checkpointed + layout + key) / 2);
+    const double w = std::exp(-(size * size + checkpointed * checkpointed + layout) / 2);
     sum += w * o.log_ratio;
     weights += w;
   }
   return std::exp(sum / weights);
 }
 
-double Predictor::calibrate(const PredictInput& in, double step_ms, double peak_bytes) {
+void Predictor::calibrate(const PredictInput& in, double step_ms, double peak_bytes) {
   const Prediction p = raw(in);  // the peak scaled by memory_scale_, the time not
-  double log_ratio = std::nan("");
-  if (p.step_ms > 0 && step_ms > 0) {
-    log_ratio = std::log(step_ms / p.step_ms);
-    observed_.push_back({in, log_ratio, false});
-  }
+  if (p.step_ms > 0 && step_ms > 0) observed_.push_back({in, std::log(step_ms / p.step_ms)});
   if (p.peak_bytes > 0 && peak_bytes > 0)
     memory_scale_ = std::max(memory_scale_, memory_scale_ * peak_bytes / p.peak_bytes);
-  return log_ratio;
-}
-
-void Predictor::observe_neighbour(const PredictInput& in, double log_ratio) {
-  if (std::isfinite(log_ratio)) observed_.push_back({in, log_ratio, true});
 }
 
 void Predictor::calibrate_oom(const PredictInput& in, double budget_bytes) {

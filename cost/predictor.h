@@ -84,15 +84,8 @@ class Predictor {
 
   // A measured trial of `in`: later predictions are rescaled — time by measured / predicted of the
   // trials near them (time_scale), memory by the largest ratio of all (an under-prediction is a
-  // trial run into out of memory). Returns the trial's log time ratio (NaN without one), for
-  // observe_neighbour of the other keys' predictors.
-  double calibrate(const PredictInput& in, double step_ms, double peak_bytes);
-  // A trial of `in` measured under another key of the same workload (other attention, other
-  // fusion knobs, another tp) at `log_ratio` = log(measured / that key's prediction): the machine
-  // it ran on is this one, and its error of level is shared. It enters time_scale as a neighbour
-  // one step further away than a trial of this key (kOtherKeyDistance), and in the prior. Memory
-  // is left alone: each key's bytes are its own.
-  void observe_neighbour(const PredictInput& in, double log_ratio);
+  // trial run into out of memory).
+  void calibrate(const PredictInput& in, double step_ms, double peak_bytes);
   // A trial of `in` that ran out of memory under `budget_bytes`: memory predictions are raised so
   // that it is predicted over the budget.
   void calibrate_oom(const PredictInput& in, double budget_bytes);
@@ -142,8 +135,8 @@ class Predictor {
   double step_overhead_ms(const PredictInput& in) const;
   // The calibration's factor on the time of `in`: a weighted mean of the measured trials' log
   // ratios (measured / predicted), each weighted by how near its configuration is to `in` —
-  // micro-batch size, the share of blocks checkpointed, the layout, whether it was of another key —
-  // with the median ratio of all of them as a prior of weight one. One trial rescales every
+  // micro-batch size, the share of blocks checkpointed, the layout — with the median ratio of all
+  // of them as a prior of weight one. One trial rescales every
   // prediction alike; more trials correct their neighbours most (a CPU's error is not the same at 2
   // samples as at 64).
   double time_scale(const PredictInput& in) const;
@@ -162,7 +155,6 @@ class Predictor {
   struct Observed {
     PredictInput in;
     double log_ratio;
-    bool other_key = false;
   };
   std::vector<Observed> observed_;
   double memory_scale_ = 1;

@@ -341,9 +341,6 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
   std::optional<cost::CollectiveModel> comm;
   if (ranks) comm = collectives();
   auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));
-  for (const Observation& o : observations_) {
-    if (o.key != key) predictor->observe_neighbour(o.input, o.log_ratio);
-  }
   const std::string& family = mapping(config).family;
   family_of_[key] = family;
   auto scale = family_memory_scale_.find(family);
@@ -414,14 +411,8 @@ void WorkloadCostModel::calibrate(const Config& config, const TrialResult& resul
     cost::Predictor& predictor = predictor_for(m.key, config);
     if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
         result.metrics.count(metric::kPeakBytes)) {
-      const double log_ratio = predictor.calibrate(
-          m.input, result.metrics.at(metric::kStepMsMedian), result.metrics.at(metric::kPeakBytes));
-      if (std::isfinite(log_ratio)) {
-        observations_.push_back({m.key, m.input, log_ratio});
-        for (auto& [key, other] : predictors_) {
-          if (key != m.key) other->observe_neighbour(m.input, log_ratio);
-        }
-      }
+      predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),
+                          result.metrics.at(metric::kPeakBytes));
     } else if (result.status == TrialStatus::kOom && workload_.memory_budget > 0) {
       predictor.calibrate_oom(m.input, static_cast<double>(workload_.memory_budget));
     }

@@ -175,32 +175,6 @@ TEST(PredictorTest, CalibrationCorrectsTheNeighboursOfAMeasurementMost) {
   EXPECT_NEAR(predictor.predict(far).step_ms / prior, std::sqrt(1.3), 0.03);
 }
 
-TEST(PredictorTest, AnotherKeysTrialMovesTheLevelButItsOwnWeighsMore) {
-  // Another key of the workload measured 20% slower than its prediction at 4 samples: this key,
-  // never measured, inherits the level (the machine is the same), and the memory stays its own.
-  Predictor own(synthetic_profile());
-  const double step = own.predict({4, 0, 1}).step_ms, peak = own.predict({4, 0, 1}).peak_bytes;
-  own.observe_neighbour({4, 0, 1}, std::log(1.2));
-  EXPECT_NEAR(own.predict({4, 0, 1}).step_ms / step, 1.2, 1e-9);
-  EXPECT_EQ(own.predict({4, 0, 1}).peak_bytes, peak);
-  // Its own trial at 32 samples, as profiled: near 32 its own ratio dominates, and it pulls
-  // harder than the other key's trial would at the same distance.
-  own.calibrate({32, 0, 1}, own.predict({32, 0, 1}).step_ms / 1.2, 0);  // unscaled: as profiled
-  const double own_near =
-      own.predict({32, 1, 1}).step_ms / Predictor(synthetic_profile()).predict({32, 1, 1}).step_ms;
-  Predictor swapped(synthetic_profile());
-  swapped.calibrate({4, 0, 1}, 1.2 * step, 0);
-  swapped.observe_neighbour({32, 0, 1}, 0);
-  const double other_near = swapped.predict({32, 1, 1}).step_ms /
-                            Predictor(synthetic_profile()).predict({32, 1, 1}).step_ms;
-  EXPECT_LT(own_near, other_near);
-  EXPECT_LT(own_near, 1.1);
-  // A ratio that is not a number (no time measured) is no observation.
-  Predictor untouched(synthetic_profile());
-  untouched.observe_neighbour({4, 0, 1}, std::nan(""));
-  EXPECT_EQ(untouched.predict({4, 0, 1}).step_ms, step);
-}
-
 TEST(PredictorTest, AProfileWithoutWhatTheModelNeedsIsRefused) {
   Profile shallow_only = synthetic_profile();
   shallow_only.points.erase(shallow_only.points.begin() + 3, shallow_only.points.end());
