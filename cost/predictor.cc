@@ -18,11 +18,6 @@ namespace {
 // all-reduces of at most this many bytes. Not included: that header needs LibTorch.
 constexpr double kGradientBucketBytes = 25 << 20;
 constexpr double kFloatBytes = 4;
-// How much farther a trial of another key of the workload lies than one of this key, in
-// time_scale's squared distance: as far as one knob of the layout. The keys' blocks differ by a few
-// percent (docs/cost-model.md); the machine's level, what the calibration mostly learns, they
-// share.
-constexpr double kOtherKeyDistance = 0.5;
 
 // The points of one variant without checkpointing.
 std::vector<const ProfilePoint*> plain_points(const Profile& p, int64_t layers) {

@@ -92,7 +92,7 @@ class Predictor {
   // The factor calibration put on memory predictions (1 before any; never below), and raising it
   // to another key's of the same family — keys whose profiles share one base's memory fit
   // (cost/derived_profile.h), and so its error: one key's out-of-memory trial at the edge of the
-  // budget is every variant's of its attention at that batch.
+  // budget is every attention variant's at that batch.
   double memory_scale() const { return memory_scale_; }
   void raise_memory_scale(double scale) { memory_scale_ = std::max(memory_scale_, scale); }
 
@@ -136,9 +136,8 @@ class Predictor {
   // The calibration's factor on the time of `in`: a weighted mean of the measured trials' log
   // ratios (measured / predicted), each weighted by how near its configuration is to `in` —
   // micro-batch size, the share of blocks checkpointed, the layout — with the median ratio of all
-  // of them as a prior of weight one. One trial rescales every
-  // prediction alike; more trials correct their neighbours most (a CPU's error is not the same at 2
-  // samples as at 64).
+  // of them as a prior of weight one. One trial rescales every prediction alike; more trials
+  // correct their neighbours most (a CPU's error is not the same at 2 samples as at 64).
   double time_scale(const PredictInput& in) const;
   // Throws Error(kInvalidArgument) for a layout this predictor cannot compose (cuts aside).
   void check_layout(const PredictInput& in) const;

@@ -77,7 +77,7 @@ class WorkloadCostModel : public tuner::CostModel {
   // profiled later too. Time is not shared between keys: a trial of one attention variant that
   // rescaled the others as well ended the search sooner on the recorded tables whose variants lie
   // within the noise of each other (table 1: the optimum at the 4th trial, then never; table 5:
-  // 98.9% → 97.6% of it; docs/benchmarks.md).
+  // 99.2% of it, then 97.6%; docs/benchmarks.md).
   void calibrate(const Config& config, const TrialResult& result);
   void observe(const Config& config, const TrialResult& result) override {
     calibrate(config, result);

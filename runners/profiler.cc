@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/metrics.h"
 #include "core/stats.h"
 #include "core/text.h"
 #include "cost/derived_profile.h"
