@@ -1,8 +1,9 @@
 #pragma once
 // The profiling run of the cost model (cost/profile.h): short training steps of two variants of a
 // built-in workload's model — one block, and `deep` blocks (the model's own depth, between 2 and
-// 8) — in this process, each measured as an ordinary trial (runners/workload.h: the tracking
-// allocator's peak) but of one warm-up and one timed step (two timed at the smallest batches):
+// 8) — in this process, through a trial's training step and the tracking allocator's peak. Each
+// variant below is one model stepped at its batches in turn: one warm-up step at the smallest,
+// then one timed step per batch (two at the smallest batches), the peak read per batch:
 //
 //   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
 //                  the largest batch and 1 sample with every block checkpointed

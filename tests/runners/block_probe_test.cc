@@ -28,6 +28,16 @@ Config attention(const std::string& variant) {
   return c;
 }
 
+// A profile request of the tiny workload at `attn`, batches 2 to 8.
+ProfileRequest request(const std::string& attn) {
+  ProfileRequest r;
+  r.workload = tiny();
+  r.knobs = attention(attn);
+  r.batch_lo = 2;
+  r.batch_hi = 8;
+  return r;
+}
+
 TEST(BlockProbeTest, ABlockDiffersFromItselfByNoByte) {
   const std::vector<cost::BlockDifference> d =
       probe_block_differences(tiny(), attention("naive"), attention("naive"), {1, 4}, 4);
@@ -62,11 +72,7 @@ TEST(BlockProbeTest, AttentionThatKeepsNoProbabilitiesKeepsLessPerSample) {
 // Memory is exact on both sides: a profile derived from the blocks alone predicts the peak the
 // new key's own full profile predicts (checkpointed, never less).
 TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
-  ProfileRequest full;
-  full.workload = tiny();
-  full.knobs = attention("memory_efficient");
-  full.batch_lo = 2;
-  full.batch_hi = 8;
+  const ProfileRequest full = request("memory_efficient");
   const cost::Profile own = measure_profile(full);
   ProfileRequest base = full;
   base.knobs = attention("naive");
@@ -104,11 +110,7 @@ TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
 // A derived key's request carries its base's knobs to the worker that profiles it, and one
 // without them is refused rather than probed against a guessed base.
 TEST(BlockProbeTest, AProfileRequestWithABaseCarriesItsKnobs) {
-  ProfileRequest r;
-  r.workload = tiny();
-  r.knobs = attention("baddbmm");
-  r.batch_lo = 2;
-  r.batch_hi = 8;
+  ProfileRequest r = request("baddbmm");
   cost::Profile base;
   base.layers = 2;
   r.base = base;
