@@ -105,6 +105,15 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   return out;
 }
 
+BlockDifference checkpointed_from_plain(const BlockDifference& plain) {
+  BlockDifference out = plain;
+  out.checkpointed = true;
+  out.ms = plain.ms + plain.forward_ms;
+  out.kept_bytes = 0;
+  out.transient_bytes = plain.kept_bytes + plain.transient_bytes;
+  return out;
+}
+
 std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
                                                  const std::vector<BlockDifference>& differences,
                                                  const ModelShape& shape) {

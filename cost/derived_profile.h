@@ -38,14 +38,28 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
 
 // What one block of the new key costs more than one block of the base (negative: less), measured
 // on the two blocks alone at `batch` samples, plain or checkpointed: forward and backward time,
-// the bytes its forward keeps for backward, and the bytes its backward needs above them at once.
+// the bytes its forward keeps for backward, the bytes its backward needs above them at once, and
+// the forward's time alone.
 struct BlockDifference {
   int64_t batch = 0;
   bool checkpointed = false;
   double ms = 0;
   double kept_bytes = 0;
   double transient_bytes = 0;
+  double forward_ms = 0;
 };
+
+// The checkpointed difference at `plain`'s batch, composed from the plain one rather than measured:
+// a checkpointed block runs its forward once more (in its backward), keeps nothing but its input
+// (the same tensor for either key), and its backward needs what the plain block kept, recomputed,
+// plus what the plain backward needs above it:
+//
+//   ms = Δms + Δforward_ms      kept = 0      transient = Δkept + Δtransient
+//
+// Against the checkpointed blocks measured, at gpt-mini's and bert-mini's variants: the bytes to
+// the byte (tests/runners/block_probe_test.cc), the time within the probe's noise
+// (docs/cost-model.md) — for two fifths of a derived key's probe.
+BlockDifference checkpointed_from_plain(const BlockDifference& plain);
 
 // The new key's deep steps composed from the base's measured deep steps and the blocks'
 // differences, for derive_profile: at each batch of the base's deep variant without checkpointing

@@ -63,9 +63,10 @@ class ProbedBlock {
     output_grad_ = torch::randn_like(inputs_[0]);
   }
 
-  // Forward and backward once: the milliseconds, and the bytes kept and needed above them.
+  // Forward and backward once: the milliseconds of both and of the forward alone, and the bytes
+  // kept and needed above them.
   struct Run {
-    double ms = 0, kept_bytes = 0, transient_bytes = 0;
+    double ms = 0, forward_ms = 0, kept_bytes = 0, transient_bytes = 0;
   };
   Run run(uint64_t step) {
     TrackingAllocator& memory = TrackingAllocator::instance();
@@ -76,6 +77,7 @@ class ProbedBlock {
     {
       schedule::DropoutScope scope(step, 0);
       const schedule::Values y = body_->forward_values(inputs_, 0, 1);
+      r.forward_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       r.kept_bytes = static_cast<double>(memory.live_bytes()) - before;
       torch::autograd::backward({y.at(0)}, {output_grad_});
     }
@@ -93,74 +95,100 @@ class ProbedBlock {
   torch::Tensor output_grad_;
 };
 
-// Both keys' blocks once at `batch`: the first to run alternates with `round` (a step right after
-// another may run warmer). Returns the difference of `other` from `base`.
-cost::BlockDifference run_pair(ProbedBlock& base, ProbedBlock& other, int64_t batch,
-                               bool checkpointed, int round) {
-  ProbedBlock::Run a, b;
+// Every key's block once at `batch`, the base's first in even rounds and last in odd ones (a run
+// right after another may run warmer). Returns each other key's difference from the base.
+std::vector<cost::BlockDifference> run_round(ProbedBlock& base,
+                                             std::vector<std::unique_ptr<ProbedBlock>>& others,
+                                             int64_t batch, bool checkpointed, int round) {
+  std::vector<ProbedBlock::Run> runs(others.size());
+  ProbedBlock::Run a;
   if (round % 2 == 0) {
     a = base.run(round);
-    b = other.run(round);
+    for (size_t i = 0; i < others.size(); ++i) runs[i] = others[i]->run(round);
   } else {
-    b = other.run(round);
+    for (size_t i = others.size(); i-- > 0;) runs[i] = others[i]->run(round);
     a = base.run(round);
   }
-  cost::BlockDifference d;
-  d.batch = batch;
-  d.checkpointed = checkpointed;
-  d.ms = b.ms - a.ms;
-  d.kept_bytes = b.kept_bytes - a.kept_bytes;
-  d.transient_bytes = b.transient_bytes - a.transient_bytes;
-  return d;
+  std::vector<cost::BlockDifference> out(others.size());
+  for (size_t i = 0; i < others.size(); ++i) {
+    cost::BlockDifference& d = out[i];
+    d.batch = batch;
+    d.checkpointed = checkpointed;
+    d.ms = runs[i].ms - a.ms;
+    d.forward_ms = runs[i].forward_ms - a.forward_ms;
+    d.kept_bytes = runs[i].kept_bytes - a.kept_bytes;
+    d.transient_bytes = runs[i].transient_bytes - a.transient_bytes;
+  }
+  return out;
 }
 
-// The differences at each of `batches` (ascending), the keys warmed up once at the first: a time
-// difference per batch off the repeated-median line through every round's (runners/block_probe.h),
-// the bytes as measured (exact, the same every round).
-std::vector<cost::BlockDifference> differences_at(ProbedBlock& base, ProbedBlock& other,
-                                                  const std::vector<int64_t>& batches,
-                                                  bool checkpointed) {
+// Each other key's differences at each of `batches` (ascending), the blocks warmed up once at the
+// first: the time differences off the repeated-median lines through every round's
+// (runners/block_probe.h), the bytes as measured (exact, the same every round).
+std::vector<std::vector<cost::BlockDifference>> differences_at(
+    ProbedBlock& base, std::vector<std::unique_ptr<ProbedBlock>>& others,
+    const std::vector<int64_t>& batches, bool checkpointed) {
   const int rounds = batches.size() >= kBatchesForOneRound ? 1 : kRounds;
-  std::vector<cost::BlockDifference> out;
-  std::vector<double> x, y;
+  std::vector<std::vector<cost::BlockDifference>> out(others.size());
+  std::vector<double> x;
+  std::vector<std::vector<double>> ms(others.size()), forward_ms(others.size());
   int round = 0;
-  for (size_t i = 0; i < batches.size(); ++i) {
-    base.set_batch(batches[i]);
-    other.set_batch(batches[i]);
-    if (i == 0) run_pair(base, other, batches[i], checkpointed, round++);
-    cost::BlockDifference d;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    base.set_batch(batches[b]);
+    for (auto& other : others) other->set_batch(batches[b]);
+    if (b == 0) run_round(base, others, batches[b], checkpointed, round++);
+    std::vector<cost::BlockDifference> d;
     for (int r = 0; r < rounds; ++r) {
-      d = run_pair(base, other, batches[i], checkpointed, round++);
-      x.push_back(static_cast<double>(batches[i]));
-      y.push_back(d.ms);
+      d = run_round(base, others, batches[b], checkpointed, round++);
+      x.push_back(static_cast<double>(batches[b]));
+      for (size_t i = 0; i < others.size(); ++i) {
+        ms[i].push_back(d[i].ms);
+        forward_ms[i].push_back(d[i].forward_ms);
+      }
     }
-    out.push_back(d);  // its bytes: any round's
+    for (size_t i = 0; i < others.size(); ++i) out[i].push_back(d[i]);  // its bytes: any round's
   }
-  const Line line = repeated_median_line(x, y);
-  for (cost::BlockDifference& d : out) d.ms = line.at(static_cast<double>(d.batch));
+  for (size_t i = 0; i < others.size(); ++i) {
+    const Line line = repeated_median_line(x, ms[i]);
+    const Line forward = repeated_median_line(x, forward_ms[i]);
+    for (cost::BlockDifference& d : out[i]) {
+      d.ms = line.at(static_cast<double>(d.batch));
+      d.forward_ms = forward.at(static_cast<double>(d.batch));
+    }
+  }
+  return out;
+}
+
+// The block of each of `knobs`, plain or checkpointed.
+std::vector<std::unique_ptr<ProbedBlock>> blocks_of(const Workload& workload,
+                                                    const std::vector<Config>& knobs,
+                                                    bool checkpointed) {
+  std::vector<std::unique_ptr<ProbedBlock>> out;
+  for (const Config& k : knobs)
+    out.push_back(std::make_unique<ProbedBlock>(workload, k, checkpointed));
   return out;
 }
 
 }  // namespace
 
-std::vector<cost::BlockDifference> probe_block_differences(const Workload& workload,
-                                                           const Config& base_knobs,
-                                                           const Config& knobs,
-                                                           const std::vector<int64_t>& batches,
-                                                           int64_t checkpointed_batch) {
+std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
+    const Workload& workload, const Config& base_knobs, const std::vector<Config>& knobs,
+    const std::vector<int64_t>& batches, int64_t checkpointed_batch) {
   TrackingAllocator::instance();  // installed before any tensor of the probe
-  std::vector<cost::BlockDifference> out;
+  std::vector<std::vector<cost::BlockDifference>> out;
   {
-    ProbedBlock base(workload, base_knobs, false), other(workload, knobs, false);
+    ProbedBlock base(workload, base_knobs, false);
+    std::vector<std::unique_ptr<ProbedBlock>> others = blocks_of(workload, knobs, false);
     std::vector<int64_t> ascending = batches;
     std::sort(ascending.begin(), ascending.end());
     ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
-    out = differences_at(base, other, ascending, false);
+    out = differences_at(base, others, ascending, false);
   }
   if (checkpointed_batch > 0) {
-    ProbedBlock base(workload, base_knobs, true), other(workload, knobs, true);
-    for (const cost::BlockDifference& d : differences_at(base, other, {checkpointed_batch}, true))
-      out.push_back(d);
+    ProbedBlock base(workload, base_knobs, true);
+    std::vector<std::unique_ptr<ProbedBlock>> others = blocks_of(workload, knobs, true);
+    const auto checkpointed = differences_at(base, others, {checkpointed_batch}, true);
+    for (size_t i = 0; i < knobs.size(); ++i) out[i].push_back(checkpointed[i].front());
   }
   return out;
 }

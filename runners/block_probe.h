@@ -28,14 +28,14 @@
 
 namespace slapo::runners {
 
-// The differences of `knobs`' block from `base_knobs`' block (both of tp = 1, the knobs that
-// change the computation) at every batch of `batches`, plain, and at `checkpointed_batch` with
-// the block checkpointed (0: none). `workload`'s threads are used. Throws Error(kRuntime) naming
-// the key whose block could not be built or run.
-std::vector<cost::BlockDifference> probe_block_differences(const Workload& workload,
-                                                           const Config& base_knobs,
-                                                           const Config& knobs,
-                                                           const std::vector<int64_t>& batches,
-                                                           int64_t checkpointed_batch);
+// The differences of each of `knobs`' blocks from `base_knobs`' block (all of tp = 1, the knobs
+// that change the computation) at every batch of `batches`, plain, and at `checkpointed_batch`
+// with the blocks checkpointed (0: none — cost::checkpointed_from_plain composes it from the
+// plain ones). Every key's block runs in every round, the base's once for all of them: the keys a
+// profiled one is the base of are probed together. `workload`'s threads are used. Throws
+// Error(kRuntime) naming the key whose block could not be built or run.
+std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
+    const Workload& workload, const Config& base_knobs, const std::vector<Config>& knobs,
+    const std::vector<int64_t>& batches, int64_t checkpointed_batch);
 
 }  // namespace slapo::runners

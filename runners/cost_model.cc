@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -196,11 +197,16 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.knobs = computation_knobs(config);
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
+  std::vector<std::string> sibling_keys;
   if (m.input.tp == 1) {
     auto base = bases_.find(m.family);
     if (base != bases_.end()) {
       request.base = base->second.profile;
       request.base_knobs = base->second.knobs;
+      for (const auto& [sibling_key, knobs] : unprofiled_siblings(m)) {
+        sibling_keys.push_back(sibling_key);
+        request.siblings.push_back(knobs);
+      }
     }
   }
   // Under a memory budget the space's largest batches often fit in no configuration: profiled
@@ -211,14 +217,33 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   const bool capped = !request.base && workload_.memory_budget > 0 && space_ != nullptr &&
                       middle >= 2 * batch_lo_ && middle < batch_hi_ && enumerable(*space_);
   if (capped) request.batch_hi = middle;
-  cost::Profile profile = measure_profile_beside_peers(request, ranks, worker);
+  std::vector<cost::Profile> profiles = measure_profiles_beside_peers(request, ranks, worker);
+  cost::Profile profile = std::move(profiles.front());
+  // The siblings' profiles, stored now (a run stopped before it predicts them loses nothing) and
+  // kept for predictor_for.
+  for (size_t i = 0; i < sibling_keys.size() && i + 1 < profiles.size(); ++i) {
+    cost::Profile& sibling = profiles[i + 1];
+    sibling.key_json = sibling_keys[i];
+    sibling.fingerprint_json = fingerprint_;
+    sibling.code_revision = kGitRevision;
+    profile_seconds_ += sibling.profile_s;
+    if (database_) database_->put_profile(sibling_keys[i], sibling.to_json());
+    if (on_note_) {
+      on_note_("profiled " + profiled_what(request.siblings[i]) + " in " +
+               std::to_string(static_cast<int>(sibling.profile_s + 0.5)) +
+               " s (derived from a profile that differs only inside the blocks: its block "
+               "probed beside " +
+               profiled_what(config) + "'s)");
+    }
+    measured_ahead_.emplace(sibling_keys[i], std::move(sibling));
+  }
   if (capped) {
     const int64_t fits = largest_fitting_micro_batch(profile, m);
     if (fits > request.batch_hi) {
       request.extend = profile;
       request.batch_hi = std::min(fits, batch_hi_);
       const double first_s = profile.profile_s;
-      profile = measure_profile_beside_peers(request, ranks, worker);
+      profile = std::move(measure_profiles_beside_peers(request, ranks, worker).front());
       profile.profile_s += first_s;
     }
   }
@@ -226,6 +251,33 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   profile.fingerprint_json = fingerprint_;
   profile.code_revision = kGitRevision;
   return profile;
+}
+
+std::vector<std::pair<std::string, Config>> WorkloadCostModel::unprofiled_siblings(
+    const Mapping& of) {
+  std::vector<std::pair<std::string, Config>> out;
+  if (space_ == nullptr || !enumerable(*space_)) return out;  // profiled as predicted
+  std::set<std::string> seen = {of.key};
+  space_->for_each([&](const space::PointView& point) {
+    const Config config = point.to_config();
+    const Mapping& m = mapping(config);
+    if (!m.why_not.empty() || m.family != of.family || m.input.tp != 1) return true;
+    if (!seen.insert(m.key).second || predictors_.count(m.key) || measured_ahead_.count(m.key))
+      return true;
+    if (database_ && !reprofile_) {
+      if (const std::optional<std::string> stored = database_->profile(m.key)) {
+        try {
+          const cost::Profile p = cost::Profile::from_json(*stored, "the stored profile");
+          if (why_stale(p.fingerprint_json, p.code_revision).empty()) return true;  // reused
+        } catch (const Error&) {
+          // Unreadable: measured again, here as when it is predicted.
+        }
+      }
+    }
+    out.emplace_back(m.key, computation_knobs(config));
+    return true;
+  });
+  return out;
 }
 
 int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& profile,
@@ -304,7 +356,12 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     return *it->second;
   }
   std::optional<cost::Profile> profile;
-  if (database_ && !reprofile_) {
+  auto ahead = measured_ahead_.find(key);
+  if (ahead != measured_ahead_.end()) {  // its seconds and its note were counted when measured
+    profile = std::move(ahead->second);
+    measured_ahead_.erase(ahead);
+  }
+  if (!profile && database_ && !reprofile_) {
     if (const std::optional<std::string> stored = database_->profile(key)) {
       std::optional<cost::Profile> p;
       try {

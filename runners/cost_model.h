@@ -12,8 +12,9 @@
 // machine or another revision of slapo is not reused: it is measured again, and `on_note` says so.
 //
 // A key that differs from a profiled one of one rank only inside the blocks (the attention
-// variant, the MLP's fusions) is profiled on its deep variant alone and derived from that one
-// (cost/derived_profile.h).
+// variant, the MLP's fusions) is derived from that one (cost/derived_profile.h): one block of it
+// is probed beside one of the base (runners/block_probe.h) — with every other such key of the
+// space at once, the base's block run once per round for all of them.
 //
 // Profiling one key: runners/profiler.h.
 
@@ -108,7 +109,12 @@ class WorkloadCostModel : public tuner::CostModel {
   // The predictor of profile `key` (`config` is one of its configurations), profiled when needed,
   // with the machine's collectives when `config` runs on several ranks.
   cost::Predictor& predictor_for(const std::string& key, const Config& config);
+  // Measures the profile of `key` (`config` is one of its configurations); a derived key's siblings
+  // (unprofiled_siblings) are probed with it, their profiles stored and kept in measured_ahead_.
   cost::Profile measure_profile(const Config& config, const std::string& key);
+  // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
+  // profiled nor stored for reuse, with their knobs that change the computation.
+  std::vector<std::pair<std::string, Config>> unprofiled_siblings(const Mapping& of);
   // The largest micro-batch (samples per rank and micro-batch) of the configurations of `of`'s
   // family and tp that `profile` predicts under the memory budget (with a margin).
   int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
@@ -127,6 +133,8 @@ class WorkloadCostModel : public tuner::CostModel {
     Config knobs;
   };
   std::map<std::string, Base> bases_;
+  // Profiles measured beside another key's (its siblings'), until predictor_for takes them.
+  std::map<std::string, cost::Profile> measured_ahead_;
   // The family of each profiled key, and the largest memory factor calibration put on any key of
   // a family: shared by its keys (cost::Predictor::raise_memory_scale), those profiled later too.
   std::map<std::string, std::string> family_of_;

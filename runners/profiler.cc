@@ -208,12 +208,13 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
   return points;
 }
 
-// A key that differs from `base` (of `base_knobs`) only inside the blocks: the two keys' blocks
-// alone (runners/block_probe.h) at the batches of the base's deep variant, and checkpointed at the
-// largest batch the base was measured all-checkpointed at; the deep steps are composed from the
-// base's and the rest is derived (cost/derived_profile.h).
-cost::Profile measure_derived(const Workload& w, const Config& knobs, const cost::Profile& base,
-                              const Config& base_knobs) {
+// Keys that differ from `base` (of `base_knobs`) only inside the blocks: their blocks and the
+// base's alone, in the same rounds (runners/block_probe.h), at the batches of the base's deep
+// variant; checkpointed, composed from the plain differences at the largest batch the base was
+// measured all-checkpointed at (cost::checkpointed_from_plain). The deep steps are composed from
+// the base's and the rest is derived (cost/derived_profile.h), one profile per key.
+std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<Config>& knobs,
+                                           const cost::Profile& base, const Config& base_knobs) {
   int64_t deep = 0, checkpointed_at = 0;
   for (const cost::ProfilePoint& q : base.points) deep = std::max(deep, q.layers);
   std::set<int64_t> batches;
@@ -222,15 +223,28 @@ cost::Profile measure_derived(const Workload& w, const Config& knobs, const cost
     if (q.ckpt_blocks == 0) batches.insert(q.batch);
     if (q.ckpt_blocks == deep) checkpointed_at = std::max(checkpointed_at, q.batch);
   }
-  const std::vector<cost::BlockDifference> differences = probe_block_differences(
-      w, base_knobs, knobs, std::vector<int64_t>(batches.begin(), batches.end()), checkpointed_at);
-  const cost::ModelShape shape = model_shape(w, knobs, 1);
-  return cost::derive_profile(base, cost::deep_steps_from_blocks(base, differences, shape), shape);
+  if (checkpointed_at > 0) batches.insert(checkpointed_at);
+  const std::vector<std::vector<cost::BlockDifference>> differences = probe_block_differences(
+      w, base_knobs, knobs, std::vector<int64_t>(batches.begin(), batches.end()), 0);
+  std::vector<cost::Profile> out;
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    std::vector<cost::BlockDifference> d = differences[i];
+    for (const cost::BlockDifference& plain : differences[i]) {
+      if (plain.batch == checkpointed_at) d.push_back(cost::checkpointed_from_plain(plain));
+    }
+    const cost::ModelShape shape = model_shape(w, knobs[i], 1);
+    out.push_back(cost::derive_profile(base, cost::deep_steps_from_blocks(base, d, shape), shape));
+  }
+  return out;
 }
 
 }  // namespace
 
 cost::Profile measure_profile(const ProfileRequest& request) {
+  return measure_profiles(request).front();
+}
+
+std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   const auto start = Clock::now();
   Workload w = request.workload;
   // One timed step per point: against two, side by side, the same within 2% at 40 samples
@@ -254,12 +268,17 @@ cost::Profile measure_profile(const ProfileRequest& request) {
          measure_sweep(w, request.knobs, tp, deep, 0, 1, {request.batch_hi}, steps_at))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
-    return profile;
+    return {profile};
   }
   if (request.base && tp == 1) {
-    cost::Profile profile = measure_derived(w, request.knobs, *request.base, request.base_knobs);
-    profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
-    return profile;
+    std::vector<Config> knobs = {request.knobs};
+    knobs.insert(knobs.end(), request.siblings.begin(), request.siblings.end());
+    std::vector<cost::Profile> profiles =
+        measure_derived(w, knobs, *request.base, request.base_knobs);
+    // The probe's time, shared evenly: the profiles' times add up to what it took.
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    for (cost::Profile& p : profiles) p.profile_s = seconds / static_cast<double>(profiles.size());
+    return profiles;
   }
   const int64_t layers = w.spec().layers;
   const int64_t deep = std::clamp<int64_t>(layers, 2, 8);
@@ -300,7 +319,7 @@ cost::Profile measure_profile(const ProfileRequest& request) {
                                  s.epilogue_params - s.tied_params);
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
-  return profile;
+  return {profile};
 }
 
 std::string ProfileRequest::to_json() const {
@@ -312,6 +331,11 @@ std::string ProfileRequest::to_json() const {
   if (base) {
     j["base"] = nlohmann::ordered_json::parse(base->to_json());
     j["base_knobs"] = nlohmann::ordered_json::parse(base_knobs.to_json());
+    if (!siblings.empty()) {
+      j["siblings"] = nlohmann::ordered_json::array();
+      for (const Config& c : siblings)
+        j["siblings"].push_back(nlohmann::ordered_json::parse(c.to_json()));
+    }
   }
   if (extend) j["extend"] = nlohmann::ordered_json::parse(extend->to_json());
   return j.dump();
@@ -334,21 +358,30 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
                 ": a profile request with a base needs the base's knobs (base_knobs)");
     r.base = cost::Profile::from_json(j["base"].dump(), origin);
     r.base_knobs = Config::from_json(j["base_knobs"].dump(), origin);
+    if (j.contains("siblings")) {
+      SLAPO_CHECK(j["siblings"].is_array(), ErrorCode::kInvalidArgument, origin,
+                  ": a profile request's siblings are an array of knobs");
+      for (const nlohmann::json& c : j["siblings"])
+        r.siblings.push_back(Config::from_json(c.dump(), origin));
+    }
   }
   if (j.contains("extend")) r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
   return r;
 }
 
 void run_profile_worker(const std::string& request_json, std::ostream& out) {
-  const cost::Profile profile =
-      measure_profile(ProfileRequest::from_json(request_json, "--profile"));
+  const std::vector<cost::Profile> profiles =
+      measure_profiles(ProfileRequest::from_json(request_json, "--profile"));
   const char* rank = std::getenv("RANK");
-  if (!rank || std::string(rank) == "0") out << profile.to_json() << std::endl;
+  if (rank && std::string(rank) != "0") return;
+  nlohmann::json line = nlohmann::json::array();
+  for (const cost::Profile& p : profiles) line.push_back(nlohmann::json::parse(p.to_json()));
+  out << line.dump() << std::endl;
 }
 
-cost::Profile measure_profile_beside_peers(const ProfileRequest& request, int ranks,
-                                           const std::vector<std::string>& worker) {
-  if (ranks <= 1) return measure_profile(request);
+std::vector<cost::Profile> measure_profiles_beside_peers(const ProfileRequest& request, int ranks,
+                                                         const std::vector<std::string>& worker) {
+  if (ranks <= 1) return measure_profiles(request);
   dist::LaunchOptions launch;
   launch.nproc = ranks;
   launch.argv = worker;
@@ -358,10 +391,16 @@ cost::Profile measure_profile_beside_peers(const ProfileRequest& request, int ra
   const auto start = Clock::now();
   const dist::LaunchResult job = dist::launch_ranks(launch);
   SLAPO_CHECK(job.ok(), ErrorCode::kRuntime, "profiling failed: ", job.failure());
-  cost::Profile profile =
-      cost::Profile::from_json(last_line(job.ranks[0].out), "the profiling job");
-  profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();  // launch too
-  return profile;
+  const nlohmann::json line = nlohmann::json::parse(last_line(job.ranks[0].out), nullptr, false);
+  SLAPO_CHECK(line.is_array() && !line.empty(), ErrorCode::kRuntime,
+              "the profiling job printed no profiles");
+  std::vector<cost::Profile> profiles;
+  for (const nlohmann::json& p : line)
+    profiles.push_back(cost::Profile::from_json(p.dump(), "the profiling job"));
+  // The job's whole time, its launch too, shared evenly.
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (cost::Profile& p : profiles) p.profile_s = seconds / static_cast<double>(profiles.size());
+  return profiles;
 }
 
 }  // namespace slapo::runners

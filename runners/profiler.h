@@ -11,10 +11,10 @@
 //                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
 //                  until its backward, against what it needs only while running backward)
 //
-// With a base profile (ProfileRequest::base), only one block of each key alone, at the base's
-// batches and once checkpointed (runners/block_probe.h): the rest is derived
-// (cost/derived_profile.h). With a profile to extend (ProfileRequest::extend), only the deep
-// variant at batch_hi, added to it.
+// With a base profile (ProfileRequest::base), only one block of the key and of each sibling alone,
+// in the same rounds as the base's block, at the base's batches (runners/block_probe.h): the rest
+// is derived (cost/derived_profile.h). With a profile to extend (ProfileRequest::extend), only the
+// deep variant at batch_hi, added to it.
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
@@ -43,6 +43,9 @@ struct ProfileRequest {
   // (cost/derived_profile.h).
   std::optional<cost::Profile> base;
   Config base_knobs;
+  // With a base: more keys it is the base of, probed in the same rounds (the base's block runs
+  // once per round for all of them); measure_profiles returns their profiles after this key's.
+  std::vector<Config> siblings;
   // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
   // checkpointing is measured, and added to it.
   std::optional<cost::Profile> extend;
@@ -52,18 +55,22 @@ struct ProfileRequest {
   static ProfileRequest from_json(const std::string& json, const std::string& origin);
 };
 
-// Measures the profile in this process (key, fingerprint and revision are the caller's to fill).
-// Throws Error(kRuntime) naming the step that failed.
+// Measures the profile in this process (key, fingerprint and revision are the caller's to fill):
+// the request's key's, then its siblings' (a derived request's). Throws Error(kRuntime) naming
+// the step that failed.
+std::vector<cost::Profile> measure_profiles(const ProfileRequest& request);
+// The profile of the request's key alone.
 cost::Profile measure_profile(const ProfileRequest& request);
 
 // The same, as one rank among `ranks` identical copies that run at once — the ranks of a job share
 // the machine's cores, memory bandwidth and caches, and a rank profiled alone runs faster than it
 // will beside its peers. Launches `worker` + {"--profile", request} (`slapo-tune worker --profile`,
-// which calls run_profile_worker) `ranks` times and returns rank 0's profile. Throws
+// which calls run_profile_worker) `ranks` times and returns rank 0's profiles. Throws
 // Error(kRuntime) naming the failing rank.
-cost::Profile measure_profile_beside_peers(const ProfileRequest& request, int ranks,
-                                           const std::vector<std::string>& worker);
-// One copy: measures, and prints the profile as one JSON line on `out` when it is rank 0 (RANK).
+std::vector<cost::Profile> measure_profiles_beside_peers(const ProfileRequest& request, int ranks,
+                                                         const std::vector<std::string>& worker);
+// One copy: measures, and prints the profiles as one JSON line (an array) on `out` when it is
+// rank 0 (RANK).
 void run_profile_worker(const std::string& request_json, std::ostream& out);
 
 }  // namespace slapo::runners

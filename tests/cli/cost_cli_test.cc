@@ -38,12 +38,16 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   }
   EXPECT_NE(first.err.find("cost model: profiled"), std::string::npos) << first.err;
   // The attention variants differ only inside the blocks: the first is profiled whole, the other
-  // two derived from it, from one block of each measured alone (every point composed).
+  // two derived from it, from one block of each measured beside one of the first (every point
+  // composed).
   size_t derived_notes = 0;
   for (size_t at = 0; (at = first.err.find("derived from a profile", at)) != std::string::npos;
        ++at)
     ++derived_notes;
   EXPECT_EQ(derived_notes, 2u) << first.err;
+  // The two are probed together: the second's block beside the first's, in the same rounds.
+  EXPECT_NE(first.err.find("probed beside attn=fused_qkv's"), std::string::npos) << first.err;
+  EXPECT_EQ(first.err.find("cost model: profile reused"), std::string::npos) << first.err;
   Outcome listed = run("db profiles --db " + db + " --format json");
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   const auto profiles = nlohmann::json::parse(last_line(listed.out));

@@ -39,8 +39,10 @@ ProfileRequest request(const std::string& attn) {
 }
 
 TEST(BlockProbeTest, ABlockDiffersFromItselfByNoByte) {
-  const std::vector<cost::BlockDifference> d =
-      probe_block_differences(tiny(), attention("naive"), attention("naive"), {1, 4}, 4);
+  const std::vector<std::vector<cost::BlockDifference>> all =
+      probe_block_differences(tiny(), attention("naive"), {attention("naive")}, {1, 4}, 4);
+  ASSERT_EQ(all.size(), 1u);
+  const std::vector<cost::BlockDifference>& d = all[0];
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].batch, 1);
   EXPECT_EQ(d[1].batch, 4);
@@ -51,6 +53,7 @@ TEST(BlockProbeTest, ABlockDiffersFromItselfByNoByte) {
     EXPECT_EQ(x.kept_bytes, 0) << x.batch;
     EXPECT_EQ(x.transient_bytes, 0) << x.batch;
     EXPECT_TRUE(std::isfinite(x.ms));
+    EXPECT_TRUE(std::isfinite(x.forward_ms));
   }
 }
 
@@ -58,7 +61,7 @@ TEST(BlockProbeTest, AttentionThatKeepsNoProbabilitiesKeepsLessPerSample) {
   const Workload w = tiny();
   const models::ModelSpec spec = w.spec();
   const std::vector<cost::BlockDifference> d =
-      probe_block_differences(w, attention("naive"), attention("memory_efficient"), {2, 8}, 0);
+      probe_block_differences(w, attention("naive"), {attention("memory_efficient")}, {2, 8}, 0)[0];
   ASSERT_EQ(d.size(), 2u);
   // Naive attention keeps its probabilities (seq x seq floats per head and sample) for backward.
   const double probabilities = static_cast<double>(spec.heads * 16 * 16 * 4);
@@ -67,6 +70,47 @@ TEST(BlockProbeTest, AttentionThatKeepsNoProbabilitiesKeepsLessPerSample) {
   }
   // And the more samples, the more it saves.
   EXPECT_LT(d[1].kept_bytes, 3 * d[0].kept_bytes);
+}
+
+// Keys probed together differ from the base by the bytes each differs by probed alone: a block
+// beside others keeps and needs what it does alone.
+TEST(BlockProbeTest, KeysProbedTogetherDifferByWhatEachDoesAlone) {
+  const Workload w = tiny();
+  const std::vector<Config> keys = {attention("memory_efficient"), attention("fused_qkv")};
+  const auto together = probe_block_differences(w, attention("naive"), keys, {2, 8}, 8);
+  ASSERT_EQ(together.size(), 2u);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const auto alone = probe_block_differences(w, attention("naive"), {keys[i]}, {2, 8}, 8)[0];
+    ASSERT_EQ(together[i].size(), alone.size());
+    for (size_t j = 0; j < alone.size(); ++j) {
+      EXPECT_EQ(together[i][j].batch, alone[j].batch);
+      EXPECT_EQ(together[i][j].checkpointed, alone[j].checkpointed);
+      EXPECT_EQ(together[i][j].kept_bytes, alone[j].kept_bytes) << i << " " << j;
+      EXPECT_EQ(together[i][j].transient_bytes, alone[j].transient_bytes) << i << " " << j;
+    }
+  }
+  // And they are not the same difference: the check can fail.
+  EXPECT_NE(together[0][1].kept_bytes, together[1][1].kept_bytes);
+}
+
+// What the profiler composes for a checkpointed block (cost::checkpointed_from_plain) is what the
+// checkpointed blocks measure: nothing kept beyond the input, and in backward what the plain block
+// kept plus what its backward needs.
+TEST(BlockProbeTest, TheComposedCheckpointedDifferenceIsTheMeasuredOne) {
+  const Workload w = tiny();
+  for (const char* variant : {"memory_efficient", "fused_qkv", "baddbmm"}) {
+    const std::vector<cost::BlockDifference> d =
+        probe_block_differences(w, attention("naive"), {attention(variant)}, {2, 8}, 8)[0];
+    ASSERT_EQ(d.size(), 3u);
+    ASSERT_TRUE(d[2].checkpointed);
+    const cost::BlockDifference composed = cost::checkpointed_from_plain(d[1]);
+    EXPECT_EQ(composed.batch, 8);
+    EXPECT_TRUE(composed.checkpointed);
+    EXPECT_EQ(composed.kept_bytes, d[2].kept_bytes) << variant;
+    EXPECT_NEAR(composed.transient_bytes, d[2].transient_bytes,
+                0.02 * std::abs(d[2].transient_bytes) + 4096)
+        << variant;
+  }
 }
 
 // Memory is exact on both sides: a profile derived from the blocks alone predicts the peak the
@@ -107,17 +151,20 @@ TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
   EXPECT_GT(naive.predict(plain).peak_bytes, 1.05 * a.predict(plain).peak_bytes);
 }
 
-// A derived key's request carries its base's knobs to the worker that profiles it, and one
-// without them is refused rather than probed against a guessed base.
+// A derived key's request carries its base's knobs and its siblings to the worker that profiles
+// it, and one without the base's knobs is refused rather than probed against a guessed base.
 TEST(BlockProbeTest, AProfileRequestWithABaseCarriesItsKnobs) {
   ProfileRequest r = request("baddbmm");
   cost::Profile base;
   base.layers = 2;
   r.base = base;
   r.base_knobs = attention("naive");
+  r.siblings = {attention("fused_qkv"), attention("memory_efficient")};
   const ProfileRequest back = ProfileRequest::from_json(r.to_json(), "test");
   ASSERT_TRUE(back.base.has_value());
   EXPECT_EQ(back.base_knobs.to_string(), attention("naive").to_string());
+  ASSERT_EQ(back.siblings.size(), 2u);
+  EXPECT_EQ(back.siblings[1].to_string(), attention("memory_efficient").to_string());
   std::string without = r.to_json();
   const size_t at = without.find("\"base_knobs\"");
   ASSERT_NE(at, std::string::npos);
