@@ -1,6 +1,7 @@
 #include "tuner/model_strategy.h"
 
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <unordered_map>
 
@@ -50,9 +51,9 @@ class ModelStrategy : public Strategy {
       // Nothing left that could beat the best measured by more than the noise, were its prediction
       // off by the model's error so far.
       const double optimistic = objective_.minimize ? value * (1 - error) : value * (1 + error);
-      if (best_ && !objective_.better(
-                       optimistic,
-                       *best_ * (objective_.minimize ? 1 - options_.noise : 1 + options_.noise))) {
+      const double noise = this->noise();
+      if (best_ &&
+          !objective_.better(optimistic, *best_ * (objective_.minimize ? 1 - noise : 1 + noise))) {
         converged_ = true;
         break;
       }
@@ -65,15 +66,15 @@ class ModelStrategy : public Strategy {
   std::string why_done() const override {
     return converged_
                ? "no configuration left could beat the best measured by more than the noise (" +
-                     std::to_string(static_cast<int>(options_.noise * 100 + 0.5)) +
-                     "%) were its prediction off by the model's error so far (" +
-                     std::to_string(static_cast<int>(error() * 100 + 0.5)) + "%)"
+                     percent(noise()) + ") were its prediction off by the model's error so far (" +
+                     percent(error()) + ")"
                : "every configuration that is predicted to fit was measured";
   }
 
   void observe(const std::vector<Observation>& observations) override {
     for (const Observation& o : observations) {
       if (o.status != TrialStatus::kOk || !o.objective) continue;
+      if (o.step_spread) spreads_.push_back(*o.step_spread);
       if (objective_.better(o.objective, best_)) best_ = o.objective;
       auto it = predicted_.find(o.config.canonical_json());
       if (it != predicted_.end() && it->second > 0 && *o.objective > 0)
@@ -94,12 +95,22 @@ class ModelStrategy : public Strategy {
     return median(errors);
   }
 
+  // The noise of a measurement: the median step spread of the trials measured so far — how far
+  // apart each one's own timed steps lay — the constant until one reports it.
+  double noise() const { return spreads_.empty() ? options_.noise : median(spreads_); }
+  static std::string percent(double share) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f%%", 100 * share);
+    return text;
+  }
+
   std::optional<double> best_;
   bool converged_ = false;  // propose() stopped at the noise rule
   // What the model predicted of each configuration it proposed, when it proposed it; the errors of
   // those predictions once measured (|log(measured / predicted)|).
   std::unordered_map<std::string, double> predicted_;
   std::vector<double> errors_;
+  std::vector<double> spreads_;  // the measured trials' step spreads
 };
 
 }  // namespace

@@ -2,10 +2,10 @@
 // The `model` strategy: measures configurations in the order a cost model predicts them best,
 // skipping what it predicts out of memory or cannot predict, recalibrated by every measurement,
 // and stops when no remaining configuration could beat the measured best by more than the
-// measurement noise, were its prediction off by the model's own error — the error its predictions
-// made of the trials measured so far (each predicted before its own measurement calibrated the
-// model), a prior until there are some. `auto` uses it whenever the tuner has a cost model that
-// predicts the space.
+// measurement noise (as the trials' own steps show it), were its prediction off by the model's own
+// error — the error its predictions made of the trials measured so far (each predicted before its
+// own measurement calibrated the model), a prior until there are some. `auto` uses it whenever the
+// tuner has a cost model that predicts the space.
 
 #include <cstdint>
 #include <memory>
@@ -22,9 +22,11 @@ constexpr uint64_t kMaxModelRanked = 100'000;
 
 struct ModelStrategyOptions {
   // A remaining configuration is worth measuring only if its prediction, raised by the model's
-  // error, beats the measured best by more than the noise: the run-to-run noise of a measurement
-  // on this machine is 2-7%; the model's error is the median of |log(measured / predicted)| over
-  // the trials measured so far and `prior_error` counted twice (its median step-time error
+  // error, beats the measured best by more than the noise of a measurement: the median step
+  // spread of the trials measured so far (tuner::step_spread — on the recorded tables 1.6-3.0%,
+  // where two whole passes' medians differed by 0.9-2.5%: docs/benchmarks.md), `noise` until a
+  // trial reports one; the model's error is the median of |log(measured / predicted)| over the
+  // trials measured so far and `prior_error` counted twice (its median step-time error
   // uncalibrated was 5.5-20% on held-out spaces and recorded tables: docs/benchmarks.md).
   double noise = 0.05;
   double prior_error = 0.10;

@@ -373,6 +373,14 @@ const std::vector<StrategyEntry>& registry() {
 
 }  // namespace
 
+std::optional<double> step_spread(const std::map<std::string, double>& metrics) {
+  const auto p10 = metrics.find(metric::kStepMsP10), p90 = metrics.find(metric::kStepMsP90),
+             mid = metrics.find(metric::kStepMsMedian);
+  if (p10 == metrics.end() || p90 == metrics.end() || mid == metrics.end()) return std::nullopt;
+  if (!(p90->second > p10->second) || !(mid->second > 0)) return std::nullopt;
+  return (p90->second - p10->second) / mid->second;
+}
+
 std::vector<std::string> strategy_names() {
   std::vector<std::string> names;
   for (const StrategyEntry& e : registry()) names.push_back(e.name);

@@ -8,6 +8,7 @@
 // earlier run) and proposes nothing when it has nothing left.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,7 +26,14 @@ struct Observation {
   Config config;
   TrialStatus status = TrialStatus::kOk;
   std::optional<double> objective;  // when ok
+  // How far apart the trial's own timed steps lay (step_spread): how far another measurement of
+  // the same configuration may land — the measurement's noise as the trial itself shows it.
+  std::optional<double> step_spread;
 };
+
+// (p90 − p10) / median of a trial's timed steps (metric::kStepMsP10, kStepMsP90, kStepMsMedian),
+// when it reports all three and they differ (one timed step shows no spread).
+std::optional<double> step_spread(const std::map<std::string, double>& metrics);
 
 using KnownFn = std::function<bool(const Config&)>;
 

@@ -749,6 +749,69 @@ class MisrankingCostModel : public FakeCostModel {
   }
 };
 
+TEST(ModelStrategyTest, AStepSpreadIsP10ToP90OfTheMedian) {
+  std::map<std::string, double> m = {{metric::kStepMsP10, 98}, {metric::kStepMsP90, 102}};
+  EXPECT_FALSE(step_spread(m).has_value());  // no median
+  m[metric::kStepMsMedian] = 100;
+  ASSERT_TRUE(step_spread(m).has_value());
+  EXPECT_NEAR(*step_spread(m), 0.04, 1e-12);
+  m[metric::kStepMsP90] = 98;  // one timed step: no spread to tell
+  EXPECT_FALSE(step_spread(m).has_value());
+}
+
+// A one-knob space whose objective the model predicts as 100 + x.
+class LineCostModel : public CostModel {
+ public:
+  cost::Predicted predict(const Config& c) override {
+    cost::Predicted p;
+    cost::Prediction pr;
+    pr.samples_per_s = 100 + as_number(c.at("x"));
+    pr.step_ms = 1000 / pr.samples_per_s;
+    p.prediction = pr;
+    return p;
+  }
+  void observe(const Config&, const TrialResult&) override {}
+  double memory_budget_bytes() const override { return 0; }
+};
+
+// The noise the search stops within is what the measured trials' own steps show: the same
+// measurements and predictions go on to the next configuration when the trials' steps lay 1%
+// apart, and stop when they lay 8% apart — or report no spread (the 5% constant).
+TEST(ModelStrategyTest, TheNoiseIsWhatTheTrialsOwnStepsShow) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\nx = { range = [1, 10] }\n", "x.toml"));
+  const Objective objective{"samples_per_s", false};
+  for (const std::optional<double> spread :
+       {std::optional<double>(0.01), std::optional<double>(0.08), std::optional<double>()}) {
+    LineCostModel model;
+    std::unique_ptr<Strategy> strategy = make_model_strategy(&model);
+    strategy->begin(space, 0, objective);
+    std::set<std::string> known;
+    const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+    const std::vector<Config> first = strategy->propose(3, is_known);
+    ASSERT_EQ(first.size(), 3u);  // x = 10, 9, 8: predicted 110, 109, 108
+    // x = 10 measured 104 (the model's error so far: |log(104/110)| = 5.6%), the others as
+    // predicted: the best is 109, and x = 7 (107) could beat it by 3.7% were it off by 5.6%.
+    std::vector<Observation> measured;
+    for (const Config& c : first) {
+      known.insert(c.canonical_json());
+      const double x = as_number(c.at("x"));
+      measured.push_back({c, TrialStatus::kOk, x == 10 ? 104.0 : 100 + x, spread});
+    }
+    strategy->observe(measured);
+    const std::vector<Config> next = strategy->propose(1, is_known);
+    if (spread == 0.01) {
+      ASSERT_EQ(next.size(), 1u);
+      EXPECT_EQ(as_number(next[0].at("x")), 7);
+    } else {
+      EXPECT_TRUE(next.empty()) << next[0].to_string();
+      EXPECT_NE(strategy->why_done().find(spread ? "noise (8.0%)" : "noise (5.0%)"),
+                std::string::npos)
+          << strategy->why_done();
+    }
+  }
+}
+
 TEST(ModelStrategyTest, OneExactPredictionDoesNotEndTheSearchBeforeTheModelsErrorIsKnown) {
   // The runner-up is measured first, exactly as predicted. A rule of "nothing predicted to beat
   // the best by 5%" stops there; with the model's error still at its prior (10%), the optimum,
@@ -822,8 +885,8 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   EXPECT_EQ(again.resumed, summary.measured + summary.pruned);
   // The model's error: 10% low every time (|log 0.9|), the prior 10%.
   EXPECT_EQ(summary.stopped_because,
-            "no configuration left could beat the best measured by more than the noise (5%) were "
-            "its prediction off by the model's error so far (10%)");
+            "no configuration left could beat the best measured by more than the noise (5.0%) "
+            "were its prediction off by the model's error so far (10.0%)");
   EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
   // auto uses the model when there is one.
   Bench a;
