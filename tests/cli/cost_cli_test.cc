@@ -148,6 +148,47 @@ TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
   EXPECT_NE(human.out.find("recompute"), std::string::npos) << human.out;
 }
 
+// Keys of a two-rank layout are profiled by a job of two ranks (each beside its peer): a base's
+// derived keys travel to the job together and come back as one profile each.
+TEST(CostCliTest, ThePipelinesAttentionVariantsAreProbedTogetherByOneJob) {
+  const std::string space = write_temp("pp-attn.toml", R"(
+[workload]
+model = "gpt-tiny"
+batch_size = 8
+seq_len = 16
+threads = 2
+
+[knobs]
+batch_size    = { values = [4, 8], mem = "up" }
+pp            = { values = [2] }
+micro_batches = { values = [2] }
+attn          = { choice = ["naive", "fused_qkv", "baddbmm"] }
+)");
+  const std::string db = temp_db("pp-attn");
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 6 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto j = nlohmann::json::parse(last_line(plan.out));
+  EXPECT_EQ(j["considered"], 6);
+  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
+  EXPECT_NE(plan.err.find("its block probed beside"), std::string::npos) << plan.err;
+  Outcome listed = run("db profiles --db " + db + " --format json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto profiles = nlohmann::json::parse(last_line(listed.out));
+  ASSERT_EQ(profiles.size(), 4u) << listed.out;  // the collectives, the base, two derived
+  size_t derived = 0;
+  for (const auto& p : profiles) {
+    if (!p["profile"].contains("points")) continue;
+    EXPECT_GT(p["profile"]["profile_s"].get<double>(), 0) << p.dump();
+    for (const auto& q : p["profile"]["points"]) {
+      if (q.value("derived", false)) {
+        ++derived;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(derived, 2u);
+}
+
 TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   const std::string parallel =
       std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-parallel.toml";
