@@ -38,8 +38,8 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
 
 // What one block of the new key costs more than one block of the base (negative: less), measured
 // on the two blocks alone at `batch` samples, plain or checkpointed: forward and backward time,
-// the bytes its forward keeps for backward, the bytes its backward needs above them at once, and
-// the forward's time alone.
+// the bytes its forward keeps for backward, the bytes its backward needs above them at once, the
+// forward's time alone, and the block's parameters (the same at every batch).
 struct BlockDifference {
   int64_t batch = 0;
   bool checkpointed = false;
@@ -47,6 +47,7 @@ struct BlockDifference {
   double kept_bytes = 0;
   double transient_bytes = 0;
   double forward_ms = 0;
+  double params = 0;
 };
 
 // The checkpointed difference at `plain`'s batch, composed from the plain one rather than measured:
@@ -56,9 +57,9 @@ struct BlockDifference {
 //
 //   ms = Δms + Δforward_ms      kept = 0      transient = Δkept + Δtransient
 //
-// Against the checkpointed blocks measured, at gpt-mini's and bert-mini's variants: the bytes to
-// the byte (tests/runners/block_probe_test.cc), the time within the probe's noise
-// (docs/cost-model.md) — for two fifths of a derived key's probe.
+// The composed bytes are those of the checkpointed blocks measured (three attention variants:
+// tests/runners/block_probe_test.cc); what it saves is a warm-up and three rounds of both blocks
+// checkpointed at the base's largest checkpointed batch, per key.
 BlockDifference checkpointed_from_plain(const BlockDifference& plain);
 
 // The new key's deep steps composed from the base's measured deep steps and the blocks'

@@ -50,7 +50,17 @@ class ProbedBlock {
     }
     vocab_ = spec.vocab;
     seq_ = w.seq_len_for(knobs);
+    const std::string block0 = spec.traits().blocks + ".0.";
+    for (const auto& p : trainer_->model().named_parameters()) {
+      if (p.key().rfind(block0, 0) == 0) params_ += static_cast<double>(p.value().numel());
+    }
+    // A block without parameters is a name that does not match: never a silent zero difference.
+    SLAPO_CHECK(params_ > 0, ErrorCode::kRuntime, "probing the block of ", knobs.to_string(),
+                ": no parameters under '", block0, "'");
   }
+
+  // The parameters of the block, as the schedule built it.
+  double params() const { return params_; }
 
   // The embeddings' output of `batch` samples (the same tokens for every key: one seed), as the
   // block receives it in a step, and the gradient its output gets.
@@ -91,6 +101,7 @@ class ProbedBlock {
   schedule::Pipelined* pipelined_ = nullptr;
   schedule::SequenceImpl* body_ = nullptr;
   int64_t vocab_ = 0, seq_ = 0;
+  double params_ = 0;
   schedule::Values inputs_;
   torch::Tensor output_grad_;
 };
@@ -114,6 +125,7 @@ std::vector<cost::BlockDifference> run_round(ProbedBlock& base,
     cost::BlockDifference& d = out[i];
     d.batch = batch;
     d.checkpointed = checkpointed;
+    d.params = others[i]->params() - base.params();
     d.ms = runs[i].ms - a.ms;
     d.forward_ms = runs[i].forward_ms - a.forward_ms;
     d.kept_bytes = runs[i].kept_bytes - a.kept_bytes;

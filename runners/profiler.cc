@@ -232,7 +232,10 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
     for (const cost::BlockDifference& plain : differences[i]) {
       if (plain.batch == checkpointed_at) d.push_back(cost::checkpointed_from_plain(plain));
     }
-    const cost::ModelShape shape = model_shape(w, knobs[i], 1);
+    // The base's parameters outside the blocks (the same embeddings and head), the probed block's
+    // inside: no model of the key is built but its one block.
+    cost::ModelShape shape = base.shape;
+    shape.block_params += differences[i].front().params;
     out.push_back(cost::derive_profile(base, cost::deep_steps_from_blocks(base, d, shape), shape));
   }
   return out;

@@ -38,8 +38,8 @@ struct ProfileRequest {
   Config knobs;       // the knobs that change the computation, tp included
   int64_t batch_lo = 1, batch_hi = 1;
   // A profiled key that differs from this one only inside the blocks (tp = 1), and its knobs: then
-  // only what one block of this key differs by from one of the base's is measured — at the base's
-  // batches, and once checkpointed — and the profile is derived from the base's
+  // only what one block of this key differs by from one of the base's is measured, at the base's
+  // batches (checkpointed: composed), and the profile is derived from the base's
   // (cost/derived_profile.h).
   std::optional<cost::Profile> base;
   Config base_knobs;

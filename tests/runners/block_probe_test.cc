@@ -89,6 +89,8 @@ TEST(BlockProbeTest, KeysProbedTogetherDifferByWhatEachDoesAlone) {
       EXPECT_EQ(together[i][j].transient_bytes, alone[j].transient_bytes) << i << " " << j;
     }
   }
+  // The blocks' parameters: fusing q, k and v into one product keeps their number.
+  EXPECT_EQ(together[1][0].params, 0);
   // And they are not the same difference: the check can fail.
   EXPECT_NE(together[0][1].kept_bytes, together[1][1].kept_bytes);
 }
@@ -127,6 +129,12 @@ TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
   size_t measured = 0;
   for (const cost::ProfilePoint& q : from_blocks.points) measured += q.derived ? 0 : 1;
   EXPECT_EQ(measured, 0u) << "no step of the derived key is run whole";
+
+  // Its parameters are the key's own, though no model of it but its block was built.
+  EXPECT_EQ(from_blocks.shape.block_params, own.shape.block_params);
+  EXPECT_EQ(from_blocks.shape.prologue_params, own.shape.prologue_params);
+  EXPECT_EQ(from_blocks.shape.epilogue_params, own.shape.epilogue_params);
+  EXPECT_EQ(from_blocks.shape.tied_params, own.shape.tied_params);
 
   const cost::Predictor a(own), b(from_blocks), naive(*derived.base);
   for (int64_t batch : {2, 6, 8}) {
