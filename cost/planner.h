@@ -22,6 +22,9 @@ namespace slapo::cost {
 struct Predicted {
   std::optional<Prediction> prediction;
   std::string why_not;
+  // Whether a measured trial of the same profile key had calibrated its time when it was predicted:
+  // a key no trial has touched yet is predicted as uncertainly as the first trials were.
+  bool time_calibrated = false;
 };
 using ConfigPredictor = std::function<Predicted(const Config& config)>;
 

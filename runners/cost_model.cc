@@ -439,6 +439,7 @@ cost::Predicted WorkloadCostModel::predict(const Config& config) {
   }
   try {
     out.prediction = c.predictor->predict(c.input);
+    out.time_calibrated = c.predictor->time_calibrated();
   } catch (const Error& e) {
     out.why_not = e.what();
   }

@@ -28,7 +28,12 @@ class ModelStrategy : public Strategy {
 
   std::vector<Config> propose(size_t n, const KnownFn& known) override {
     // Ranked afresh each time: every measurement recalibrates the model.
-    std::vector<std::pair<double, Config>> ranked;
+    struct Ranked {
+      double value;
+      bool time_calibrated;
+      Config config;
+    };
+    std::vector<Ranked> ranked;
     const double budget = model_->memory_budget_bytes();
     space_->for_each([&](const space::PointView& point) {
       Config config = point.to_config();
@@ -36,30 +41,30 @@ class ModelStrategy : public Strategy {
       const cost::Predicted p = model_->predict(config);
       if (!p.prediction) return true;
       if (budget > 0 && p.prediction->peak_bytes > budget) return true;
-      ranked.emplace_back(cost::predicted_metric(*p.prediction, objective_.metric),
-                          std::move(config));
+      ranked.push_back({cost::predicted_metric(*p.prediction, objective_.metric), p.time_calibrated,
+                        std::move(config)});
       return true;
     });
-    std::stable_sort(ranked.begin(), ranked.end(), [&](const auto& a, const auto& b) {
-      return objective_.better(a.first, b.first);
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
+      return objective_.better(a.value, b.value);
     });
     std::vector<Config> out;
-    converged_ = false;
-    const double error = this->error();
-    for (auto& [value, config] : ranked) {
-      if (out.size() == n) break;
-      // Nothing left that could beat the best measured by more than the noise, were its prediction
-      // off by the model's error so far.
-      const double optimistic = objective_.minimize ? value * (1 - error) : value * (1 + error);
-      const double noise = this->noise();
+    const double noise = this->noise();
+    size_t left = 0;  // configurations that could still beat the best
+    for (Ranked& r : ranked) {
+      // Could it beat the best measured by more than the noise, were its prediction off by the
+      // model's error so far — a calibrated key's, or an uncalibrated one's?
+      const double error = this->error(r.time_calibrated);
+      const double optimistic = objective_.minimize ? r.value * (1 - error) : r.value * (1 + error);
       if (best_ &&
-          !objective_.better(optimistic, *best_ * (objective_.minimize ? 1 - noise : 1 + noise))) {
-        converged_ = true;
-        break;
-      }
-      predicted_[config.canonical_json()] = value;
-      out.push_back(std::move(config));
+          !objective_.better(optimistic, *best_ * (objective_.minimize ? 1 - noise : 1 + noise)))
+        continue;
+      ++left;
+      if (out.size() == n) break;
+      predicted_[r.config.canonical_json()] = {r.value, r.time_calibrated};
+      out.push_back(std::move(r.config));
     }
+    converged_ = left == 0 && best_.has_value();
     return out;
   }
 
@@ -67,7 +72,8 @@ class ModelStrategy : public Strategy {
     return converged_
                ? "no configuration left could beat the best measured by more than the noise (" +
                      percent(noise()) + ") were its prediction off by the model's error so far (" +
-                     percent(error()) + ")"
+                     percent(error(true)) + "; " + percent(error(false)) +
+                     " for a key no trial has calibrated)"
                : "every configuration that is predicted to fit was measured";
   }
 
@@ -77,8 +83,10 @@ class ModelStrategy : public Strategy {
       if (o.step_spread) spreads_.push_back(*o.step_spread);
       if (objective_.better(o.objective, best_)) best_ = o.objective;
       auto it = predicted_.find(o.config.canonical_json());
-      if (it != predicted_.end() && it->second > 0 && *o.objective > 0)
-        errors_.push_back(std::abs(std::log(*o.objective / it->second)));
+      if (it != predicted_.end() && it->second.value > 0 && *o.objective > 0) {
+        const double e = std::abs(std::log(*o.objective / it->second.value));
+        (it->second.time_calibrated ? errors_ : uncalibrated_errors_).push_back(e);
+      }
     }
   }
 
@@ -88,9 +96,13 @@ class ModelStrategy : public Strategy {
   const space::CompiledSpace* space_ = nullptr;
   Objective objective_;
   // The model's error so far: the median of its errors of measured trials, the prior counted as
-  // two of them (one lucky prediction does not end the search).
-  double error() const {
-    std::vector<double> errors = errors_;
+  // two of them (one lucky prediction does not end the search). A configuration of a key no trial
+  // has calibrated yet is predicted as the first trials of every key were: from the errors of the
+  // trials predicted uncalibrated alone (the machine's level and the profile's noise, which a
+  // calibration takes away); a calibrated one from all of them.
+  double error(bool time_calibrated) const {
+    std::vector<double> errors = uncalibrated_errors_;
+    if (time_calibrated) errors.insert(errors.end(), errors_.begin(), errors_.end());
     errors.insert(errors.end(), 2, options_.prior_error);
     return median(errors);
   }
@@ -106,10 +118,15 @@ class ModelStrategy : public Strategy {
 
   std::optional<double> best_;
   bool converged_ = false;  // propose() stopped at the noise rule
-  // What the model predicted of each configuration it proposed, when it proposed it; the errors of
-  // those predictions once measured (|log(measured / predicted)|).
-  std::unordered_map<std::string, double> predicted_;
-  std::vector<double> errors_;
+  // What the model predicted of each configuration it proposed, when it proposed it, and whether
+  // its key was calibrated then; the errors of those predictions once measured
+  // (|log(measured / predicted)|), of calibrated keys and of uncalibrated ones.
+  struct Proposed {
+    double value;
+    bool time_calibrated;
+  };
+  std::unordered_map<std::string, Proposed> predicted_;
+  std::vector<double> errors_, uncalibrated_errors_;
   std::vector<double> spreads_;  // the measured trials' step spreads
 };
 

@@ -759,20 +759,60 @@ TEST(ModelStrategyTest, AStepSpreadIsP10ToP90OfTheMedian) {
   EXPECT_FALSE(step_spread(m).has_value());
 }
 
-// A one-knob space whose objective the model predicts as 100 + x.
+// A one-knob space whose objective the model predicts as 100 + x; the predictions of x at or
+// above `calibrated_from` are of a key a trial has calibrated.
 class LineCostModel : public CostModel {
  public:
+  explicit LineCostModel(double calibrated_from = 100) : calibrated_from_(calibrated_from) {}
   cost::Predicted predict(const Config& c) override {
     cost::Predicted p;
     cost::Prediction pr;
     pr.samples_per_s = 100 + as_number(c.at("x"));
     pr.step_ms = 1000 / pr.samples_per_s;
     p.prediction = pr;
+    p.time_calibrated = as_number(c.at("x")) >= calibrated_from_;
     return p;
   }
   void observe(const Config&, const TrialResult&) override {}
   double memory_budget_bytes() const override { return 0; }
+
+ private:
+  double calibrated_from_;
 };
+
+// x = 10, 9, 8 measured: 104 (5.6% below its prediction), 109 and 108, every step 5% apart. Is
+// x = 7 (107) worth measuring? Of a calibrated key, off by at most the errors so far (5.6%), it
+// cannot beat 109 by more than the noise; of a key no trial has calibrated yet, it is as
+// uncertain as the prior (10%): measured.
+TEST(ModelStrategyTest, AKeyNoTrialHasCalibratedIsGivenTheUncalibratedError) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\nx = { range = [1, 10] }\n", "x.toml"));
+  for (const double calibrated_from : {8.0, 1.0}) {
+    LineCostModel model(calibrated_from);
+    std::unique_ptr<Strategy> strategy = make_model_strategy(&model);
+    strategy->begin(space, 0, Objective{"samples_per_s", false});
+    std::set<std::string> known;
+    const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+    std::vector<Observation> measured;
+    for (const Config& c : strategy->propose(3, is_known)) {
+      known.insert(c.canonical_json());
+      const double x = as_number(c.at("x"));
+      measured.push_back({c, TrialStatus::kOk, x == 10 ? 104.0 : 100 + x, 0.05});
+    }
+    ASSERT_EQ(measured.size(), 3u);
+    strategy->observe(measured);
+    const std::vector<Config> next = strategy->propose(1, is_known);
+    if (calibrated_from == 8.0) {
+      ASSERT_EQ(next.size(), 1u) << strategy->why_done();
+      EXPECT_EQ(as_number(next[0].at("x")), 7);
+    } else {
+      EXPECT_TRUE(next.empty()) << next[0].to_string();
+      EXPECT_NE(strategy->why_done().find("(5.6%; 10.0% for a key no trial has calibrated)"),
+                std::string::npos)
+          << strategy->why_done();
+    }
+  }
+}
 
 // The noise the search stops within is what the measured trials' own steps show: the same
 // measurements and predictions go on to the next configuration when the trials' steps lay 1%
@@ -886,7 +926,8 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   // The model's error: 10% low every time (|log 0.9|), the prior 10%.
   EXPECT_EQ(summary.stopped_because,
             "no configuration left could beat the best measured by more than the noise (5.0%) "
-            "were its prediction off by the model's error so far (10.0%)");
+            "were its prediction off by the model's error so far (10.0%; 10.0% for a key no trial "
+            "has calibrated)");
   EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
   // auto uses the model when there is one.
   Bench a;
