@@ -94,9 +94,9 @@ class Predictor {
   // (cost/derived_profile.h), and so its error: one key's out-of-memory trial at the edge of the
   // budget is every attention variant's at that batch.
   double memory_scale() const { return memory_scale_; }
+  void raise_memory_scale(double scale) { memory_scale_ = std::max(memory_scale_, scale); }
   // Whether a measured trial has calibrated the time predictions yet.
   bool time_calibrated() const { return !observed_.empty(); }
-  void raise_memory_scale(double scale) { memory_scale_ = std::max(memory_scale_, scale); }
 
   const Profile& profile() const { return profile_; }
   bool has_collectives() const { return collectives_.has_value(); }

@@ -64,7 +64,8 @@ class ModelStrategy : public Strategy {
       predicted_[r.config.canonical_json()] = {r.value, r.time_calibrated};
       out.push_back(std::move(r.config));
     }
-    converged_ = left == 0 && best_.has_value();
+    // Stopped by the rule, not because everything predicted to fit was measured.
+    converged_ = left == 0 && !ranked.empty() && best_.has_value();
     return out;
   }
 
