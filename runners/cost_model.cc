@@ -264,16 +264,8 @@ std::vector<std::pair<std::string, Config>> WorkloadCostModel::unprofiled_siblin
     if (!m.why_not.empty() || m.family != of.family || m.input.tp != 1) return true;
     if (!seen.insert(m.key).second || predictors_.count(m.key) || measured_ahead_.count(m.key))
       return true;
-    if (database_ && !reprofile_) {
-      if (const std::optional<std::string> stored = database_->profile(m.key)) {
-        try {
-          const cost::Profile p = cost::Profile::from_json(*stored, "the stored profile");
-          if (why_stale(p.fingerprint_json, p.code_revision).empty()) return true;  // reused
-        } catch (const Error&) {
-          // Unreadable: measured again, here as when it is predicted.
-        }
-      }
-    }
+    std::string not_reused;
+    if (reusable_profile(m.key, &not_reused)) return true;
     out.emplace_back(m.key, computation_knobs(config));
     return true;
   });
@@ -302,6 +294,22 @@ int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& prof
     return true;
   });
   return largest;
+}
+
+std::optional<cost::Profile> WorkloadCostModel::reusable_profile(const std::string& key,
+                                                                 std::string* not_reused) const {
+  if (!database_ || reprofile_) return std::nullopt;
+  const std::optional<std::string> stored = database_->profile(key);
+  if (!stored) return std::nullopt;
+  try {
+    cost::Profile p = cost::Profile::from_json(*stored, "the stored profile");
+    const std::string stale = why_stale(p.fingerprint_json, p.code_revision);
+    if (stale.empty()) return p;
+    *not_reused = "a stored profile " + stale;
+  } catch (const Error& e) {
+    *not_reused = e.what();
+  }
+  return std::nullopt;
 }
 
 std::string WorkloadCostModel::why_stale(const std::string& fingerprint,
@@ -361,22 +369,11 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     profile = std::move(ahead->second);
     measured_ahead_.erase(ahead);
   }
-  if (!profile && database_ && !reprofile_) {
-    if (const std::optional<std::string> stored = database_->profile(key)) {
-      std::optional<cost::Profile> p;
-      try {
-        p = cost::Profile::from_json(*stored, "the stored profile");
-      } catch (const Error& e) {
-        if (on_note_) on_note_(std::string(e.what()) + ": profiling again");
-      }
-      const std::string stale = p ? why_stale(p->fingerprint_json, p->code_revision) : "";
-      if (p && stale.empty()) {
-        profile = std::move(p);
-        if (on_note_) on_note_("profile reused for " + profiled_what(config));
-      } else if (p && on_note_) {
-        on_note_("a stored profile " + stale + ": profiling again");
-      }
-    }
+  if (!profile) {
+    std::string not_reused;
+    profile = reusable_profile(key, &not_reused);
+    if (profile && on_note_) on_note_("profile reused for " + profiled_what(config));
+    if (!not_reused.empty() && on_note_) on_note_(not_reused + ": profiling again");
   }
   if (!profile) {
     SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording holds no profile of ",

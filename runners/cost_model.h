@@ -120,6 +120,10 @@ class WorkloadCostModel : public tuner::CostModel {
   int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
+  // The profile stored for `key` when it may be reused (a database, no --reprofile, readable, of
+  // this machine and revision); else none, and `not_reused` says why when one was stored.
+  std::optional<cost::Profile> reusable_profile(const std::string& key,
+                                                std::string* not_reused) const;
   // A stored record's machine and revision: empty when it may be reused, else why not.
   std::string why_stale(const std::string& fingerprint, const std::string& revision) const;
 

@@ -109,9 +109,7 @@ TEST(BlockProbeTest, TheComposedCheckpointedDifferenceIsTheMeasuredOne) {
     EXPECT_EQ(composed.batch, 8);
     EXPECT_TRUE(composed.checkpointed);
     EXPECT_EQ(composed.kept_bytes, d[2].kept_bytes) << variant;
-    EXPECT_NEAR(composed.transient_bytes, d[2].transient_bytes,
-                0.02 * std::abs(d[2].transient_bytes) + 4096)
-        << variant;
+    EXPECT_EQ(composed.transient_bytes, d[2].transient_bytes) << variant;
   }
 }
 
