@@ -344,6 +344,7 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
   const double budget = model->memory_budget_bytes();
   std::vector<double> peak_error, under, step_error, predicted_ms, measured_ms, ratio;
   std::vector<std::pair<double, std::string>> worst;  // measured / predicted, the configuration
+  std::map<std::string, double> peak_ratio;           // predicted / measured, by configuration
   size_t verdicts = 0, right = 0, unpredicted = 0;
   for (const auto& [key, result] : table.results) {
     const cost::Predicted p = model->predict(Config::from_json(key));
@@ -366,6 +367,7 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
     measured_ms.push_back(ms);
     ratio.push_back(ms / p.prediction->step_ms);
     worst.emplace_back(ms / p.prediction->step_ms, key);
+    peak_ratio[key] = p.prediction->peak_bytes / peak;
   }
   if (step_error.size() < 2) return;
   // The level (what the first calibration takes away: the machine's speed at recording time
@@ -388,6 +390,15 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
   });
   for (size_t i = 0; i < std::min<size_t>(3, worst.size()); ++i)
     std::printf("    %.3f  %s\n", worst[i].first, worst[i].second.c_str());
+  // TUNER_EFFICIENCY_TRACE=all: every configuration's ratio, in the order of its key, to see
+  // what the model's error follows (a knob, a batch size) rather than only its worst three.
+  const char* trace = std::getenv("TUNER_EFFICIENCY_TRACE");
+  if (trace && std::string(trace) == "all") {
+    std::sort(worst.begin(), worst.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
+    for (const auto& [r, key] : worst)
+      std::printf("    all step %.3f peak %.3f  %s\n", r / level, peak_ratio.at(key), key.c_str());
+  }
 }
 
 double quantile(std::vector<double> v, double q) {

@@ -16,6 +16,11 @@
 // is probed beside one of the base (runners/block_probe.h) — with every other such key of the
 // space at once, the base's block run once per round for all of them.
 //
+// A key that differs from a profiled one of one rank only in the head (fused_lm_loss) is that one
+// shifted by what the head differs by, measured on the two keys' one-block steps
+// (cost/head_difference.h, runners/head_probe.h) once; the family's other keys are their attention
+// variants' profiles shifted alike, nothing of them run.
+//
 // Profiling one key: runners/profiler.h.
 
 #include <functional>
@@ -111,12 +116,30 @@ class WorkloadCostModel : public tuner::CostModel {
   cost::Predictor& predictor_for(const std::string& key, const Config& config);
   // Measures the profile of `key` (`config` is one of its configurations); a derived key's siblings
   // (unprofiled_siblings) are probed with it, their profiles stored and kept in measured_ahead_.
-  cost::Profile measure_profile(const Config& config, const std::string& key);
+  // `derived_how` (may be null) says how a derived profile was made, for the note.
+  cost::Profile measure_profile(const Config& config, const std::string& key,
+                                std::string* derived_how);
+  // The profile of `key`, of one rank, when a measured base differs from it only in the head
+  // (cost/head_difference.h): the base's blocks with this key's head probed against the base
+  // (runners/head_probe.h) once per family — the pair kept in head_pairs_ —, then every key of
+  // the family its blocks' profile with the base's head, shifted. None when no base qualifies,
+  // or when the pair's second key is `key` itself and stored (predictor_for reuses it).
+  std::optional<cost::Profile> derive_across_head(const Config& config, const std::string& key,
+                                                  std::string* derived_how);
+  struct Base;
+  // The profile of `base`'s blocks with the head of `knobs` (the base's knobs but the head's, of
+  // `of`'s family): the base shifted by the head probe's one-block differences and by one deep
+  // step's, which is kept beside (measured at the largest batch of the family predicted to fit
+  // under a memory budget, else at the base's largest).
+  cost::Profile probe_across_head(const Base& base, const Config& knobs, const Mapping& of);
   // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
   // profiled nor stored for reuse, with their knobs that change the computation.
   std::vector<std::pair<std::string, Config>> unprofiled_siblings(const Mapping& of);
   // The largest micro-batch (samples per rank and micro-batch) of the configurations of `of`'s
   // family and tp that `profile` predicts under the memory budget (with a margin).
+  // The batch a profile of its own is first measured up to under a memory budget (the space's
+  // middle batch; extended later to the largest that fits), or 0 when profiles are not capped.
+  int64_t capped_batch() const;
   int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
@@ -137,6 +160,13 @@ class WorkloadCostModel : public tuner::CostModel {
     Config knobs;
   };
   std::map<std::string, Base> bases_;
+  // By family without a base: two profiles of one rank that differ only in the head — another
+  // family's base, and its blocks with this family's head — and the knobs of the first.
+  struct HeadPair {
+    cost::Profile from, to;
+    Config from_knobs;
+  };
+  std::map<std::string, HeadPair> head_pairs_;
   // Profiles measured beside another key's (its siblings'), until predictor_for takes them.
   std::map<std::string, cost::Profile> measured_ahead_;
   // The family of each profiled key, and the largest memory factor calibration put on any key of

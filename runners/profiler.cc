@@ -21,6 +21,7 @@
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/block_probe.h"
+#include "runners/head_probe.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
 #include "runners/tracking_allocator.h"
@@ -273,6 +274,16 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
   }
+  if (request.base && request.head) {
+    SLAPO_CHECK(tp == 1, ErrorCode::kInvalidArgument,
+                "a profile derived across the head needs tp = 1, not ", tp);
+    double epilogue_params = 0;
+    const std::vector<cost::HeadDifference> differences = probe_head_differences(
+        w, request.base_knobs, request.knobs, *request.base, &epilogue_params);
+    cost::Profile profile = cost::shift_head(*request.base, differences, epilogue_params);
+    profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return {profile};
+  }
   if (request.base && tp == 1) {
     std::vector<Config> knobs = {request.knobs};
     knobs.insert(knobs.end(), request.siblings.begin(), request.siblings.end());
@@ -334,6 +345,7 @@ std::string ProfileRequest::to_json() const {
   if (base) {
     j["base"] = nlohmann::ordered_json::parse(base->to_json());
     j["base_knobs"] = nlohmann::ordered_json::parse(base_knobs.to_json());
+    if (head) j["head"] = true;
     if (!siblings.empty()) {
       j["siblings"] = nlohmann::ordered_json::array();
       for (const Config& c : siblings)
@@ -361,6 +373,7 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
                 ": a profile request with a base needs the base's knobs (base_knobs)");
     r.base = cost::Profile::from_json(j["base"].dump(), origin);
     r.base_knobs = Config::from_json(j["base_knobs"].dump(), origin);
+    r.head = j.value("head", false);
     if (j.contains("siblings")) {
       SLAPO_CHECK(j["siblings"].is_array(), ErrorCode::kInvalidArgument, origin,
                   ": a profile request's siblings are an array of knobs");

@@ -13,8 +13,9 @@
 //
 // With a base profile (ProfileRequest::base), only one block of the key and of each sibling alone,
 // in the same rounds as the base's block, at the base's batches (runners/block_probe.h): the rest
-// is derived (cost/derived_profile.h). With a profile to extend (ProfileRequest::extend), only the
-// deep variant at batch_hi, added to it.
+// is derived (cost/derived_profile.h); with a base that differs only in the head
+// (ProfileRequest::head), only the two keys' one-block steps (runners/head_probe.h). With a profile
+// to extend (ProfileRequest::extend), only the deep variant at batch_hi, added to it.
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
@@ -46,6 +47,10 @@ struct ProfileRequest {
   // With a base: more keys it is the base of, probed in the same rounds (the base's block runs
   // once per round for all of them); measure_profiles returns their profiles after this key's.
   std::vector<Config> siblings;
+  // The base differs from this key only in the knobs of the head (cost/head_difference.h), not
+  // inside the blocks: then only the two keys' one-block steps are measured, in alternation, and
+  // the profile is the base's shifted by their difference (runners/head_probe.h). No siblings.
+  bool head = false;
   // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
   // checkpointing is measured, and added to it.
   std::optional<cost::Profile> extend;

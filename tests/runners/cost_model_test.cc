@@ -3,6 +3,7 @@
 // (set_replaying: benchmark/tuner_efficiency.cc), which never measures.
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -97,6 +98,51 @@ TEST(WorkloadCostModelTest, AnOutOfMemoryTrialOfOneKeyRaisesItsFamilysMemory) {
                              .predict(at(4, "baddbmm"))
                              .prediction->peak_bytes;
   EXPECT_NEAR(model.predict(at(4, "baddbmm")).prediction->peak_bytes / baddbmm, factor, 1e-9);
+}
+
+// Keys that differ from a measured one only in the head: the first is probed (its one-block
+// steps against the base's), the rest of its family composed — an attention variant's profile with
+// the base's head, shifted by the same difference — and nothing of them run.
+TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComposed) {
+  auto database = db::Database::in_memory();
+  const Workload w = Workload::from_json(
+      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 8, "threads": 1})", "test");
+  auto at = [](const char* attn, bool fused) {
+    Config c;
+    c.set("batch_size", Value(int64_t{8}));
+    c.set("attn", Value(std::string(attn)));
+    c.set("fused_lm_loss", Value(fused));
+    return c;
+  };
+  std::vector<std::string> notes;
+  WorkloadCostModel model(w, database.get(), [&](const std::string& n) { notes.push_back(n); });
+  const cost::Prediction naive = *model.predict(at("naive", false)).prediction;
+  const cost::Prediction naive_fused = *model.predict(at("naive", true)).prediction;
+  const cost::Prediction qkv = *model.predict(at("fused_qkv", false)).prediction;
+  const double seconds = model.profile_seconds();
+  const cost::Predicted qkv_fused = model.predict(at("fused_qkv", true));
+  ASSERT_TRUE(qkv_fused.prediction) << qkv_fused.why_not;
+  EXPECT_EQ(model.profile_seconds(), seconds);  // composed: nothing measured
+  ASSERT_EQ(notes.size(), 4u);
+  EXPECT_NE(notes[1].find("differs only in the head"), std::string::npos) << notes[1];
+  EXPECT_NE(notes[2].find("differs only inside the blocks"), std::string::npos) << notes[2];
+  EXPECT_NE(notes[3].find("composed: attn=fused_qkv fused_lm_loss=false's profile shifted"),
+            std::string::npos)
+      << notes[3];
+  // The fused loss changes the peak of either attention alike.
+  EXPECT_LT(naive_fused.peak_bytes, naive.peak_bytes);
+  EXPECT_NEAR(qkv_fused.prediction->peak_bytes - qkv.peak_bytes,
+              naive_fused.peak_bytes - naive.peak_bytes, 1e-6 * naive.peak_bytes);
+  // Stored: a later model reuses all four and measures nothing.
+  WorkloadCostModel later(w, database.get());
+  for (bool fused : {false, true}) {
+    for (const char* attn : {"naive", "fused_qkv"}) {
+      ASSERT_TRUE(later.predict(at(attn, fused)).prediction);
+    }
+  }
+  EXPECT_EQ(later.profile_seconds(), 0.0);
+  EXPECT_EQ(later.predict(at("fused_qkv", true)).prediction->peak_bytes,
+            qkv_fused.prediction->peak_bytes);
 }
 
 }  // namespace

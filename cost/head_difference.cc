@@ -1,0 +1,131 @@
+#include "cost/head_difference.h"
+
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "core/error.h"
+#include "cost/fit.h"
+#include "cost/predictor.h"
+
+namespace slapo::cost {
+
+namespace {
+
+// y at x on the line through the points (ascending x): constant with one point.
+double along(const std::vector<std::pair<double, double>>& points, double x) {
+  return points.size() == 1 ? points.front().second : polyline_at(points, x);
+}
+
+}  // namespace
+
+Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
+                   double epilogue_params) {
+  std::map<int64_t, const HeadDifference*> one;                          // by batch
+  std::map<std::pair<int64_t, int64_t>, const HeadDifference*> deeper;   // by (layers, batch)
+  std::map<std::pair<int64_t, int64_t>, const HeadDifference*> several;  // by (micro, batch)
+  for (const HeadDifference& d : differences) {
+    if (d.micro_batches != 1)
+      several[{d.micro_batches, d.batch}] = &d;
+    else if (d.layers == 1)
+      one[d.batch] = &d;
+    else
+      deeper[{d.layers, d.batch}] = &d;
+  }
+  SLAPO_CHECK(!one.empty(), ErrorCode::kInvalidArgument,
+              "shifting a profile by its head's difference: none measured on one block in one "
+              "micro-batch");
+  // The lines of a depth: the one-block differences, and that depth's own where measured.
+  std::map<int64_t, std::pair<std::vector<std::pair<double, double>>,
+                              std::vector<std::pair<double, double>>>>
+      lines;  // by layers: (ms, peak) along the batch
+  auto line_of = [&](int64_t layers) -> const auto& {
+    auto it = lines.find(layers);
+    if (it != lines.end()) return it->second;
+    std::map<int64_t, const HeadDifference*> at = one;
+    double xx = 0, xy = 0;  // the depth's own time differences: a line through the origin
+    for (const auto& [key, d] : deeper) {
+      if (key.first != layers) continue;
+      at[key.second] = d;
+      xx += static_cast<double>(d->batch) * static_cast<double>(d->batch);
+      xy += static_cast<double>(d->batch) * d->ms;
+    }
+    auto& [ms, peak] = lines[layers];
+    for (const auto& [batch, d] : at) {
+      peak.emplace_back(static_cast<double>(batch), d->peak_bytes);
+      if (xx == 0) ms.emplace_back(static_cast<double>(batch), d->ms);
+    }
+    // The time a head saves or costs grows with the depth before it on this machine (gpt-mini's
+    // fused head: 0.05 ms a sample on one block, 0.3–1.8 on six — the logits' memory traffic
+    // beside more live activations; docs/cost-model.md): a depth with a difference of its own
+    // takes its time from it alone, per sample.
+    if (xx > 0) ms = {{0.0, 0.0}, {1.0, xy / xx}};
+    return lines[layers];
+  };
+  Profile out = profile;
+  out.shape.epilogue_params += epilogue_params;
+  for (ProfilePoint& q : out.points) {
+    if (q.micro_batches == 1) {
+      const auto& [ms, peak] = line_of(q.layers);
+      q.step_ms += along(ms, static_cast<double>(q.batch));
+      q.peak_bytes += along(peak, static_cast<double>(q.batch));
+    } else {
+      auto it = several.find({q.micro_batches, q.batch});
+      SLAPO_CHECK(it != several.end(), ErrorCode::kInvalidArgument,
+                  "shifting a profile by its head's difference: none measured at ", q.batch,
+                  " samples in ", q.micro_batches, " micro-batches");
+      q.step_ms += it->second->ms;
+      q.peak_bytes += it->second->peak_bytes;
+    }
+    q.derived = true;
+  }
+  return out;
+}
+
+std::vector<HeadDifference> head_differences(const Profile& from, const Profile& to) {
+  std::map<std::tuple<int64_t, int64_t>, const ProfilePoint*> of_to;  // (micro, batch)
+  for (const ProfilePoint& q : to.points) {
+    if (q.layers == 1 && q.ckpt_blocks == 0) of_to[{q.micro_batches, q.batch}] = &q;
+  }
+  std::vector<HeadDifference> out;
+  bool one = false;
+  for (const ProfilePoint& q : from.points) {
+    if (q.layers != 1 || q.ckpt_blocks != 0) continue;
+    auto it = of_to.find({q.micro_batches, q.batch});
+    if (it == of_to.end()) continue;
+    out.push_back({q.batch, 1, q.micro_batches, it->second->step_ms - q.step_ms,
+                   it->second->peak_bytes - q.peak_bytes});
+    one = one || q.micro_batches == 1;
+  }
+  SLAPO_CHECK(one, ErrorCode::kInvalidArgument,
+              "the head's difference of two profiles: they share no one-block step of one "
+              "micro-batch");
+  // The deep steps: against `from`'s measured at the same batch, else its prediction there.
+  std::map<int64_t, const ProfilePoint*> from_deep;
+  for (const ProfilePoint& q : from.points) {
+    if (q.layers == from.layers && q.ckpt_blocks == 0 && q.micro_batches == 1 && !q.derived)
+      from_deep[q.batch] = &q;
+  }
+  const Predictor predictor(from);
+  for (const ProfilePoint& q : to.points) {
+    if (q.layers != from.layers || q.layers == 1 || q.ckpt_blocks != 0 || q.micro_batches != 1 ||
+        q.derived)
+      continue;
+    auto measured = from_deep.find(q.batch);
+    double ms = 0, peak = 0;
+    if (measured != from_deep.end()) {
+      ms = measured->second->step_ms;
+      peak = measured->second->peak_bytes;
+    } else {
+      PredictInput in;
+      in.batch = q.batch;
+      const Prediction p = predictor.predict(in);
+      ms = p.step_ms;
+      peak = p.peak_bytes;
+    }
+    out.push_back({q.batch, q.layers, 1, q.step_ms - ms, q.peak_bytes - peak});
+  }
+  return out;
+}
+
+}  // namespace slapo::cost

@@ -1,0 +1,57 @@
+#pragma once
+// A profile derived across the head: for a key that differs from a profiled one only in the knobs
+// of the model's head — the final norm, the LM head and its loss (`fused_lm_loss`) — every block
+// and the embeddings are the other's, so each of its steps is the other's plus what the head's
+// work differs by, which does not depend on how many blocks run before it:
+//
+//   step'(L, x) = step(L, x) + Δms(x)        peak'(L, x) = peak(L, x) + Δpeak(x)
+//
+// at every depth L and checkpointing, Δ measured on the one-block variants of the two keys
+// (runners/head_probe.h: their steps in alternation, at the base's one-block batches) and
+// interpolated along the batch between them. The peak's difference transfers from one block to
+// many where the step peaks at the loss in both — the large batches, where the head's logits are
+// most of what it allocates; at a few samples both keys' steps peak elsewhere (the optimizer's
+// step) and both differences are zero (gpt-mini: docs/cost-model.md).
+//
+// The mirror of cost/derived_profile.h (keys that differ only inside the blocks): the two compose
+// — a key with another attention and another head is its attention variant's profile shifted by
+// the head's difference (head_differences of a pair that differs only in the head), no step of it
+// run.
+
+#include <cstdint>
+#include <vector>
+
+#include "cost/profile.h"
+
+namespace slapo::cost {
+
+// What the step of `layers` blocks in `micro_batches` GPipe micro-batches of `batch` samples costs
+// more with the new head than with the base's (negative: less): its time and its peak. Measured
+// on one block (runners/head_probe.h); of the deep variant where its step was measured beyond the
+// one-block batches (the peak's difference need not stay on the line through the small batches:
+// gpt-mini's fused head at batch 80, docs/cost-model.md).
+struct HeadDifference {
+  int64_t batch = 0;
+  int64_t layers = 1;
+  int64_t micro_batches = 1;
+  double ms = 0;
+  double peak_bytes = 0;
+};
+
+// `profile` with every point shifted by the difference at its batch (micro_batches 1: interpolated
+// along the batch between the one-block differences of one micro-batch and those of the point's
+// own depth, extrapolated along the nearest segment beyond them; more micro-batches: the
+// difference measured at that point) and marked `derived`; its shape's epilogue parameters
+// `epilogue_params` more. Throws Error(kInvalidArgument) when no one-block difference of one
+// micro-batch is given, or a point of several micro-batches has none of its own.
+Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
+                   double epilogue_params = 0);
+
+// What `to` differs by from `from` at `from`'s one-block points of no checkpointing that `to`
+// has too — the differences shift_head applied, recovered from a profile it derived (or from two
+// measured ones) —, and at `to`'s measured steps of the model's depth without checkpointing
+// (from `from`'s prediction there, uncalibrated). Throws Error(kInvalidArgument) when they share
+// no one-block point of one micro-batch.
+std::vector<HeadDifference> head_differences(const Profile& from, const Profile& to);
+
+}  // namespace slapo::cost

@@ -1,0 +1,148 @@
+// A profile shifted by its head's difference (cost/head_difference.h) predicts what the full
+// profile of the new head predicts, when the workloads follow the model exactly: the two heads
+// differ in time and in what the loss keeps; the blocks and the embeddings are the same.
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "cost/head_difference.h"
+#include "cost/predictor.h"
+#include "synthetic_workload.h"
+
+namespace slapo::cost {
+namespace {
+
+using testing::kLayers;
+using testing::kMB;
+using testing::SyntheticWorkload;
+
+// Another head: cheaper per sample, far fewer bytes kept (the fused LM loss: no logits kept).
+SyntheticWorkload other_head() {
+  SyntheticWorkload w;
+  w.outside_at0 = 6;
+  w.outside_per_sample = 3;
+  w.outside_act_mb = 12;
+  return w;
+}
+
+// What the head probe measures: the one-block steps of both at the base's one-block batches.
+std::vector<HeadDifference> one_block_differences(const SyntheticWorkload& from,
+                                                  const SyntheticWorkload& to) {
+  std::vector<HeadDifference> out;
+  for (int64_t batch : {1, 4, 32}) {
+    HeadDifference d;
+    d.batch = batch;
+    d.ms = to.step(1, batch, 0) - from.step(1, batch, 0);
+    d.peak_bytes = to.peak(1, batch, 0) - from.peak(1, batch, 0);
+    out.push_back(d);
+  }
+  return out;
+}
+
+TEST(HeadDifferenceTest, PredictsWhatTheFullProfileOfTheNewHeadPredicts) {
+  const SyntheticWorkload base, other = other_head();
+  const Profile shifted = shift_head(base.profile(), one_block_differences(base, other));
+  const Predictor from_shifted(shifted, testing::synthetic_collectives());
+  const Predictor from_full(other.profile(), testing::synthetic_collectives());
+  EXPECT_NEAR(from_shifted.fit().outside_act, 12 * kMB, 1);
+  for (int64_t batch : {2, 8, 24, 64}) {
+    for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
+      for (int64_t pp : {1, 2}) {
+        PredictInput in;
+        in.batch = batch;
+        in.ckpt_blocks = ckpt;
+        in.pp = pp;
+        in.micro_batches = pp;
+        if (pp == 2) in.cuts = {kLayers / 2};
+        const Prediction a = from_shifted.predict(in), b = from_full.predict(in);
+        EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
+        EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
+            << batch << " " << ckpt << " " << pp;
+      }
+    }
+  }
+  for (const ProfilePoint& q : shifted.points) EXPECT_TRUE(q.derived);
+}
+
+// The differences a shifted profile holds are recovered from it and its base: what lets another
+// key of the new head be composed from its own profile with the base's head (an attention
+// variant and the fused loss together), nothing of it run.
+TEST(HeadDifferenceTest, TheDifferencesAShiftRecordedAreRecoveredFromThePair) {
+  const SyntheticWorkload base, other = other_head();
+  const std::vector<HeadDifference> applied = one_block_differences(base, other);
+  const std::vector<HeadDifference> recovered =
+      head_differences(base.profile(), shift_head(base.profile(), applied));
+  ASSERT_EQ(recovered.size(), applied.size());
+  for (size_t i = 0; i < applied.size(); ++i) {
+    EXPECT_EQ(recovered[i].batch, applied[i].batch);
+    EXPECT_EQ(recovered[i].layers, 1);
+    EXPECT_NEAR(recovered[i].ms, applied[i].ms, 1e-9);
+    EXPECT_NEAR(recovered[i].peak_bytes, applied[i].peak_bytes, 1e-3);
+  }
+  // Another block with the base's head, shifted by them: the other block with the new head.
+  SyntheticWorkload block = base;
+  block.block_per_sample = 5;
+  block.block_act_mb = 14;
+  SyntheticWorkload both = block;
+  both.outside_at0 = other.outside_at0;
+  both.outside_per_sample = other.outside_per_sample;
+  both.outside_act_mb = other.outside_act_mb;
+  const Profile composed = shift_head(block.profile(), recovered);
+  for (const ProfilePoint& q : composed.points) {
+    const ProfilePoint want = both.point(q.layers, q.batch, q.ckpt_blocks);
+    EXPECT_NEAR(q.step_ms, want.step_ms, 1e-9) << q.layers << " " << q.batch;
+    EXPECT_NEAR(q.peak_bytes, want.peak_bytes, 1e-3) << q.layers << " " << q.batch;
+  }
+}
+
+// A step of the deep variant measured with the new head gives that depth its own time
+// difference, per sample (what a head saves grows with the blocks before it on a CPU), and a
+// point of its peak's line beyond the one-block batches.
+TEST(HeadDifferenceTest, ADeepStepsDifferenceIsThatDepthsOwn) {
+  const SyntheticWorkload base;
+  std::vector<HeadDifference> d = {{1, 1, 1, -1, 0}, {32, 1, 1, -2, -320 * kMB}};
+  const Profile one_block_only = shift_head(base.profile(), d);
+  d.push_back({64, kLayers, 1, -128, -1000 * kMB});  // 2 ms and ~15.6 MB a sample
+  const Profile shifted = shift_head(base.profile(), d);
+  const Profile original = base.profile();
+  for (size_t i = 0; i < shifted.points.size(); ++i) {
+    const ProfilePoint& q = original.points[i];
+    const ProfilePoint& s = shifted.points[i];
+    const double x = static_cast<double>(q.batch);
+    if (q.layers == 1) {
+      EXPECT_EQ(s.step_ms, one_block_only.points[i].step_ms) << q.batch;
+      EXPECT_EQ(s.peak_bytes, one_block_only.points[i].peak_bytes) << q.batch;
+    } else {
+      EXPECT_NEAR(s.step_ms - q.step_ms, -2 * x, 1e-9) << q.batch;
+    }
+  }
+  // Deep, at 32 samples: the one-block peak difference there (the line's points: 1, 32, 64).
+  for (size_t i = 0; i < shifted.points.size(); ++i) {
+    const ProfilePoint& q = original.points[i];
+    if (q.layers == kLayers && q.batch == 32)
+      EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, -320 * kMB, 1e-3);
+  }
+}
+
+TEST(HeadDifferenceTest, WhatCannotBeShiftedIsRefused) {
+  const SyntheticWorkload base;
+  EXPECT_THROW(shift_head(base.profile(), {}), Error);
+  // A point of two micro-batches needs its own difference.
+  Profile p = base.profile();
+  ProfilePoint gpipe = base.point(1, 8, 0);
+  gpipe.micro_batches = 2;
+  p.points.push_back(gpipe);
+  EXPECT_THROW(shift_head(p, {{4, 1, 1, -1, 0}}), Error);
+  EXPECT_NO_THROW(shift_head(p, {{4, 1, 1, -1, 0}, {8, 1, 2, -2, 0}}));
+  // Two profiles of no common one-block step: nothing to recover.
+  Profile deep_only = base.profile();
+  deep_only.points.erase(std::remove_if(deep_only.points.begin(), deep_only.points.end(),
+                                        [](const ProfilePoint& q) { return q.layers == 1; }),
+                         deep_only.points.end());
+  EXPECT_THROW(head_differences(deep_only, base.profile()), Error);
+}
+
+}  // namespace
+}  // namespace slapo::cost
