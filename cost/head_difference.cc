@@ -1,5 +1,6 @@
 #include "cost/head_difference.h"
 
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -43,23 +44,21 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
     auto it = lines.find(layers);
     if (it != lines.end()) return it->second;
     std::map<int64_t, const HeadDifference*> at = one;
-    double xx = 0, xy = 0;  // the depth's own time differences: a line through the origin
+    std::vector<std::pair<double, double>> own_ms;  // the depth's own time differences
     for (const auto& [key, d] : deeper) {
       if (key.first != layers) continue;
       at[key.second] = d;
-      xx += static_cast<double>(d->batch) * static_cast<double>(d->batch);
-      xy += static_cast<double>(d->batch) * d->ms;
+      if (std::isfinite(d->ms)) own_ms.emplace_back(static_cast<double>(d->batch), d->ms);
     }
     auto& [ms, peak] = lines[layers];
-    for (const auto& [batch, d] : at) {
-      peak.emplace_back(static_cast<double>(batch), d->peak_bytes);
-      if (xx == 0) ms.emplace_back(static_cast<double>(batch), d->ms);
-    }
+    for (const auto& [batch, d] : at) peak.emplace_back(static_cast<double>(batch), d->peak_bytes);
+    for (const auto& [batch, d] : one) ms.emplace_back(static_cast<double>(batch), d->ms);
     // The time a head saves or costs grows with the depth before it on this machine (gpt-mini's
     // fused head: 0.05 ms a sample on one block, 0.3–1.8 on six — the logits' memory traffic
-    // beside more live activations; docs/cost-model.md): a depth with a difference of its own
-    // takes its time from it alone, per sample.
-    if (xx > 0) ms = {{0.0, 0.0}, {1.0, xy / xx}};
+    // beside more live activations; docs/cost-model.md): a depth with time differences of its
+    // own takes its time from them alone (one: in proportion to the batch).
+    if (own_ms.size() == 1) own_ms.insert(own_ms.begin(), {0.0, 0.0});
+    if (!own_ms.empty()) ms = own_ms;
     return lines[layers];
   };
   Profile out = profile;
@@ -112,18 +111,18 @@ std::vector<HeadDifference> head_differences(const Profile& from, const Profile&
         q.derived)
       continue;
     auto measured = from_deep.find(q.batch);
-    double ms = 0, peak = 0;
     if (measured != from_deep.end()) {
-      ms = measured->second->step_ms;
-      peak = measured->second->peak_bytes;
-    } else {
-      PredictInput in;
-      in.batch = q.batch;
-      const Prediction p = predictor.predict(in);
-      ms = p.step_ms;
-      peak = p.peak_bytes;
+      out.push_back({q.batch, q.layers, 1, q.step_ms - measured->second->step_ms,
+                     q.peak_bytes - measured->second->peak_bytes});
+      continue;
     }
-    out.push_back({q.batch, q.layers, 1, q.step_ms - ms, q.peak_bytes - peak});
+    // Against a prediction: the peak (memory is fitted exactly, linear in the batch), not the time
+    // (a step measured at another batch and moment than any of `from`'s: its difference from an
+    // extrapolation was 0.3–1.8 ms a sample on table 5, not a head's).
+    PredictInput in;
+    in.batch = q.batch;
+    out.push_back(
+        {q.batch, q.layers, 1, std::nan(""), q.peak_bytes - predictor.predict(in).peak_bytes});
   }
   return out;
 }

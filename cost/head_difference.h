@@ -26,10 +26,11 @@
 namespace slapo::cost {
 
 // What the step of `layers` blocks in `micro_batches` GPipe micro-batches of `batch` samples costs
-// more with the new head than with the base's (negative: less): its time and its peak. Measured
-// on one block (runners/head_probe.h); of the deep variant where its step was measured beyond the
-// one-block batches (the peak's difference need not stay on the line through the small batches:
-// gpt-mini's fused head at batch 80, docs/cost-model.md).
+// more with the new head than with the base's (negative: less): its time (NaN: not known) and its
+// peak. Measured on one block (runners/head_probe.h), and on the deep variant where its steps
+// were measured (the time a head saves grows with the blocks before it; the peak's difference
+// need not stay on the line through the one-block batches: gpt-mini's fused head at batch 80,
+// docs/cost-model.md).
 struct HeadDifference {
   int64_t batch = 0;
   int64_t layers = 1;
@@ -38,20 +39,23 @@ struct HeadDifference {
   double peak_bytes = 0;
 };
 
-// `profile` with every point shifted by the difference at its batch (micro_batches 1: interpolated
-// along the batch between the one-block differences of one micro-batch and those of the point's
-// own depth, extrapolated along the nearest segment beyond them; more micro-batches: the
-// difference measured at that point) and marked `derived`; its shape's epilogue parameters
-// `epilogue_params` more. Throws Error(kInvalidArgument) when no one-block difference of one
-// micro-batch is given, or a point of several micro-batches has none of its own.
+// `profile` with every point shifted by the difference at its batch and marked `derived`; its
+// shape's epilogue parameters `epilogue_params` more. In one micro-batch: the peak interpolated
+// along the batch between the one-block differences and those of the point's own depth,
+// extrapolated along the nearest segment beyond them; the time likewise between the depth's own
+// known ones alone where it has any (one: in proportion to the batch), else the one-block ones.
+// In more micro-batches: the difference measured at that point. Throws Error(kInvalidArgument)
+// when no one-block difference of one micro-batch is given, or a point of several micro-batches
+// has none of its own.
 Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
                    double epilogue_params = 0);
 
 // What `to` differs by from `from` at `from`'s one-block points of no checkpointing that `to`
 // has too — the differences shift_head applied, recovered from a profile it derived (or from two
-// measured ones) —, and at `to`'s measured steps of the model's depth without checkpointing
-// (from `from`'s prediction there, uncalibrated). Throws Error(kInvalidArgument) when they share
-// no one-block point of one micro-batch.
+// measured ones) —, and at `to`'s measured steps of the model's depth without checkpointing:
+// against `from`'s measured step at the same batch, or (the peak alone) its prediction there,
+// uncalibrated. Throws Error(kInvalidArgument) when they share no one-block point of one
+// micro-batch.
 std::vector<HeadDifference> head_differences(const Profile& from, const Profile& to);
 
 }  // namespace slapo::cost

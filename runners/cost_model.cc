@@ -310,43 +310,55 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
   const int ranks = ranks_beside(of.world());
   const std::vector<std::string> worker = {self_executable(), "worker"};
   cost::Profile probed = std::move(measure_profiles_beside_peers(request, ranks, worker).front());
-  // One step of the deep variant with the new head: what a head saves or costs in time grows with
-  // the blocks before it (cost/head_difference.h). Where the new head lets larger batches fit than
-  // the base's were measured at, there — as a profile of its own would be extended
-  // (measure_profile): the peak's difference need not stay on the line through the one-block
-  // batches —, else at the base's largest. (Of the model's own depth only: at most 8 blocks.)
-  int64_t deepest = 0, probed_at = 0;
+  // The deep variant's steps with the new head, measured as a profile of its own measures them —
+  // at the base's batches in one sweep, and then where the new head lets larger batches fit than
+  // the base's largest, alone (measure_profile) —: what a head saves in time grows with the blocks
+  // before it, and the peak's difference need not stay on the line through the one-block batches
+  // (cost/head_difference.h). Of the model's own depth only (at most 8 blocks): else none.
+  const int64_t swept_to = capped_batch() > 0 ? capped_batch() : batch_hi_;
+  std::vector<int64_t> swept;
   for (const cost::ProfilePoint& q : base.profile.points) {
-    if (q.layers == base.profile.layers && q.ckpt_blocks == 0 && q.micro_batches == 1)
-      deepest = std::max(deepest, q.batch);
-    if (q.layers == 1 && q.micro_batches == 1) probed_at = std::max(probed_at, q.batch);
+    if (q.layers == base.profile.layers && q.layers > 1 && q.ckpt_blocks == 0 &&
+        q.micro_batches == 1 && q.batch <= swept_to)
+      swept.push_back(q.batch);
   }
-  if (deepest <= 1) return probed;
-  const int64_t fits = capped_batch() > 0 ? largest_fitting_micro_batch(probed, of) : 0;
-  ProfileRequest extend = request;
-  extend.base.reset();
-  extend.head = false;
-  extend.extend = probed;
-  extend.batch_hi = std::max(deepest, std::min(fits, batch_hi_));
-  const cost::Profile extended =
-      std::move(measure_profiles_beside_peers(extend, ranks, worker).front());
-  // The base shifted again with the deep step's difference too, and that step beside; the base's
-  // deep steps between the one-block batches and it left out, their difference only interpolated
-  // where a step of this key was measured (table 5's naive attention, every block checkpointed at
-  // batch 80: under-predicted by 5.2% with them, 4.4% without).
-  cost::Profile out =
-      cost::shift_head(base.profile, cost::head_differences(base.profile, extended),
-                       extended.shape.epilogue_params - base.profile.shape.epilogue_params);
-  out.points.erase(std::remove_if(out.points.begin(), out.points.end(),
-                                  [&](const cost::ProfilePoint& q) {
-                                    return q.layers > 1 && q.ckpt_blocks == 0 &&
-                                           q.batch > probed_at && q.batch < extend.batch_hi;
-                                  }),
-                   out.points.end());
-  for (const cost::ProfilePoint& q : extended.points) {
-    if (!q.derived) out.points.push_back(q);
+  if (swept.empty()) return probed;
+  auto deep_steps = [&](const cost::Profile& to, std::vector<int64_t> batches) {
+    ProfileRequest extend = request;
+    extend.base.reset();
+    extend.head = false;
+    extend.extend = to;
+    extend.extend_batches = std::move(batches);
+    cost::Profile with = std::move(measure_profiles_beside_peers(extend, ranks, worker).front());
+    with.profile_s += to.profile_s;  // the probe's and every sweep's
+    return with;
+  };
+  // `to` with the base shifted by every difference its measured steps show, those steps beside in
+  // place of the base's deep steps without checkpointing.
+  auto shifted = [&](const cost::Profile& to) {
+    cost::Profile out =
+        cost::shift_head(base.profile, cost::head_differences(base.profile, to),
+                         to.shape.epilogue_params - base.profile.shape.epilogue_params);
+    auto deep_plain = [](const cost::ProfilePoint& q) {
+      return q.layers > 1 && q.ckpt_blocks == 0 && q.micro_batches == 1;
+    };
+    out.points.erase(std::remove_if(out.points.begin(), out.points.end(), deep_plain),
+                     out.points.end());
+    for (const cost::ProfilePoint& q : to.points) {
+      if (!q.derived && deep_plain(q)) out.points.push_back(q);
+    }
+    return out;
+  };
+  cost::Profile measured = deep_steps(probed, swept);
+  cost::Profile out = shifted(measured);
+  if (capped_batch() > 0) {
+    const int64_t fits = std::min(largest_fitting_micro_batch(out, of), batch_hi_);
+    if (fits > swept_to) {
+      measured = deep_steps(measured, {fits});
+      out = shifted(measured);
+    }
   }
-  out.profile_s = probed.profile_s + extended.profile_s;
+  out.profile_s = measured.profile_s;
   return out;
 }
 
@@ -377,7 +389,7 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
       to->code_revision = kGitRevision;
       const std::string how =
           "derived from a profile that differs only in the head: the one-block steps of both "
-          "measured in alternation, and one deep step";
+          "measured in alternation, the deep ones of this key alone";
       if (to_key == key) {  // predictor_for counts, stores and notes it
         if (derived_how) *derived_how = how;
         head_pairs_.emplace(m.family, HeadPair{base->profile, *to, base->knobs});

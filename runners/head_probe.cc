@@ -23,8 +23,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Timed rounds per batch: the median of three is not moved by one wild round.
-constexpr int kRounds = 3;
+// Timed rounds per batch: the first key to step at a larger batch pays for the memory it touches
+// first (a few per cent at gpt-mini's shapes); two rounds, each key first in one, cancel it.
+constexpr int kRounds = 2;
 
 // One key's one-block model in `micro` GPipe micro-batches, stepped as the profiler steps it.
 class SteppedModel {
@@ -48,8 +49,7 @@ class SteppedModel {
       SLAPO_FAIL(ErrorCode::kRuntime, "probing the head of ", knobs.to_string(), ": ", e.what());
     }
     held_ = static_cast<double>(memory.live_bytes()) - before;
-    for (const auto& p : trainer_->model().parameters())
-      params_ += static_cast<double>(p.numel());
+    for (const auto& p : trainer_->model().parameters()) params_ += static_cast<double>(p.numel());
   }
 
   double params() const { return params_; }
@@ -158,10 +158,10 @@ std::vector<cost::HeadDifference> probe_head_differences(const Workload& workloa
   for (cost::HeadDifference& d : out) {
     if (d.micro_batches == 1) continue;
     const double x = static_cast<double>(d.batch) / static_cast<double>(d.micro_batches);
-    const double per_micro =
-        line.size() == 1 ? line.front().second : cost::polyline_at(line, x);
+    const double per_micro = line.size() == 1 ? line.front().second : cost::polyline_at(line, x);
     // The optimizer steps once: its difference (over parameters the head has more) once.
-    const double optimizer_ms = base.optimizer_ms_per_param * (epilogue_params ? *epilogue_params : 0);
+    const double optimizer_ms =
+        base.optimizer_ms_per_param * (epilogue_params ? *epilogue_params : 0);
     d.ms = static_cast<double>(d.micro_batches) * per_micro -
            static_cast<double>(d.micro_batches - 1) * optimizer_ms;
   }

@@ -5,17 +5,18 @@
 //
 // Both keys' one-block models are built (the template applied as in a trial) and stepped as the
 // profiler steps them: a whole training step, optimizer included, at each batch the base's
-// one-block variant was measured at. The two are stepped in alternation, the base first in even
-// rounds and last in odd ones, three rounds per batch, and the time difference is the median of
-// the rounds' (this machine's speed moves by 20% within minutes: only steps of one round are
-// worth differencing). The peaks are exact (the tracking allocator), each model's own: what it
-// holds between steps plus what its step needs above that. A step of several GPipe
-// micro-batches is stepped once per key, for its peak (what the loss keeps per micro-batch); its
-// time difference is that many times the one-micro-batch difference at a micro-batch's samples
-// (the head runs once per micro-batch).
+// one-block variant was measured at. The two are stepped in alternation, the base first in the
+// first round and last in the second, and the time difference is the mean of the two rounds'
+// (this machine's speed moves by 20% within minutes: only steps of one round are worth
+// differencing; the first to step at a larger batch pays for the memory it touches first). The
+// peaks are exact (the tracking allocator), each model's own: what it holds between steps plus what
+// its step needs above that. A step of several GPipe micro-batches is stepped once per key, for its
+// peak (what the loss keeps per micro-batch); its time difference is that many times the
+// one-micro-batch difference at a micro-batch's samples (the head runs once per micro-batch).
 //
-// At gpt-mini's shapes (sequence 32, batches 4–18) the probe costs about half of what profiling
-// the key whole did (docs/cost-model.md).
+// The probe gives the one-block steps (the head's own cost) and their exact bytes; the deep
+// variant's steps of the new key are measured as a profile of its own would measure them
+// (runners/cost_model.h): what a head saves in time grows with the blocks before it.
 
 #include <cstdint>
 #include <vector>

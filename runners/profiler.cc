@@ -268,8 +268,11 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     // The deep variant alone: the model's own depth is measured, not composed, where the largest
     // batches that fit are; a block there is the deep step less the one-block variant's last
     // segment, extended (a pipeline stage of fewer blocks is all that reads it).
+    std::vector<int64_t> batches = request.extend_batches;
+    if (batches.empty()) batches = {request.batch_hi};
+    std::sort(batches.begin(), batches.end());
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, deep, 0, 1, {request.batch_hi}, steps_at))
+         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, steps_at))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -352,7 +355,10 @@ std::string ProfileRequest::to_json() const {
         j["siblings"].push_back(nlohmann::ordered_json::parse(c.to_json()));
     }
   }
-  if (extend) j["extend"] = nlohmann::ordered_json::parse(extend->to_json());
+  if (extend) {
+    j["extend"] = nlohmann::ordered_json::parse(extend->to_json());
+    if (!extend_batches.empty()) j["extend_batches"] = extend_batches;
+  }
   return j.dump();
 }
 
@@ -381,7 +387,18 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
         r.siblings.push_back(Config::from_json(c.dump(), origin));
     }
   }
-  if (j.contains("extend")) r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
+  if (j.contains("extend")) {
+    r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
+    if (j.contains("extend_batches")) {
+      SLAPO_CHECK(j["extend_batches"].is_array(), ErrorCode::kInvalidArgument, origin,
+                  ": a profile request's extend_batches are an array of batch sizes");
+      for (const nlohmann::json& b : j["extend_batches"]) {
+        SLAPO_CHECK(b.is_number_integer() && b.get<int64_t>() >= 1, ErrorCode::kInvalidArgument,
+                    origin, ": a profile request's extend_batches are batch sizes of one or more");
+        r.extend_batches.push_back(b.get<int64_t>());
+      }
+    }
+  }
   return r;
 }
 

@@ -52,8 +52,10 @@ struct ProfileRequest {
   // the profile is the base's shifted by their difference (runners/head_probe.h). No siblings.
   bool head = false;
   // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
-  // checkpointing is measured, and added to it.
+  // checkpointing is measured, and added to it — or its steps at each of `extend_batches`, in
+  // one sweep (ascending), when given.
   std::optional<cost::Profile> extend;
+  std::vector<int64_t> extend_batches;
 
   std::string to_json() const;
   // Throws Error(kInvalidArgument) naming `origin` for text that is not a request.

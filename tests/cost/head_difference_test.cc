@@ -3,6 +3,7 @@
 // differ in time and in what the loss keeps; the blocks and the embeddings are the same.
 
 #include <algorithm>
+#include <cmath>
 
 #include <gtest/gtest.h>
 
@@ -123,6 +124,27 @@ TEST(HeadDifferenceTest, ADeepStepsDifferenceIsThatDepthsOwn) {
     const ProfilePoint& q = original.points[i];
     if (q.layers == kLayers && q.batch == 32)
       EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, -320 * kMB, 1e-3);
+  }
+}
+
+// Several deep steps: the depth's time differences interpolated between them; a difference
+// known against a prediction only (NaN time) shifts the peak, not the time.
+TEST(HeadDifferenceTest, TheDepthsTimeLineRunsThroughItsOwnKnownDifferences) {
+  const SyntheticWorkload base;
+  const Profile original = base.profile();
+  const std::vector<HeadDifference> d = {{1, 1, 1, -1, 0},
+                                         {32, 1, 1, -2, -320 * kMB},
+                                         {4, kLayers, 1, -4, 0},
+                                         {32, kLayers, 1, -60, -300 * kMB},
+                                         {64, kLayers, 1, std::nan(""), -1000 * kMB}};
+  const Profile shifted = shift_head(original, d);
+  for (size_t i = 0; i < shifted.points.size(); ++i) {
+    const ProfilePoint& q = original.points[i];
+    if (q.layers != kLayers) continue;
+    const double want = q.batch == 1 ? -4 + (1 - 4) * (-56.0 / 28)  // extrapolated below 4
+                                     : -4 + static_cast<double>(q.batch - 4) * (-56.0 / 28);
+    EXPECT_NEAR(shifted.points[i].step_ms - q.step_ms, want, 1e-9) << q.batch;
+    if (q.batch == 32) EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, -300 * kMB, 1e-3);
   }
 }
 

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "core/config.h"
+#include "core/error.h"
 #include "core/metrics.h"
 #include "cost/profile.h"
 #include "runners/profiler.h"
@@ -53,6 +55,30 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
   // The largest batch asked for is among them.
   EXPECT_TRUE(std::any_of(profile.points.begin(), profile.points.end(),
                           [](const cost::ProfilePoint& q) { return q.batch == 8; }));
+}
+
+// A profile to extend at several batches: the deep variant's steps at each, in one sweep, added to
+// it — the request read back from its JSON as a job of two ranks receives it; batches that are
+// not batch sizes are refused.
+TEST(ProfilerTest, AProfileIsExtendedAtEveryBatchAsked) {
+  ProfileRequest r;
+  r.workload = tiny();
+  r.batch_lo = 2;
+  r.batch_hi = 4;
+  const cost::Profile profile = measure_profile(r);
+  r.extend = profile;
+  r.extend_batches = {6, 3};
+  const ProfileRequest back = ProfileRequest::from_json(r.to_json(), "test");
+  EXPECT_EQ(back.extend_batches, r.extend_batches);
+  const cost::Profile extended = measure_profile(back);
+  ASSERT_EQ(extended.points.size(), profile.points.size() + 2);
+  EXPECT_EQ(extended.points[profile.points.size()].batch, 3);
+  EXPECT_EQ(extended.points.back().batch, 6);
+  EXPECT_EQ(extended.points.back().layers, profile.layers);
+  EXPECT_EQ(extended.points.back().ckpt_blocks, 0);
+  std::string bad = r.to_json();
+  bad.replace(bad.find("[6,3]"), 5, "[6,0]");
+  EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
 }
 
 }  // namespace
