@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ class SimulatedGroup : public schedule::Communicator {
   int size_;
   std::string name_;
   Tally all_reduce_, all_gather_;
+  std::optional<at::Tensor> lingering_;  // all_gather's: what the real group frees late
 };
 
 }  // namespace slapo::runners
