@@ -5,6 +5,10 @@
 #include <memory>
 #include <string>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -187,6 +191,16 @@ std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
     const Workload& workload, const Config& base_knobs, const std::vector<Config>& knobs,
     const std::vector<int64_t>& batches, int64_t checkpointed_batch) {
   TrackingAllocator::instance();  // installed before any tensor of the probe
+  // The blocks run on a heap given back to the system first: what the base's deep steps left
+  // allocated but free in this process (hundreds of MB after its largest batch) made the probe
+  // rank table 1's attention variants the wrong way — `auto` to a tie at 4, 2, never, 1, 2, never,
+  // never, never, 2, never, 1, 2 trials over twelve fresh draws; with it, 1 1 1 1 never 2 1 1 1
+  // over nine; the probe in a process of its own, 1 in six of six (docs/benchmarks.md). Measured,
+  // not explained; not done before the base's own steps, whose larger batches it made slower
+  // (table 4: to a tie at 7 in four draws of six). glibc only.
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
   std::vector<std::vector<cost::BlockDifference>> out;
   {
     ProbedBlock base(workload, base_knobs, false);
