@@ -80,16 +80,6 @@ Config outside_block_knobs(const Config& config) {
 // (cost/head_difference.h).
 bool within_head(const std::string& knob) { return knob == "fused_lm_loss"; }
 
-// The knobs of `config` that change the computation outside the blocks, but for the head's.
-Config outside_knobs_but_head(const Config& config) {
-  Config c;
-  const Config outside = outside_block_knobs(config);
-  for (const auto& [name, value] : outside.entries()) {
-    if (!within_head(name)) c.set(name, value);
-  }
-  return c;
-}
-
 // `config` with the head's knobs of `head` (those `head` does not set: removed).
 Config with_head_of(const Config& config, const Config& head) {
   Config c;
@@ -370,11 +360,12 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
   if (pair == head_pairs_.end()) {
     // A measured base whose key differs from this family's only in the head: its blocks with this
     // key's head are probed against it, or read when stored.
+    // (Its family is this key's with the base's head, on as many ranks: a profile of one rank
+    // alone is not a base for one beside a peer.)
     const Config own = computation_knobs(config);
-    const std::string body = outside_knobs_but_head(own).canonical_json();
     const Base* base = nullptr;
     for (const auto& [family, b] : bases_) {
-      if (outside_knobs_but_head(b.knobs).canonical_json() == body) base = &b;
+      if (family_key(with_head_of(own, b.knobs), m.world()) == family) base = &b;
     }
     if (base == nullptr) return std::nullopt;
     const Config knobs = with_head_of(base->knobs, own);

@@ -121,8 +121,8 @@ std::vector<cost::HeadDifference> probe_head_differences(const Workload& workloa
     SteppedModel a(workload, base_knobs, micro), b(workload, knobs, micro);
     if (micro == 1 && epilogue_params) *epilogue_params = b.params() - a.params();
     // Warmed up once, at the smallest batch a step takes: a model's first step runs slower (its
-    // optimizer's state, the thread pools), a first step at a larger batch does not
-    // (runners/profiler.h).
+    // optimizer's state, the thread pools). A first step at a larger batch pays for the memory it
+    // touches first, a few per cent: the rounds' order cancels it (kRounds).
     const models::TrainingBatch warm = batch_of(workload, knobs, micro);
     a.step(warm);
     b.step(warm);

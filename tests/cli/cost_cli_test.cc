@@ -189,6 +189,46 @@ attn          = { choice = ["naive", "fused_qkv", "baddbmm"] }
   EXPECT_EQ(derived, 2u);
 }
 
+// Keys that differ only in the head are derived across it at one rank and at two — the head
+// probe run by a job of two ranks from its request — and never from a base of the other world (a
+// rank profiled alone is no base for one beside a peer).
+TEST(CostCliTest, KeysAcrossTheHeadAreDerivedFromABaseOfTheirOwnWorld) {
+  const std::string space = write_temp("pp-head.toml", R"(
+[workload]
+model = "gpt-tiny"
+batch_size = 8
+seq_len = 16
+threads = 2
+
+[knobs]
+batch_size    = { values = [4, 8], mem = "up" }
+pp            = { values = [1, 2] }
+micro_batches = { values = [1, 2] }
+fused_lm_loss = { values = [false, true] }
+
+[constraints]
+micro = "micro_batches == pp"
+)");
+  const std::string db = temp_db("pp-head");
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 8 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto j = nlohmann::json::parse(last_line(plan.out));
+  EXPECT_EQ(j["considered"], 8);
+  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
+  size_t across = 0, whole = 0;
+  std::istringstream notes(plan.err);
+  for (std::string line; std::getline(notes, line);) {
+    if (line.find("differs only in the head") != std::string::npos) {
+      ++across;
+      EXPECT_NE(line.find("fused_lm_loss=true"), std::string::npos) << line;
+    } else if (line.find("profiled fused_lm_loss=false in") != std::string::npos) {
+      ++whole;
+    }
+  }
+  EXPECT_EQ(across, 2u) << plan.err;  // one per world
+  EXPECT_EQ(whole, 2u) << plan.err;   // the base of each world
+}
+
 TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   const std::string parallel =
       std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-parallel.toml";
