@@ -3,6 +3,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "core/error.h"
+#include "dist/world.h"
 
 namespace slapo::dist {
 
@@ -37,6 +38,14 @@ LaunchResult launch_ranks(const LaunchOptions& options) {
   ranks.master_port = result.port;
   result.ranks = run_ranks(ranks);
   return result;
+}
+
+void check_not_in_a_rank(const std::string& what, const std::vector<std::string>& worker) {
+  SLAPO_CHECK(
+      !RankEnv::present(), ErrorCode::kRuntime, what,
+      ": this process is a rank of a job (WORLD_SIZE is set), and a rank launches no job; is '",
+      worker.empty() ? std::string() : worker.front(),
+      "' a program with slapo-tune's worker command?");
 }
 
 }  // namespace slapo::dist

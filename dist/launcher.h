@@ -37,4 +37,11 @@ struct LaunchResult {
 // Error(kRuntime) only when the store cannot be hosted; a rank's failure is in the result.
 LaunchResult launch_ranks(const LaunchOptions& options);
 
+// For slapo's own jobs of `worker` ranks (profiles, the collectives' profile): throws
+// Error(kRuntime) naming `what` and the executable when this process is itself a rank of a job
+// (WORLD_SIZE is set) — none of slapo's ranks launches a job, and one that did would be a program
+// without slapo-tune's worker command running itself again (a test binary re-running its tests,
+// each launching more ranks, until the machine runs out of memory).
+void check_not_in_a_rank(const std::string& what, const std::vector<std::string>& worker);
+
 }  // namespace slapo::dist

@@ -72,6 +72,7 @@ void run_collective_worker(std::ostream& out) {
 cost::CollectiveProfile profile_collectives(int ranks, const std::vector<std::string>& worker) {
   SLAPO_CHECK(ranks >= 2, ErrorCode::kInvalidArgument, "collectives need two ranks or more, not ",
               ranks);
+  dist::check_not_in_a_rank("profiling the collectives", worker);
   dist::LaunchOptions launch;
   launch.nproc = ranks;
   launch.argv = worker;

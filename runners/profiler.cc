@@ -415,6 +415,7 @@ void run_profile_worker(const std::string& request_json, std::ostream& out) {
 std::vector<cost::Profile> measure_profiles_beside_peers(const ProfileRequest& request, int ranks,
                                                          const std::vector<std::string>& worker) {
   if (ranks <= 1) return measure_profiles(request);
+  dist::check_not_in_a_rank("profiling", worker);
   dist::LaunchOptions launch;
   launch.nproc = ranks;
   launch.argv = worker;

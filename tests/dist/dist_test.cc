@@ -3,16 +3,20 @@
 // templates against the single-process model (float32, tiny presets, dropout on).
 
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "core/error.h"
 #include "core/process.h"
 #include "dist/launcher.h"
 
 namespace {
 
+using slapo::Error;
+using slapo::dist::check_not_in_a_rank;
 using slapo::dist::LaunchOptions;
 using slapo::dist::LaunchResult;
 
@@ -32,6 +36,20 @@ std::string outputs(const LaunchResult& r) {
   for (size_t i = 0; i < r.ranks.size(); ++i)
     all += "[rank " + std::to_string(i) + "] " + r.ranks[i].out + r.ranks[i].err;
   return all;
+}
+
+// A rank of a job launches no job of slapo's own: a test binary whose cost model launched
+// "itself worker" re-ran its tests in every rank, each launching more.
+TEST(DistTest, ARankLaunchesNoJobOfItsOwn) {
+  EXPECT_NO_THROW(check_not_in_a_rank("profiling", {"slapo-tune", "worker"}));
+  ::setenv("WORLD_SIZE", "2", 1);
+  try {
+    check_not_in_a_rank("profiling", {"/tmp/runners_test", "worker"});
+    ADD_FAILURE() << "a rank was let launch a job";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'/tmp/runners_test'"), std::string::npos) << e.what();
+  }
+  ::unsetenv("WORLD_SIZE");
 }
 
 TEST(DistTest, CollectivesAndTheirConjugates) {
