@@ -129,6 +129,14 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   };
   const auto [state_1, act_1] = memory_line(shallow);
   const auto [state_d, act_d] = memory_line(deep_plain);
+  // Where the deep variant's peaks bend (a head whose buffer stops growing past a batch: the fused
+  // LM loss's chunk of logits), the line passes under the points between the bends.
+  std::map<double, std::vector<double>> above_line;
+  for (const ProfilePoint* q : deep_plain) {
+    const double x = static_cast<double>(q->batch);
+    if (q->batch > 1) above_line[x].push_back(q->peak_bytes - (state_d + act_d * x));
+  }
+  for (const auto& [x, r] : above_line) fit_.deep_bend.emplace_back(x, std::max(0.0, median(r)));
   fit_.block_state = (state_d - state_1) / (d - 1);
   fit_.outside_state = state_1 - fit_.block_state;
   fit_.block_act = (act_d - act_1) / (d - 1);
@@ -275,6 +283,14 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double at_once = std::max(loss_transient, k > 0 ? fit_.block_act - loss_kept : 0.0);
   st.logits = x * (in_flight * loss_kept + loss_transient);
   st.activations = x * (in_flight * kept + at_once - loss_transient);
+  // The whole model on one stage: no lower than the deep variant's measured peaks where they bend
+  // above the line, interpolated between its batches (beyond them, the nearest one's). An
+  // under-prediction is a trial run into out of memory; the budget's edge lies between the
+  // measured batches.
+  if (p == 1 && fit_.deep_bend.size() >= 2) {
+    const double lo = fit_.deep_bend.front().first, hi = fit_.deep_bend.back().first;
+    st.activations += polyline_at(fit_.deep_bend, std::clamp(x, lo, hi));
+  }
   st.peak_bytes =
       std::max(st.state + st.activations + st.logits, fit_.least_ratio * st.state) * memory_scale_;
   return st;

@@ -119,6 +119,10 @@ class Predictor {
     double outside_kept = 0;
     double ckpt_block_kept = 0;  // bytes per sample a checkpointed block keeps
     double least_ratio = 1;      // the least peak (1 sample, all checkpointed) over the state
+    // By batch, how far each measured peak of the deep variant without checkpointing lies above
+    // its fitted line (0 where below): where the peak's curve bends, a line through all of it
+    // passes under the measured points between the bends.
+    std::vector<std::pair<double, double>> deep_bend;
     CommLine block_all_reduce, outside_all_reduce, block_all_gather, outside_all_gather;
     CommLine recompute_all_reduce;  // per checkpointed block
   };

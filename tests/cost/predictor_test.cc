@@ -81,6 +81,32 @@ TEST(PredictorTest, ADeeperModelIsComposedFromTheBlocks) {
   EXPECT_NE(p.notes[0].find("12 blocks composed from variants of 1 and 4"), std::string::npos);
 }
 
+// A head whose buffer stops growing past 8 samples (the fused LM loss's chunk of logits) bends the
+// deep variant's peaks: a line through them all passes under the middle ones, where a budget's
+// edge may lie. The whole model on one stage is predicted no lower than the measured peaks there.
+TEST(PredictorTest, OneStageIsNoLowerThanTheDeepVariantsMeasuredPeaksWhereTheyBend) {
+  Profile profile = synthetic_profile();
+  auto head_buffer = [](double x) { return 3 * kMB * std::min(x, 8.0); };
+  for (ProfilePoint& q : profile.points) {
+    if (q.layers == kLayers && q.ckpt_blocks == 0) q.peak_bytes += head_buffer(q.batch);
+  }
+  const Predictor bent(profile), straight(synthetic_profile());
+  // At the measured batches: the measured peak (the line alone is below it at 11).
+  for (const ProfilePoint& q : profile.points) {
+    if (q.layers != kLayers || q.ckpt_blocks != 0 || q.batch == 1) continue;
+    EXPECT_GE(bent.predict({q.batch}).peak_bytes, q.peak_bytes - 1) << q.batch;
+  }
+  EXPECT_NEAR(bent.predict({11}).peak_bytes, true_peak(kLayers, 11, 0) + head_buffer(11), 1);
+  // Between them, at least the measured curve's interpolation; beyond them, the nearest point's
+  // excess over the line.
+  const double at11 = true_peak(kLayers, 11, 0) + head_buffer(11);
+  const double at32 = true_peak(kLayers, 32, 0) + head_buffer(32);
+  EXPECT_GE(bent.predict({16}).peak_bytes, at11 + (at32 - at11) * 5 / 21 - 1);
+  // A straight curve adds nothing.
+  EXPECT_NEAR(straight.predict({16}).peak_bytes, true_peak(kLayers, 16, 0), 1);
+  for (const auto& [x, excess] : straight.fit().deep_bend) EXPECT_NEAR(excess, 0, 1) << x;
+}
+
 TEST(PredictorTest, PipelineStagesDataParallelismAndTheirMessages) {
   const Predictor predictor(synthetic_profile(), synthetic_collectives());
   // Two stages of two blocks, 4 micro-batches of 4 samples, 1F1B.
