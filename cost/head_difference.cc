@@ -1,5 +1,6 @@
 #include "cost/head_difference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -43,7 +44,15 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
   auto line_of = [&](int64_t layers) -> const auto& {
     auto it = lines.find(layers);
     if (it != lines.end()) return it->second;
+    // The bytes: the depth's own differences where measured, else the deepest's — a one-block
+    // step can still peak in its optimizer step (the same bytes whatever the head) at batches where
+    // the deep ones peak in their activations — else the one-block ones.
     std::map<int64_t, const HeadDifference*> at = one;
+    int64_t deepest = 0;
+    for (const auto& [key, d] : deeper) deepest = std::max(deepest, key.first);
+    for (const auto& [key, d] : deeper) {
+      if (key.first == deepest && key.first != layers) at[key.second] = d;
+    }
     std::vector<std::pair<double, double>> own_ms;  // the depth's own time differences
     for (const auto& [key, d] : deeper) {
       if (key.first != layers) continue;

@@ -18,6 +18,9 @@ namespace {
 // all-reduces of at most this many bytes. Not included: that header needs LibTorch.
 constexpr double kGradientBucketBytes = 25 << 20;
 constexpr double kFloatBytes = 4;
+// A peak within this share of its variant's one-sample peak is the optimizer step's, not the
+// activations' (that peak does not grow with the batch: equal to the byte where it is the peak).
+constexpr double kAtTheFloor = 1e-3;
 
 // The points of one variant without checkpointing.
 std::vector<const ProfilePoint*> plain_points(const Profile& p, int64_t layers) {
@@ -62,6 +65,33 @@ Predictor::CommLine per_block(const Predictor::CommLine& deep, const Predictor::
 
 Predictor::CommLine minus(const Predictor::CommLine& a, const Predictor::CommLine& b) {
   return {a.calls - b.calls, a.bytes_at0 - b.bytes_at0, a.bytes_per_sample - b.bytes_per_sample};
+}
+
+// The largest one-sample peak of `points`; 0 without one.
+double one_sample_peak(const std::vector<const ProfilePoint*>& points) {
+  double peak = 0;
+  for (const ProfilePoint* q : points) {
+    if (q->batch == 1) peak = std::max(peak, q->peak_bytes);
+  }
+  return peak;
+}
+
+// Per batch above one sample, the median peak of `points` (one variant without checkpointing) —
+// where it lies above the variant's one-sample peak, if `above_the_floor`.
+std::map<double, double> activation_peaks(const std::vector<const ProfilePoint*>& points,
+                                          bool above_the_floor) {
+  double floor = 0;
+  std::map<double, std::vector<double>> by_batch;
+  for (const ProfilePoint* q : points) {
+    if (q->batch == 1) floor = std::max(floor, q->peak_bytes);
+    if (q->batch > 1) by_batch[static_cast<double>(q->batch)].push_back(q->peak_bytes);
+  }
+  std::map<double, double> out;
+  for (const auto& [x, peaks] : by_batch) {
+    const double peak = median(peaks);
+    if (!above_the_floor || peak > floor * (1 + kAtTheFloor)) out[x] = peak;
+  }
+  return out;
 }
 
 }  // namespace
@@ -115,32 +145,66 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   fit_.deep_ms =
       forward_backward_ms(deep_plain, profile_.optimizer_ms_per_param * params_of_variant(d));
 
-  // Memory: affine in the batch at each depth; the difference of the depths is the blocks'.
-  // The one-sample points are left out: there the optimizer step's own need, not the activations,
-  // can be the peak (the least ratio below covers them).
-  auto memory_line = [](const std::vector<const ProfilePoint*>& points) {
-    std::vector<std::pair<double, double>> xy;
-    for (const ProfilePoint* q : points) {
-      if (q->batch > 1) xy.emplace_back(static_cast<double>(q->batch), q->peak_bytes);
+  // Memory, in the peaks of the steps without checkpointing above one sample and above their
+  // variant's one-sample peak: at or under it, the optimizer step's own need, not the activations,
+  // is the peak (the least ratio below covers those).
+  std::map<double, double> one_block = activation_peaks(shallow, true);
+  std::map<double, double> deep_peaks = activation_peaks(deep_plain, true);
+  // The blocks, affine in the batch: the difference of the depths at the batches both measured,
+  // where whatever the rest holds cancels — a head whose buffer stops growing past a batch (the
+  // fused LM loss's chunk of logits) bends both variants' peaks alike.
+  auto block_differences = [&] {
+    std::vector<std::pair<double, double>> out;
+    for (const auto& [x, peak] : one_block) {
+      auto deep_peak = deep_peaks.find(x);
+      if (deep_peak != deep_peaks.end()) out.emplace_back(x, (deep_peak->second - peak) / (d - 1));
     }
-    SLAPO_CHECK(xy.size() >= 2, ErrorCode::kInvalidArgument,
-                "profile: needs two batch sizes above one sample without checkpointing");
-    return fit_line(xy);
+    return out;
   };
-  const auto [state_1, act_1] = memory_line(shallow);
-  const auto [state_d, act_d] = memory_line(deep_plain);
-  // Where the deep variant's peaks bend (a head whose buffer stops growing past a batch: the fused
-  // LM loss's chunk of logits), the line passes under the points between the bends.
-  std::map<double, std::vector<double>> above_line;
-  for (const ProfilePoint* q : deep_plain) {
-    const double x = static_cast<double>(q->batch);
-    if (q->batch > 1) above_line[x].push_back(q->peak_bytes - (state_d + act_d * x));
+  std::vector<std::pair<double, double>> blocks = block_differences();
+  const double one_sample_state =
+      (one_sample_peak(deep_plain) - one_sample_peak(shallow)) / (d - 1);
+  if (blocks.size() >= 2) {
+    std::tie(fit_.block_state, fit_.block_act) = fit_line(blocks);
+  } else if (blocks.size() == 1 && one_sample_state > 0) {
+    // One batch where both are the activations' (a one-block variant whose optimizer step is its
+    // peak up to the middle batch): a block's state is what it adds to the one-sample peak — the
+    // state, and the optimizer step's need of one tensor at a time.
+    fit_.block_state = one_sample_state;
+    fit_.block_act = (blocks[0].second - one_sample_state) / blocks[0].first;
+  } else {
+    // A profile of fewer batches: the peaks at the floor too.
+    one_block = activation_peaks(shallow, false);
+    deep_peaks = activation_peaks(deep_plain, false);
+    blocks = block_differences();
+    SLAPO_CHECK(blocks.size() >= 2, ErrorCode::kInvalidArgument,
+                "profile: needs steps without checkpointing of both variants at two batch sizes "
+                "above one sample");
+    std::tie(fit_.block_state, fit_.block_act) = fit_line(blocks);
   }
-  for (const auto& [x, r] : above_line) fit_.deep_bend.emplace_back(x, std::max(0.0, median(r)));
-  fit_.block_state = (state_d - state_1) / (d - 1);
-  fit_.outside_state = state_1 - fit_.block_state;
-  fit_.block_act = (act_d - act_1) / (d - 1);
-  fit_.outside_act = act_1 - fit_.block_act;
+  // The rest: what each peak holds besides its blocks, in a line through the two largest batches
+  // measured — where a budget's edge lies; a bent head's peaks at fewer samples lie under it.
+  std::map<double, std::vector<double>> rest;
+  auto blocks_at = [&](double blocks, double x) {
+    return blocks * (fit_.block_state + fit_.block_act * x);
+  };
+  for (const auto& [x, peak] : one_block) rest[x].push_back(peak - blocks_at(1, x));
+  for (const auto& [x, peak] : deep_peaks) rest[x].push_back(peak - blocks_at(d, x));
+  SLAPO_CHECK(rest.size() >= 2, ErrorCode::kInvalidArgument,
+              "profile: needs steps without checkpointing at two batch sizes above one sample");
+  auto largest = rest.rbegin();
+  const std::pair<double, double> far = {largest->first, median(largest->second)};
+  ++largest;
+  const std::pair<double, double> near = {largest->first, median(largest->second)};
+  std::tie(fit_.outside_state, fit_.outside_act) = fit_line({near, far});
+  const double state_1 = fit_.block_state + fit_.outside_state;
+  const double act_1 = fit_.block_act + fit_.outside_act;
+  const double state_d = d * fit_.block_state + fit_.outside_state;
+  const double act_d = d * fit_.block_act + fit_.outside_act;
+  // Where the deep variant's peaks bend above that line (between the largest batches and the
+  // smaller ones), the prediction of one stage is raised to them (stage_cost).
+  for (const auto& [x, peak] : deep_peaks)
+    fit_.deep_bend.emplace_back(x, std::max(0.0, peak - (state_d + act_d * x)));
   // Two GPipe micro-batches of x samples keep twice what one keeps until backward: the difference
   // from one micro-batch of x is x · (a block's activations + what the loss keeps).
   fit_.outside_kept = fit_.outside_act;
@@ -197,10 +261,12 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
               "profiled without checkpointing");
   // A block too small to time (B(x) = 0 within the noise) recomputes in no measurable time.
   fit_.recompute_share = share_den > 0 ? std::max(0.0, share_num / share_den) : 0.0;
+  // What a checkpointed block keeps: a block's activations less what checkpointing every block
+  // saved at that batch, against the step without checkpointing measured there.
   const double x = static_cast<double>(all_checkpointed->batch);
-  fit_.ckpt_block_kept = std::max(0.0, ((all_checkpointed->peak_bytes - state_d) / x -
-                                        std::max(fit_.outside_act, fit_.block_act)) /
-                                           d);
+  const double saved =
+      plain_at.at(all_checkpointed->batch)->peak_bytes - all_checkpointed->peak_bytes;
+  fit_.ckpt_block_kept = std::max(0.0, fit_.block_act - saved / (d * x));
   fit_.least_ratio = state_d > 0 ? std::max(1.0, least_peak / state_d) : 1.0;
 }
 
@@ -275,14 +341,20 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double in_flight =
       in.gpipe ? static_cast<double>(m) : static_cast<double>(std::min<int64_t>(m, p - stage));
   const double kept = (n - k) * fit_.block_act + k * fit_.ckpt_block_kept;
-  // On the last stage, the loss's kept part per micro-batch in flight; then, at once, either what
-  // the loss needs while running backward or one checkpointed block recomputed (the micro-batch's
-  // own kept loss part freed by then).
+  // On the last stage, the loss's kept part per micro-batch in flight. The peak is either at the
+  // head — every micro-batch in flight keeping its blocks' part, the last stage's loss running
+  // backward — or when the stage recomputes its first checkpointed block from the top: the
+  // checkpointed blocks are the first ones (models/template_knobs.cc), so by then the micro-batch's
+  // plain blocks and its loss have run backward and are freed; the other micro-batches in flight
+  // keep theirs.
   const double loss_kept = last ? fit_.outside_kept : 0;
   const double loss_transient = last ? fit_.outside_act - fit_.outside_kept : 0;
-  const double at_once = std::max(loss_transient, k > 0 ? fit_.block_act - loss_kept : 0.0);
+  const double at_head = in_flight * (kept + loss_kept) + loss_transient;
+  const double recomputing =
+      k > 0 ? (in_flight - 1) * (kept + loss_kept) + k * fit_.ckpt_block_kept + fit_.block_act
+            : 0.0;
   st.logits = x * (in_flight * loss_kept + loss_transient);
-  st.activations = x * (in_flight * kept + at_once - loss_transient);
+  st.activations = x * std::max(at_head, recomputing) - st.logits;
   // The whole model on one stage: no lower than the deep variant's measured peaks where they bend
   // above the line, interpolated between its batches (beyond them, the nearest one's). An
   // under-prediction is a trial run into out of memory; the budget's edge lies between the

@@ -32,7 +32,7 @@ SyntheticWorkload other_head() {
 std::vector<HeadDifference> one_block_differences(const SyntheticWorkload& from,
                                                   const SyntheticWorkload& to) {
   std::vector<HeadDifference> out;
-  for (int64_t batch : {1, 4, 32}) {
+  for (int64_t batch : {1, 4, 11, 32}) {
     HeadDifference d;
     d.batch = batch;
     d.ms = to.step(1, batch, 0) - from.step(1, batch, 0);
@@ -85,7 +85,7 @@ TEST(HeadDifferenceTest, TheDifferencesAShiftRecordedAreRecoveredFromThePair) {
   // Another block with the base's head, shifted by them: the other block with the new head.
   SyntheticWorkload block = base;
   block.block_per_sample = 5;
-  block.block_act_mb = 14;
+  block.block_act_mb = 11;  // under the new head's 12: every peak at the head
   SyntheticWorkload both = block;
   both.outside_at0 = other.outside_at0;
   both.outside_per_sample = other.outside_per_sample;
@@ -145,6 +145,28 @@ TEST(HeadDifferenceTest, TheDepthsTimeLineRunsThroughItsOwnKnownDifferences) {
                                      : -4 + static_cast<double>(q.batch - 4) * (-56.0 / 28);
     EXPECT_NEAR(shifted.points[i].step_ms - q.step_ms, want, 1e-9) << q.batch;
     if (q.batch == 32) EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, -300 * kMB, 1e-3);
+  }
+}
+
+// Where both heads' one-block steps peak in their optimizer step (the same bytes whatever the
+// head), their difference says nothing of the head's bytes: the deep steps', measured at that
+// batch, shift a one-block point there — one of another block, whose own peak is its activations'.
+TEST(HeadDifferenceTest, OneBlockStepsAtTheirOptimizerPeakShiftNoHeadsBytes) {
+  SyntheticWorkload base, other = other_head();
+  base.optimizer_peak_mb = other.optimizer_peak_mb = 200;  // over one block's 4 samples
+  std::vector<HeadDifference> d = one_block_differences(base, other);
+  for (int64_t batch : {4, 11, 32}) {
+    d.push_back({batch, kLayers, 1, other.step(kLayers, batch, 0) - base.step(kLayers, batch, 0),
+                 other.peak(kLayers, batch, 0) - base.peak(kLayers, batch, 0)});
+  }
+  SyntheticWorkload block = base;
+  block.block_act_mb = 40;  // one block of 4 samples, either head: over the optimizer's 200 MB
+  SyntheticWorkload both = block;
+  both.outside_act_mb = other.outside_act_mb;
+  const Profile composed = shift_head(block.profile(), d);
+  for (const ProfilePoint& q : composed.points) {
+    if (q.ckpt_blocks != 0 || q.batch == 1) continue;
+    EXPECT_NEAR(q.peak_bytes, both.peak(q.layers, q.batch, 0), 1e-3) << q.layers << " " << q.batch;
   }
 }
 

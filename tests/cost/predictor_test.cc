@@ -107,6 +107,57 @@ TEST(PredictorTest, OneStageIsNoLowerThanTheDeepVariantsMeasuredPeaksWhereTheyBe
   for (const auto& [x, excess] : straight.fit().deep_bend) EXPECT_NEAR(excess, 0, 1) << x;
 }
 
+// A step whose peak is its optimizer step's (a small batch of a shallow variant) says nothing of
+// the activations: the blocks and the rest are read off the other batches, with the profiler's
+// middle batch or — a profile without it — the one-sample peaks' difference for a block's state.
+TEST(PredictorTest, AStepThatPeaksInItsOptimizerStepSaysNothingOfTheActivations) {
+  testing::SyntheticWorkload w;
+  w.optimizer_peak_mb = 200;  // over one block's 4 samples (160 MB), under four blocks' (280)
+  Profile without_middle = w.profile();
+  without_middle.points.erase(
+      std::remove_if(without_middle.points.begin(), without_middle.points.end(),
+                     [](const ProfilePoint& q) { return q.layers == 1 && q.batch == 11; }),
+      without_middle.points.end());
+  for (const Profile& profile : {w.profile(), without_middle}) {
+    const Predictor predictor(profile);
+    EXPECT_NEAR(predictor.fit().block_act, 10 * kMB, 1);
+    EXPECT_NEAR(predictor.fit().block_state, 16 * kMB, 1);
+    EXPECT_NEAR(predictor.fit().outside_act, 30 * kMB, 1);
+    for (int64_t b : {8, 16, 24, 64}) {
+      for (int64_t k : {int64_t{0}, int64_t{2}, kLayers})
+        EXPECT_NEAR(predictor.predict({b, k}).peak_bytes, w.peak(kLayers, b, k), 1)
+            << b << " " << k;
+    }
+  }
+}
+
+// A head that keeps less than a block (the fused LM loss): with the first blocks checkpointed, the
+// peak is either at the head or when the top checkpointed block is recomputed — by then the plain
+// blocks above it and the loss have run backward — not both at once. The head's buffer that does
+// not grow with the batch is gone by then, which the model does not know: it over-predicts those
+// peaks by at most that buffer, never under.
+TEST(PredictorTest, WithTheFirstBlocksCheckpointedThePeakIsAtTheHeadOrAtTheTopRecompute) {
+  testing::SyntheticWorkload w;
+  w.outside_act_mb = 4;    // under a block's 10
+  w.head_buffer_mb = 200;  // every block checkpointed at the largest profiled batch: at the head
+  const Predictor predictor(w.profile());
+  const Predictor::Fit& f = predictor.fit();
+  const double d = static_cast<double>(kLayers);
+  for (int64_t b : {8, 16, 64}) {
+    EXPECT_NEAR(predictor.predict({b}).peak_bytes, w.peak(kLayers, b, 0), 1) << b;
+    for (int64_t k = 1; k <= kLayers; ++k) {
+      const double c = static_cast<double>(k), x = static_cast<double>(b);
+      const double at_head = (d - c) * f.block_act + c * f.ckpt_block_kept + f.outside_act;
+      const double recomputing = c * f.ckpt_block_kept + f.block_act;
+      const double p = predictor.predict({b, k}).peak_bytes;
+      EXPECT_NEAR(p, d * f.block_state + f.outside_state + x * std::max(at_head, recomputing), 1)
+          << b << " " << k;
+      EXPECT_GE(p, w.peak(kLayers, b, k) - 1) << b << " " << k;
+      EXPECT_LE(p, w.peak(kLayers, b, k) + w.head_buffer_mb * kMB + 1) << b << " " << k;
+    }
+  }
+}
+
 TEST(PredictorTest, PipelineStagesDataParallelismAndTheirMessages) {
   const Predictor predictor(synthetic_profile(), synthetic_collectives());
   // Two stages of two blocks, 4 micro-batches of 4 samples, 1F1B.

@@ -8,6 +8,7 @@
 //   and loss 30 MB.
 // Another block (an attention variant, a fusion) changes only the block's fields.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -25,6 +26,11 @@ struct SyntheticWorkload {
   double outside_at0 = 5, outside_per_sample = 4;
   double recompute = 0.3;
   double block_act_mb = 10, ckpt_kept_mb = 2, outside_act_mb = 30;
+  // What the optimizer step needs beyond the state: a step's peak when its activations need less.
+  double optimizer_peak_mb = 0;
+  // A buffer of the head's forward that does not grow with the batch (the fused LM loss's chunk of
+  // logits): there at the head, gone by the time a checkpointed block is recomputed.
+  double head_buffer_mb = 0;
 
   double block_ms(double x) const { return block_at0 + block_per_sample * x; }
   double outside_ms(double x) const { return outside_at0 + outside_per_sample * x; }
@@ -35,12 +41,16 @@ struct SyntheticWorkload {
            recompute * static_cast<double>(k) * block_ms(x) +
            optimizer_ms(static_cast<double>(layers));
   }
+  // At the head, every block's part; or, with blocks checkpointed (the first k), when the top one
+  // of them is recomputed — the plain blocks above it and the loss have run backward by then; or
+  // in the optimizer step.
   double peak(int64_t layers, int64_t x, int64_t k) const {
-    return state_bytes(static_cast<double>(layers)) +
-           static_cast<double>(x) *
-               (static_cast<double>(layers - k) * block_act_mb +
-                static_cast<double>(k) * ckpt_kept_mb + outside_act_mb) *
-               kMB;
+    const double n = static_cast<double>(layers), c = static_cast<double>(k);
+    const double samples = static_cast<double>(x);
+    const double at_head =
+        head_buffer_mb + samples * ((n - c) * block_act_mb + c * ckpt_kept_mb + outside_act_mb);
+    const double recomputing = k > 0 ? samples * (c * ckpt_kept_mb + block_act_mb) : 0;
+    return state_bytes(n) + std::max({at_head, recomputing, optimizer_peak_mb}) * kMB;
   }
   ProfilePoint point(int64_t layers, int64_t batch, int64_t ckpt) const {
     ProfilePoint q;
@@ -63,6 +73,7 @@ struct SyntheticWorkload {
     p.prologue_ms_per_sample = 0.5;
     for (auto [d, b, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 0},
                                                               {1, 4, 0},
+                                                              {1, 11, 0},
                                                               {1, 32, 0},
                                                               {kLayers, 1, 0},
                                                               {kLayers, 4, 0},
