@@ -168,8 +168,8 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
     std::tie(fit_.block_state, fit_.block_act) = fit_line(blocks);
   } else if (blocks.size() == 1 && one_sample_state > 0) {
     // One batch where both are the activations' (a one-block variant whose optimizer step is its
-    // peak up to the middle batch): a block's state is what it adds to the one-sample peak — the
-    // state, and the optimizer step's need of one tensor at a time.
+    // peak at the smallest batch): a block's state is what it adds to the one-sample peak, where
+    // both variants peak in the optimizer step — the state, and its need of one tensor at a time.
     fit_.block_state = one_sample_state;
     fit_.block_act = (blocks[0].second - one_sample_state) / blocks[0].first;
   } else {

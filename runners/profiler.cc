@@ -320,13 +320,11 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
          measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, steps_at))
       profile.points.push_back(q);
   };
-  // Both variants at the middle batch too: at the smallest, a variant's peak can still be its
-  // optimizer step's, and the blocks' memory is read off the batches where both are activations'.
-  std::vector<int64_t> batches = {1, lo, hi};
-  if (mid > lo && mid < hi) batches.push_back(mid);
-  measure(1, 0, 1, batches);
+  measure(1, 0, 1, {1, lo, hi});
   measure(1, 0, 2, {2 * lo});
-  measure(deep, 0, 1, batches);
+  std::vector<int64_t> deep_batches = {1, lo, hi};
+  if (mid > lo && mid < hi) deep_batches.push_back(mid);
+  measure(deep, 0, 1, deep_batches);
   // At the largest batch: what a checkpointed block keeps is read per sample off this one step,
   // and what is not per sample (the fused head's chunk buffers) weighs least there — at the
   // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md).

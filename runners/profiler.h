@@ -7,10 +7,9 @@
 //
 //   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
 //                  the largest batch and 1 sample with every block checkpointed
-//   one block      1 sample, the smallest, a middle and the largest batch without checkpointing;
-//                  twice the smallest batch in two GPipe micro-batches (what the loss keeps per
-//                  micro-batch until its backward, against what it needs only while running
-//                  backward)
+//   one block      1 sample, the smallest and the largest batch without checkpointing; twice the
+//                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
+//                  until its backward, against what it needs only while running backward)
 //
 // With a base profile (ProfileRequest::base), only one block of the key and of each sibling alone,
 // in the same rounds as the base's block, at the base's batches (runners/block_probe.h): the rest

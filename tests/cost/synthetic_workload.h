@@ -73,7 +73,6 @@ struct SyntheticWorkload {
     p.prologue_ms_per_sample = 0.5;
     for (auto [d, b, k] : std::vector<std::array<int64_t, 3>>{{1, 1, 0},
                                                               {1, 4, 0},
-                                                              {1, 11, 0},
                                                               {1, 32, 0},
                                                               {kLayers, 1, 0},
                                                               {kLayers, 4, 0},
