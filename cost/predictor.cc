@@ -80,10 +80,9 @@ double one_sample_peak(const std::vector<const ProfilePoint*>& points) {
 // where it lies above the variant's one-sample peak, if `above_the_floor`.
 std::map<double, double> activation_peaks(const std::vector<const ProfilePoint*>& points,
                                           bool above_the_floor) {
-  double floor = 0;
+  const double floor = one_sample_peak(points);
   std::map<double, std::vector<double>> by_batch;
   for (const ProfilePoint* q : points) {
-    if (q->batch == 1) floor = std::max(floor, q->peak_bytes);
     if (q->batch > 1) by_batch[static_cast<double>(q->batch)].push_back(q->peak_bytes);
   }
   std::map<double, double> out;
@@ -185,8 +184,8 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   // The rest: what each peak holds besides its blocks, in a line through the two largest batches
   // measured — where a budget's edge lies; a bent head's peaks at fewer samples lie under it.
   std::map<double, std::vector<double>> rest;
-  auto blocks_at = [&](double blocks, double x) {
-    return blocks * (fit_.block_state + fit_.block_act * x);
+  auto blocks_at = [&](double count, double x) {
+    return count * (fit_.block_state + fit_.block_act * x);
   };
   for (const auto& [x, peak] : one_block) rest[x].push_back(peak - blocks_at(1, x));
   for (const auto& [x, peak] : deep_peaks) rest[x].push_back(peak - blocks_at(d, x));

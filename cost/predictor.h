@@ -19,8 +19,10 @@
 //   A stage's memory: its parameters, gradients and optimizer state (the profile's per-block and
 //   outside-the-blocks state, split between the ends by their parameters), and the activations of
 //   the micro-batches in flight — m under GPipe, min(m, p − s) under 1F1B — each keeping, per
-//   sample, a block's activations for a plain block and its input for a checkpointed one, the
-//   logits on the last stage, plus one block recomputed in backward.
+//   sample, a block's activations for a plain block and what a checkpointed one keeps, and what
+//   the loss keeps on the last stage; at its peak either at the head (the loss running backward)
+//   or at the top recompute (the micro-batch's checkpointed blocks and one block recomputed, its
+//   plain blocks freed by then).
 //
 // Measured trials correct the model (calibrate). Blind spots: docs/cost-model.md.
 
@@ -119,8 +121,8 @@ class Predictor {
     double outside_kept = 0;
     double ckpt_block_kept = 0;  // bytes per sample a checkpointed block keeps
     double least_ratio = 1;      // the least peak (1 sample, all checkpointed) over the state
-    // By batch, how far each measured peak of the deep variant without checkpointing lies above
-    // its fitted line (0 where below): where the peak's curve bends, a line through all of it
+    // By batch, how far each peak of the deep variant without checkpointing (above its one-sample
+    // peak) lies above the fitted line (0 where below): where the peak's curve bends, the line
     // passes under the measured points between the bends.
     std::vector<std::pair<double, double>> deep_bend;
     CommLine block_all_reduce, outside_all_reduce, block_all_gather, outside_all_gather;
