@@ -212,8 +212,13 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   const int ranks = ranks_beside(m.world());
   const std::vector<std::string> worker = {self_executable(), "worker"};
   if (m.input.tp == 1 && !bases_.count(m.family)) {
-    if (std::optional<cost::Profile> shifted = derive_across_head(config, key, derived_how))
+    if (std::optional<cost::Profile> shifted = derive_across_head(config, key, derived_how)) {
+      // A composed profile is the shift of another key's: it is of this key, measured here now.
+      shifted->key_json = key;
+      shifted->fingerprint_json = fingerprint_;
+      shifted->code_revision = kGitRevision;
       return std::move(*shifted);
+    }
   }
   if (derived_how)
     *derived_how =

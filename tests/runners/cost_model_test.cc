@@ -143,6 +143,16 @@ TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComp
   EXPECT_EQ(later.profile_seconds(), 0.0);
   EXPECT_EQ(later.predict(at("fused_qkv", true)).prediction->peak_bytes,
             qkv_fused.prediction->peak_bytes);
+  // Each stored profile says what it is of: the key it is stored under (a composed one is not its
+  // source's).
+  size_t stored = 0;
+  for (const db::StoredProfile& p : database->profiles()) {
+    if (p.key.find("\"knobs\"") == std::string::npos) continue;  // the collectives'
+    EXPECT_EQ(nlohmann::json::parse(cost::Profile::from_json(p.profile_json, "test").key_json),
+              nlohmann::json::parse(p.key));
+    ++stored;
+  }
+  EXPECT_EQ(stored, 4u);
 }
 
 }  // namespace
