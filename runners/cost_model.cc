@@ -377,7 +377,6 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
     const std::string to_key = key_of(knobs, m.world());
     std::string not_reused;
     std::optional<cost::Profile> to = reusable_profile(to_key, &not_reused);
-    if (to && to_key == key) return std::nullopt;  // predictor_for reuses it (not reached)
     if (!to) {
       to = probe_across_head(*base, knobs, m);
       to->key_json = to_key;

@@ -148,24 +148,32 @@ TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
   EXPECT_NE(human.out.find("recompute"), std::string::npos) << human.out;
 }
 
-// Keys of a two-rank layout are profiled by a job of two ranks (each beside its peer): a base's
-// derived keys travel to the job together and come back as one profile each.
-TEST(CostCliTest, ThePipelinesAttentionVariantsAreProbedTogetherByOneJob) {
-  const std::string space = write_temp("pp-attn.toml", R"(
+// `slapo-tune plan --top N --json` of gpt-tiny (sequence 16, two threads) over `knobs` (the space
+// file from its [knobs] table on), written as NAME.toml, profiled into `db`.
+Outcome plan_of_gpt_tiny(const std::string& name, const std::string& knobs, const std::string& db,
+                         int top) {
+  const std::string space = write_temp(name + ".toml", R"(
 [workload]
 model = "gpt-tiny"
 batch_size = 8
 seq_len = 16
 threads = 2
+)" + knobs);
+  return run("plan --space " + space + " --db " + db + " --top " + std::to_string(top) + " --json");
+}
 
+// Keys of a two-rank layout are profiled by a job of two ranks (each beside its peer): a base's
+// derived keys travel to the job together and come back as one profile each.
+TEST(CostCliTest, ThePipelinesAttentionVariantsAreProbedTogetherByOneJob) {
+  const std::string db = temp_db("pp-attn");
+  const Outcome plan = plan_of_gpt_tiny("pp-attn", R"(
 [knobs]
 batch_size    = { values = [4, 8], mem = "up" }
 pp            = { values = [2] }
 micro_batches = { values = [2] }
 attn          = { choice = ["naive", "fused_qkv", "baddbmm"] }
-)");
-  const std::string db = temp_db("pp-attn");
-  Outcome plan = run("plan --space " + space + " --db " + db + " --top 6 --json");
+)",
+                                        db, 6);
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   const auto j = nlohmann::json::parse(last_line(plan.out));
   EXPECT_EQ(j["considered"], 6);
@@ -193,13 +201,7 @@ attn          = { choice = ["naive", "fused_qkv", "baddbmm"] }
 // probe run by a job of two ranks from its request — and never from a base of the other world (a
 // rank profiled alone is no base for one beside a peer).
 TEST(CostCliTest, KeysAcrossTheHeadAreDerivedFromABaseOfTheirOwnWorld) {
-  const std::string space = write_temp("pp-head.toml", R"(
-[workload]
-model = "gpt-tiny"
-batch_size = 8
-seq_len = 16
-threads = 2
-
+  const Outcome plan = plan_of_gpt_tiny("pp-head", R"(
 [knobs]
 batch_size    = { values = [4, 8], mem = "up" }
 pp            = { values = [1, 2] }
@@ -208,9 +210,8 @@ fused_lm_loss = { values = [false, true] }
 
 [constraints]
 micro = "micro_batches == pp"
-)");
-  const std::string db = temp_db("pp-head");
-  Outcome plan = run("plan --space " + space + " --db " + db + " --top 8 --json");
+)",
+                                        temp_db("pp-head"), 8);
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   const auto j = nlohmann::json::parse(last_line(plan.out));
   EXPECT_EQ(j["considered"], 8);
