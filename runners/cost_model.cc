@@ -306,18 +306,21 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
   const std::vector<std::string> worker = {self_executable(), "worker"};
   cost::Profile probed = std::move(measure_profiles_beside_peers(request, ranks, worker).front());
   // The deep variant's steps with the new head, measured as a profile of its own measures them —
-  // at the base's batches in one sweep, and then where the new head lets larger batches fit than
-  // the base's largest, alone (measure_profile) —: what a head saves in time grows with the blocks
-  // before it, and the peak's difference need not stay on the line through the one-block batches
-  // (cost/head_difference.h). Of the model's own depth only (at most 8 blocks): else none.
-  const int64_t swept_to = capped_batch() > 0 ? capped_batch() : batch_hi_;
+  // at every batch the base's were, in one sweep, and then, only where the new head lets batches
+  // fit beyond twice the base's largest, there alone (measure_profile) —: what a head saves in
+  // time grows with the blocks before it, and the peak's difference need not stay on the line
+  // through the one-block batches (cost/head_difference.h). Up to twice the largest measured
+  // batch, a step is extrapolated along the last segment as in any profile: on table 5 the fused
+  // head fits 80 samples where the base's largest is 40, and its step there cost 2 s of the
+  // profile's 9.7. Of the model's own depth only (at most 8 blocks): else none.
   std::vector<int64_t> swept;
   for (const cost::ProfilePoint& q : base.profile.points) {
     if (q.layers == base.profile.layers && q.layers > 1 && q.ckpt_blocks == 0 &&
-        q.micro_batches == 1 && q.batch <= swept_to)
+        q.micro_batches == 1)
       swept.push_back(q.batch);
   }
   if (swept.empty()) return probed;
+  const int64_t swept_to = *std::max_element(swept.begin(), swept.end());
   auto deep_steps = [&](const cost::Profile& to, std::vector<int64_t> batches) {
     ProfileRequest extend = request;
     extend.base.reset();
@@ -348,7 +351,7 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
   cost::Profile out = shifted(measured);
   if (capped_batch() > 0) {
     const int64_t fits = std::min(largest_fitting_micro_batch(out, of), batch_hi_);
-    if (fits > swept_to) {
+    if (fits > 2 * swept_to) {
       measured = deep_steps(measured, {fits});
       out = shifted(measured);
     }

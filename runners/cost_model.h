@@ -128,9 +128,10 @@ class WorkloadCostModel : public tuner::CostModel {
                                                   std::string* derived_how);
   struct Base;
   // The profile of `base`'s blocks with the head of `knobs` (the base's knobs but the head's, of
-  // `of`'s family): the base shifted by the head probe's one-block differences and by one deep
-  // step's, which is kept beside (measured at the largest batch of the family predicted to fit
-  // under a memory budget, else at the base's largest).
+  // `of`'s family): the base shifted by the head probe's one-block differences and by the deep
+  // steps' of this head, which are kept beside (measured at the base's deep batches, and at the
+  // largest batch of the family predicted to fit under a memory budget where that is beyond twice
+  // the largest of them).
   cost::Profile probe_across_head(const Base& base, const Config& knobs, const Mapping& of);
   // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
   // profiled nor stored for reuse, with their knobs that change the computation.

@@ -34,6 +34,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A step of the profile's smallest batches shorter than this is timed twice (measure_profiles).
+constexpr double kShortStepMs = 300;
+
 template <typename F>
 double median_ms(int repeats, F&& f) {
   std::vector<double> ms;
@@ -138,15 +141,14 @@ namespace {
 // The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as
 // one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
 // in turn: one model, one warm-up step at the smallest batch a step takes (`micro` samples), then
-// `steps_at(batch)` timed steps at each batch, its peak read per batch. A step's first run at a
+// one timed step at each batch — two at batches of at most `few` samples when the first is short
+// (kShortStepMs) —, its peak read per batch. A step's first run at a
 // larger batch needs no warm-up of its own — the optimizer's state, the thread pools exist by
 // then, and it times as the second would (docs/cost-model.md) — where a model and a warm-up step
 // per point made gpt-mini's profile cost 12 s, not 7.
-template <typename StepsAt>
 std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
                                               int64_t depth, int64_t ckpt, int64_t micro,
-                                              const std::vector<int64_t>& batches,
-                                              StepsAt&& steps_at) {
+                                              const std::vector<int64_t>& batches, int64_t few) {
   models::ModelSpec spec = w.spec();
   spec.layers = depth;
   Config c = knobs;
@@ -183,9 +185,11 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
     for (int64_t batch : batches) {
       tracker.reset_peak();
       if (group) group->reset_tallies();
-      std::vector<double> ms;
-      const int steps = steps_at(batch);
-      for (int i = 0; i < steps; ++i) ms.push_back(run(batch));
+      std::vector<double> ms = {run(batch)};
+      // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
+      // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step.
+      if (batch <= few && ms.front() < kShortStepMs) ms.push_back(run(batch));
+      const int steps = static_cast<int>(ms.size());
       cost::ProfilePoint p;
       p.layers = depth;
       p.batch = batch;
@@ -253,10 +257,10 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   Workload w = request.workload;
   // One timed step per point: against two, side by side, the same within 2% at 40 samples
   // (docs/cost-model.md), for half the profile. Points of a few samples, where one hiccup of the
-  // machine weighs most and a step costs least, time two.
+  // machine weighs most and a step costs least, time two — when their first step is short
+  // (kShortStepMs).
   w.memory_budget = 0;  // the profile measures; the prediction decides what fits
   const int64_t few = std::max<int64_t>(request.batch_lo, 2);
-  auto steps_at = [few](int64_t batch) { return batch <= few ? 2 : 1; };
   torch::set_num_threads(w.threads);
   const models::TemplateConfig tc =
       models::parse_template_config(w.schedule_template(), w.spec(), request.knobs);
@@ -272,7 +276,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     if (batches.empty()) batches = {request.batch_hi};
     std::sort(batches.begin(), batches.end());
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, steps_at))
+         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, few))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -310,14 +314,14 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   profile.shape = model_shape(w, request.knobs, tp);
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
-  measure_sweep(w, request.knobs, tp, 1, 0, 1, {1}, steps_at);
+  measure_sweep(w, request.knobs, tp, 1, 0, 1, {1}, few);
   // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
   // first.
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, steps_at))
+         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, few))
       profile.points.push_back(q);
   };
   measure(1, 0, 1, {1, lo, hi});

@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -124,6 +126,66 @@ TEST(CostCliTest, UnderABudgetOnlyTheBatchesThatCanFitAreProfiled) {
                        " --config '{\"batch_size\": 256, \"ckpt_ratio\": 1.0}' --json");
   ASSERT_EQ(beyond.exit_code, 0) << beyond.err;
   EXPECT_FALSE(nlohmann::json::parse(last_line(beyond.out))["fits"].get<bool>()) << beyond.out;
+}
+
+// Under a budget the base is measured beyond the middle batch, where its largest batches fit; a
+// key across the head steps its deep variant at every batch the base's did, that one included
+// (what a head saves grows with the blocks before it), and beyond them only past twice the largest.
+TEST(CostCliTest, UnderABudgetAKeyAcrossTheHeadIsMeasuredWhereItsBaseWas) {
+  // A budget where the base fits about 64 samples, every block checkpointed, and the fused head
+  // another batch (on gpt-tiny's small vocabulary its chunk buffers outweigh the logits it saves:
+  // fewer) — every even batch a batch size, so the two differ.
+  const std::string unbounded = temp_db("head-budget-free");
+  const std::string unbounded_space =
+      write_temp("head-budget-free.toml",
+                 "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nthreads = 1\n\n[knobs]\n"
+                 "batch_size = { pow2 = [2, 128] }\nckpt_ratio = { values = [0.0, 1.0] }\n"
+                 "fused_lm_loss = { values = [false, true] }\n");
+  auto peak = [&](int batch, bool fused) {
+    Outcome sized = run("predict --space " + unbounded_space + " --db " + unbounded +
+                        " --config '{\"batch_size\": " + std::to_string(batch) +
+                        ", \"ckpt_ratio\": 1.0, \"fused_lm_loss\": " + (fused ? "true" : "false") +
+                        "}' --json");
+    EXPECT_EQ(sized.exit_code, 0) << sized.err;
+    return nlohmann::json::parse(last_line(sized.out))["peak_bytes"].get<double>();
+  };
+  const double budget = 1.02 * peak(64, false);
+  ASSERT_LT(budget, peak(128, false));
+  ASSERT_GT(peak(64, true), budget);
+  const std::string space =
+      write_temp("head-budget.toml",
+                 "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
+                 "threads = 1\nmemory_budget = " +
+                     std::to_string(static_cast<int64_t>(budget * 1.02)) +
+                     "\n\n[knobs]\nbatch_size = { range = [2, 1024], step = 2, mem = \"up\" }\n"
+                     "ckpt_ratio = { values = [0.0, 1.0], mem = \"down\" }\n"
+                     "fused_lm_loss = { values = [false, true], mem = \"down\" }\n");
+  const std::string db = temp_db("head-budget");
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 3 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.err.find("differs only in the head"), std::string::npos) << plan.err;
+  Outcome listed = run("db profiles --db " + db + " --format json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  // Each key's measured deep steps without checkpointing, by whether its head is fused.
+  std::map<bool, std::set<int64_t>> deep;
+  for (const auto& p : nlohmann::json::parse(last_line(listed.out))) {
+    if (p["key"].get<std::string>().find("\"knobs\"") == std::string::npos) continue;
+    const bool fused =
+        nlohmann::json::parse(p["key"].get<std::string>())["knobs"].value("fused_lm_loss", false);
+    for (const auto& q : p["profile"]["points"]) {
+      if (q["layers"].get<int64_t>() > 1 && q.value("ckpt_blocks", 0) == 0 &&
+          q.value("micro_batches", 1) == 1 && !q.value("derived", false))
+        deep[fused].insert(q["batch"].get<int64_t>());
+    }
+  }
+  ASSERT_EQ(deep.size(), 2u) << listed.out;
+  // The base was measured where about 64 samples fit, beyond the space's middle batch (45).
+  const int64_t base_largest = *deep[false].rbegin();
+  EXPECT_GT(base_largest, 45);
+  for (int64_t b : deep[false]) EXPECT_TRUE(deep[true].count(b)) << "batch " << b;
+  for (int64_t b : deep[true]) {
+    if (!deep[false].count(b)) EXPECT_GT(b, 2 * base_largest);
+  }
 }
 
 TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
