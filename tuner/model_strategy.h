@@ -4,8 +4,10 @@
 // and stops when no remaining configuration could beat the measured best by more than the
 // measurement noise (as the trials' own steps show it), were its prediction off by the model's own
 // error — the error its predictions made of the trials measured so far (each predicted before its
-// own measurement calibrated the model), a prior until there are some. `auto` uses it whenever the
-// tuner has a cost model that predicts the space.
+// own measurement calibrated the model), a prior until there are some — but not before every value
+// of an unordered knob (a choice, a bool: an attention variant, a fusion) that is predicted to fit
+// has been measured once, its predicted best: the error of the others' trials is not its own.
+// `auto` uses it whenever the tuner has a cost model that predicts the space.
 
 #include <cstdint>
 #include <memory>

@@ -29,6 +29,8 @@ struct Observation {
   // How far apart the trial's own timed steps lay (step_spread): how far another measurement of
   // the same configuration may land — the measurement's noise as the trial itself shows it.
   std::optional<double> step_spread;
+  // Whether it ran: false for a point pruned by proof or prediction (observed as out of memory).
+  bool ran = true;
 };
 
 // (p90 − p10) / median of a trial's timed steps (metric::kStepMsP10, kStepMsP90, kStepMsMedian),

@@ -126,7 +126,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   const auto absorb = [&](const db::TrialRecord& t, std::vector<Observation>* observed) {
     if (t.result.status == TrialStatus::kInterrupted) return false;  // never measured
     if (!known.insert(t.config.canonical_json()).second) return false;
-    observed->push_back({t.config, t.result.status, t.objective, step_spread(t.result.metrics)});
+    observed->push_back(
+        {t.config, t.result.status, t.objective, step_spread(t.result.metrics), was_run(t)});
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
     if (memory) memory->observe(t.config, t.result, t.index);
     if (was_run(t)) ++measured_total;
@@ -198,7 +199,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       const int64_t index = database.add_trial(record);
       known.insert(config.canonical_json());
       ++summary.pruned;
-      strategy->observe({{config, TrialStatus::kOom, std::nullopt, std::nullopt}});
+      strategy->observe({{config, TrialStatus::kOom, std::nullopt, std::nullopt, false}});
       report(record, index);
       return true;
     });
@@ -315,7 +316,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     // early as the failure it is.
     strategy->observe(
         {{config, record.pruned_by || predicted_oom ? TrialStatus::kOom : record.result.status,
-          record.objective, step_spread(record.result.metrics)}});
+          record.objective, step_spread(record.result.metrics), was_run(record)}});
     report(record, index);
     if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
     if (record.objective && record.result.status == TrialStatus::kOk) {

@@ -852,6 +852,59 @@ TEST(ModelStrategyTest, TheNoiseIsWhatTheTrialsOwnStepsShow) {
   }
 }
 
+// A model exact for attention "a" (100 + x) that predicts "b" 10% below it (90 + x) where it runs
+// 20% above (120 + x). The trials of "a" say nothing of the error of "b": before the rule stops,
+// the best predicted configuration of the value no trial has had (a pruned point is none) is
+// measured once — and then nothing of "a" is worth measuring.
+TEST(ModelStrategyTest, EveryValueOfAnUnorderedKnobIsMeasuredOnceBeforeTheRuleStops) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nx = { range = [1, 5] }\nattn = { choice = [\"a\", \"b\"] }\n", "x.toml"));
+  class AttnCostModel : public CostModel {
+   public:
+    cost::Predicted predict(const Config& c) override {
+      cost::Predicted p;
+      cost::Prediction pr;
+      pr.samples_per_s =
+          (std::get<std::string>(c.at("attn")) == "a" ? 100 : 90) + as_number(c.at("x"));
+      pr.step_ms = 1000 / pr.samples_per_s;
+      p.prediction = pr;
+      return p;
+    }
+    void observe(const Config&, const TrialResult&) override {}
+    double memory_budget_bytes() const override { return 0; }
+  } model;
+  std::unique_ptr<Strategy> strategy = make_model_strategy(&model);
+  strategy->begin(space, 0, Objective{"samples_per_s", false});
+  std::set<std::string> known;
+  const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+  // A point of "b" pruned (never run) does not count as a trial of it.
+  Config pruned;
+  pruned.set("x", Value(int64_t{1}));
+  pruned.set("attn", Value(std::string("b")));
+  known.insert(pruned.canonical_json());
+  strategy->observe({{pruned, TrialStatus::kOom, std::nullopt, std::nullopt, /*ran=*/false}});
+  std::vector<Config> proposed;
+  for (int trial = 0; trial < 10; ++trial) {
+    const std::vector<Config> next = strategy->propose(1, is_known);
+    if (next.empty()) break;
+    const Config& c = next.front();
+    known.insert(c.canonical_json());
+    proposed.push_back(c);
+    const bool a = std::get<std::string>(c.at("attn")) == "a";
+    strategy->observe({{c, TrialStatus::kOk, (a ? 100 : 120) + as_number(c.at("x")), 0.05}});
+  }
+  ASSERT_FALSE(proposed.empty());
+  EXPECT_EQ(std::get<std::string>(proposed.front().at("attn")), "a");
+  const auto b = std::find_if(proposed.begin(), proposed.end(), [](const Config& c) {
+    return std::get<std::string>(c.at("attn")) == "b";
+  });
+  ASSERT_NE(b, proposed.end()) << "the rule stopped before any trial of attn = b";
+  EXPECT_EQ(as_number(b->at("x")), 5);  // its predicted best
+  EXPECT_LT(proposed.size(), 10u);      // and the search still stops
+  EXPECT_NE(strategy->why_done().find("no configuration left could beat"), std::string::npos)
+      << strategy->why_done();
+}
+
 TEST(ModelStrategyTest, OneExactPredictionDoesNotEndTheSearchBeforeTheModelsErrorIsKnown) {
   // The runner-up is measured first, exactly as predicted. A rule of "nothing predicted to beat
   // the best by 5%" stops there; with the model's error still at its prior (10%), the optimum,
@@ -923,11 +976,16 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   EXPECT_EQ(again.pruned, 0u);
   EXPECT_EQ(again.measured, 0u);
   EXPECT_EQ(again.resumed, summary.measured + summary.pruned);
-  // The model's error: 10% low every time (|log 0.9|), the prior 10%.
+  // The model's error: 10% low every time (|log 0.9| = 10.5%), the prior 10% counted twice —
+  // the median of the two and of the trials' errors, among them that of naive attention's best,
+  // measured once before the rule stopped (fused attention is the faster).
   EXPECT_EQ(summary.stopped_because,
             "no configuration left could beat the best measured by more than the noise (5.0%) "
-            "were its prediction off by the model's error so far (10.0%; 10.0% for a key no trial "
+            "were its prediction off by the model's error so far (10.3%; 10.3% for a key no trial "
             "has calibrated)");
+  EXPECT_TRUE(std::any_of(seen.begin(), seen.end(), [](const Progress& p) {
+    return std::get<std::string>(p.config.at("attn")) == "naive";
+  }));
   EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
   // auto uses the model when there is one.
   Bench a;
