@@ -42,17 +42,18 @@ std::vector<std::pair<double, double>> forward_backward_ms(
   // Above one sample a step grows linearly with the batch (the recorded tables' passes: within
   // 2% of a line from 4 to 80 samples), but a profile's points are single timed steps, each off by
   // 1–6% (table 4's six draws: the 11-sample step 1–6% below the line through the others): with
-  // four of them or more, they are read off Siegel's repeated-median line, which one wild step
-  // does not move (a least-squares line spreads it over the others: a 6% hiccup at 11 samples
-  // became 6% at 4).
+  // four of them or more, they are read off Siegel's repeated-median line through every point,
+  // one sample's included (it holds the line's intercept where the batches above it leave it
+  // loose: through those alone, one of table 4's draws had its smallest batch fastest per sample,
+  // where the passes have it slowest). One wild step does not move it; a least-squares line spreads
+  // it over the others (a 6% hiccup at 11 samples became 6% at 4). The one-sample point stays as
+  // measured.
   std::vector<double> xs, ys;
   for (const auto& [x, y] : out) {
-    if (x >= 2) {
-      xs.push_back(x);
-      ys.push_back(y);
-    }
+    xs.push_back(x);
+    ys.push_back(y);
   }
-  if (xs.size() >= 4) {
+  if (std::count_if(xs.begin(), xs.end(), [](double x) { return x >= 2; }) >= 4) {
     const Line line = repeated_median_line(xs, ys);
     for (auto& [x, y] : out) {
       if (x >= 2) y = std::max(0.0, line.at(x));
