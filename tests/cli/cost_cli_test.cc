@@ -93,6 +93,15 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   EXPECT_GT(nlohmann::json::parse(last_line(stale.out))["profile_s"].get<double>(), 0);
 }
 
+// A space file of gpt-tiny at sequence 16 over `knobs` (a [knobs] table) under a memory budget 2%
+// above `peak_bytes`.
+std::string budget_space(const std::string& name, double peak_bytes, const std::string& knobs) {
+  return write_temp(name + ".toml",
+                    "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
+                    "threads = 1\nmemory_budget = " +
+                        std::to_string(static_cast<int64_t>(peak_bytes * 1.02)) + "\n\n" + knobs);
+}
+
 TEST(CostCliTest, UnderABudgetOnlyTheBatchesThatCanFitAreProfiled) {
   // What batch 16, every block checkpointed, needs: the budget of a space up to batch 256.
   const std::string unbounded = temp_db("budget-free");
@@ -100,14 +109,10 @@ TEST(CostCliTest, UnderABudgetOnlyTheBatchesThatCanFitAreProfiled) {
                       " --config '{\"batch_size\": 16, \"ckpt_ratio\": 1.0, \"attn\": "
                       "\"naive\"}' --json");
   ASSERT_EQ(sized.exit_code, 0) << sized.err;
-  const double budget = nlohmann::json::parse(last_line(sized.out))["peak_bytes"].get<double>();
-  const std::string space =
-      write_temp("budget.toml",
-                 "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
-                 "threads = 1\nmemory_budget = " +
-                     std::to_string(static_cast<int64_t>(budget * 1.02)) +
-                     "\n\n[knobs]\nbatch_size = { pow2 = [2, 256], mem = \"up\" }\n"
-                     "ckpt_ratio = { values = [0.0, 1.0], mem = \"down\" }\n");
+  const double peak = nlohmann::json::parse(last_line(sized.out))["peak_bytes"].get<double>();
+  const std::string space = budget_space("budget", peak,
+                                         "[knobs]\nbatch_size = { pow2 = [2, 256], mem = \"up\" }\n"
+                                         "ckpt_ratio = { values = [0.0, 1.0], mem = \"down\" }\n");
   const std::string db = temp_db("budget");
   Outcome plan = run("plan --space " + space + " --db " + db + " --top 3 --json");
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
@@ -132,9 +137,9 @@ TEST(CostCliTest, UnderABudgetOnlyTheBatchesThatCanFitAreProfiled) {
 // key across the head steps its deep variant at every batch the base's did, that one included
 // (what a head saves grows with the blocks before it), and beyond them only past twice the largest.
 TEST(CostCliTest, UnderABudgetAKeyAcrossTheHeadIsMeasuredWhereItsBaseWas) {
-  // A budget where the base fits about 64 samples, every block checkpointed, and the fused head
-  // another batch (on gpt-tiny's small vocabulary its chunk buffers outweigh the logits it saves:
-  // fewer) — every even batch a batch size, so the two differ.
+  // A budget where the base fits a little more than 64 samples, every block checkpointed, and the
+  // fused head another batch (on gpt-tiny's small vocabulary its chunk buffers outweigh the logits
+  // it saves: fewer) — every even batch a batch size, so the two differ.
   const std::string unbounded = temp_db("head-budget-free");
   const std::string unbounded_space =
       write_temp("head-budget-free.toml",
@@ -149,17 +154,16 @@ TEST(CostCliTest, UnderABudgetAKeyAcrossTheHeadIsMeasuredWhereItsBaseWas) {
     EXPECT_EQ(sized.exit_code, 0) << sized.err;
     return nlohmann::json::parse(last_line(sized.out))["peak_bytes"].get<double>();
   };
-  const double budget = 1.02 * peak(64, false);
+  // 2% above what batch 64 needs, and budget_space's 2% more: 66 samples fit, not 128.
+  const double over_64 = 1.02 * peak(64, false);
+  const double budget = 1.02 * over_64;
   ASSERT_LT(budget, peak(128, false));
   ASSERT_GT(peak(64, true), budget);
   const std::string space =
-      write_temp("head-budget.toml",
-                 "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nwarmup = 1\nsteps = 3\n"
-                 "threads = 1\nmemory_budget = " +
-                     std::to_string(static_cast<int64_t>(budget * 1.02)) +
-                     "\n\n[knobs]\nbatch_size = { range = [2, 1024], step = 2, mem = \"up\" }\n"
-                     "ckpt_ratio = { values = [0.0, 1.0], mem = \"down\" }\n"
-                     "fused_lm_loss = { values = [false, true], mem = \"down\" }\n");
+      budget_space("head-budget", over_64,
+                   "[knobs]\nbatch_size = { range = [2, 1024], step = 2, mem = \"up\" }\n"
+                   "ckpt_ratio = { values = [0.0, 1.0], mem = \"down\" }\n"
+                   "fused_lm_loss = { values = [false, true], mem = \"down\" }\n");
   const std::string db = temp_db("head-budget");
   Outcome plan = run("plan --space " + space + " --db " + db + " --top 3 --json");
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
