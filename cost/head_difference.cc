@@ -65,8 +65,11 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
     // The time a head saves or costs grows with the depth before it on this machine (gpt-mini's
     // fused head: 0.05 ms a sample on one block, 0.3–1.8 on six — the logits' memory traffic
     // beside more live activations; docs/cost-model.md): a depth with time differences of its
-    // own takes its time from them alone (one: in proportion to the batch).
-    if (own_ms.size() == 1) own_ms.insert(own_ms.begin(), {0.0, 0.0});
+    // own takes its time from them alone, from what the head differs by at no sample — its
+    // parameters' optimizer step — to the first (measured at the largest batches, they are not
+    // extrapolated down along their steepest segment).
+    if (!own_ms.empty() && own_ms.front().first > 0)
+      own_ms.insert(own_ms.begin(), {0.0, profile.optimizer_ms_per_param * epilogue_params});
     if (!own_ms.empty()) ms = own_ms;
     return lines[layers];
   };

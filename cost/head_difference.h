@@ -7,7 +7,7 @@
 //   step'(L, x) = step(L, x) + Δms(x)        peak'(L, x) = peak(L, x) + Δpeak(x)
 //
 // at every depth L and checkpointing, Δ measured on the one-block variants of the two keys
-// (runners/head_probe.h: their steps in alternation, at the base's one-block batches) and
+// (runners/profiler.h: the new key's one-block steps at the base's one-block batches) and
 // interpolated along the batch between them. The peak's difference transfers from one block to
 // many where the step peaks at the loss in both — the large batches, where the head's logits are
 // most of what it allocates; at a few samples both keys' steps peak elsewhere (the optimizer's
@@ -27,7 +27,7 @@ namespace slapo::cost {
 
 // What the step of `layers` blocks in `micro_batches` GPipe micro-batches of `batch` samples costs
 // more with the new head than with the base's (negative: less): its time (NaN: not known) and its
-// peak. Measured on one block (runners/head_probe.h), and on the deep variant where its steps
+// peak. Measured on one block (runners/profiler.h), and on the deep variant where its steps
 // were measured (the time a head saves grows with the blocks before it; the peak's difference
 // need not stay on the line through the one-block batches: gpt-mini's fused head at batch 80,
 // docs/cost-model.md).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -138,9 +139,11 @@ std::vector<cost::BlockDifference> run_round(ProbedBlock& base,
   return out;
 }
 
-// Each other key's differences at each of `batches` (ascending), the blocks warmed up once at the
-// first: the time differences off the repeated-median lines through every round's
-// (runners/block_probe.h), the bytes as measured (exact, the same every round).
+// Each other key's differences at each of `batches` (in the order given, the largest first), the
+// base's block run once untimed at the first — the memory every later run reuses touched then,
+// for a third of a round (runners/block_probe.h): the time differences off the repeated-median
+// lines through every round's (runners/block_probe.h), the bytes as measured (exact, the same every
+// round).
 std::vector<std::vector<cost::BlockDifference>> differences_at(
     ProbedBlock& base, std::vector<std::unique_ptr<ProbedBlock>>& others,
     const std::vector<int64_t>& batches, bool checkpointed) {
@@ -152,7 +155,7 @@ std::vector<std::vector<cost::BlockDifference>> differences_at(
   for (size_t b = 0; b < batches.size(); ++b) {
     base.set_batch(batches[b]);
     for (auto& other : others) other->set_batch(batches[b]);
-    if (b == 0) run_round(base, others, batches[b], checkpointed, round++);
+    if (b == 0) base.run(round);  // the warm-up, untimed
     std::vector<cost::BlockDifference> d;
     for (int r = 0; r < rounds; ++r) {
       d = run_round(base, others, batches[b], checkpointed, round++);
@@ -205,10 +208,13 @@ std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
   {
     ProbedBlock base(workload, base_knobs, false);
     std::vector<std::unique_ptr<ProbedBlock>> others = blocks_of(workload, knobs, false);
-    std::vector<int64_t> ascending = batches;
-    std::sort(ascending.begin(), ascending.end());
-    ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
-    out = differences_at(base, others, ascending, false);
+    // The largest batch first (runners/block_probe.h): every block then runs on memory touched
+    // before; the differences are returned ascending.
+    std::vector<int64_t> descending = batches;
+    std::sort(descending.begin(), descending.end(), std::greater<>());
+    descending.erase(std::unique(descending.begin(), descending.end()), descending.end());
+    out = differences_at(base, others, descending, false);
+    for (std::vector<cost::BlockDifference>& key : out) std::reverse(key.begin(), key.end());
   }
   if (checkpointed_batch > 0) {
     ProbedBlock base(workload, base_knobs, true);

@@ -306,21 +306,28 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
   const std::vector<std::string> worker = {self_executable(), "worker"};
   cost::Profile probed = std::move(measure_profiles_beside_peers(request, ranks, worker).front());
   // The deep variant's steps with the new head, measured as a profile of its own measures them —
-  // at every batch the base's were, in one sweep, and then, only where the new head lets batches
-  // fit beyond twice the base's largest, there alone (measure_profile) —: what a head saves in
-  // time grows with the blocks before it, and the peak's difference need not stay on the line
-  // through the one-block batches (cost/head_difference.h). Up to twice the largest measured
-  // batch, a step is extrapolated along the last segment as in any profile: on table 5 the fused
-  // head fits 80 samples where the base's largest is 40, and its step there cost 2 s of the
-  // profile's 9.7. Of the model's own depth only (at most 8 blocks): else none.
-  std::vector<int64_t> swept;
+  // at the two largest batches the base's were, in one sweep, and then, only where the new head
+  // lets batches fit beyond twice the base's largest, there alone (measure_profile) —: what a
+  // head saves in time grows with the blocks before it, and the peak's difference need not stay
+  // on the line through the one-block batches (cost/head_difference.h). Below them the time's
+  // difference runs to the head's at no sample (its optimizer step's), where what it saves is
+  // least: on table 5 the fused head's difference on six blocks was −18 and −85 ms at 18 and 40
+  // samples, +4 and −5 (the noise) at 4 and 8, and their steps cost 0.4 s of its profile. Up to
+  // twice the largest measured batch, a step is extrapolated along the last segment as in any
+  // profile: on table 5 the fused head fits 80 samples where the base's largest is 40, and its
+  // step there cost 2 s of the profile's 9.7. Of the model's own depth only (at most 8 blocks):
+  // else none.
+  std::set<int64_t> base_batches;
   for (const cost::ProfilePoint& q : base.profile.points) {
     if (q.layers == base.profile.layers && q.layers > 1 && q.ckpt_blocks == 0 &&
-        q.micro_batches == 1)
-      swept.push_back(q.batch);
+        q.micro_batches == 1 && q.batch > 1)
+      base_batches.insert(q.batch);
   }
-  if (swept.empty()) return probed;
-  const int64_t swept_to = *std::max_element(swept.begin(), swept.end());
+  if (base_batches.empty()) return probed;
+  std::vector<int64_t> swept(base_batches.rbegin(), base_batches.rend());
+  swept.resize(std::min<size_t>(swept.size(), 2));
+  std::reverse(swept.begin(), swept.end());
+  const int64_t swept_to = swept.back();
   auto deep_steps = [&](const cost::Profile& to, std::vector<int64_t> batches) {
     ProfileRequest extend = request;
     extend.base.reset();
@@ -331,19 +338,25 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
     with.profile_s += to.profile_s;  // the probe's and every sweep's
     return with;
   };
-  // `to` with the base shifted by every difference its measured steps show, those steps beside in
-  // place of the base's deep steps without checkpointing.
+  // `to` with the base shifted by every difference its measured steps show, those steps in place
+  // of the base's deep steps without checkpointing at their batches (at the others, the base's
+  // shifted).
   auto shifted = [&](const cost::Profile& to) {
     cost::Profile out =
         cost::shift_head(base.profile, cost::head_differences(base.profile, to),
                          to.shape.epilogue_params - base.profile.shape.epilogue_params);
-    auto deep_plain = [](const cost::ProfilePoint& q) {
-      return q.layers > 1 && q.ckpt_blocks == 0 && q.micro_batches == 1;
+    std::set<int64_t> measured;
+    for (const cost::ProfilePoint& q : to.points) {
+      if (!q.derived && q.layers > 1 && q.ckpt_blocks == 0 && q.micro_batches == 1)
+        measured.insert(q.batch);
+    }
+    auto replaced = [&](const cost::ProfilePoint& q) {
+      return q.layers > 1 && q.ckpt_blocks == 0 && q.micro_batches == 1 && measured.count(q.batch);
     };
-    out.points.erase(std::remove_if(out.points.begin(), out.points.end(), deep_plain),
+    out.points.erase(std::remove_if(out.points.begin(), out.points.end(), replaced),
                      out.points.end());
     for (const cost::ProfilePoint& q : to.points) {
-      if (!q.derived && deep_plain(q)) out.points.push_back(q);
+      if (!q.derived && replaced(q)) out.points.push_back(q);
     }
     return out;
   };
@@ -386,8 +399,8 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
       to->fingerprint_json = fingerprint_;
       to->code_revision = kGitRevision;
       const std::string how =
-          "derived from a profile that differs only in the head: the one-block steps of both "
-          "measured in alternation, the deep ones of this key alone";
+          "derived from a profile that differs only in the head: its one-block steps measured "
+          "where the base's were, its deep ones at the base's two largest batches";
       if (to_key == key) {  // predictor_for counts, stores and notes it
         if (derived_how) *derived_how = how;
         head_pairs_.emplace(m.family, HeadPair{base->profile, *to, base->knobs});

@@ -17,9 +17,10 @@
 // space at once, the base's block run once per round for all of them.
 //
 // A key that differs from a profiled one of one rank only in the head (fused_lm_loss) is that one
-// shifted by what the head differs by, measured on the two keys' one-block steps
-// (cost/head_difference.h, runners/head_probe.h) once; the family's other keys are their attention
-// variants' profiles shifted alike, nothing of them run.
+// shifted by what the head differs by (cost/head_difference.h), read off the key's own one-block
+// steps where the base's ran (runners/profiler.h) and its deep steps at the base's two largest
+// batches, once; the family's other keys are their attention variants' profiles shifted alike,
+// nothing of them run.
 //
 // Profiling one key: runners/profiler.h.
 
@@ -120,18 +121,18 @@ class WorkloadCostModel : public tuner::CostModel {
   cost::Profile measure_profile(const Config& config, const std::string& key,
                                 std::string* derived_how);
   // The profile of `key`, of one rank, when a measured base differs from it only in the head
-  // (cost/head_difference.h): the base's blocks with this key's head probed against the base
-  // (runners/head_probe.h) once per family — the pair kept in head_pairs_ —, then every key of
+  // (cost/head_difference.h): the base's blocks with this key's head measured where the base's
+  // were (probe_across_head) once per family — the pair kept in head_pairs_ —, then every key of
   // the family its blocks' profile with the base's head, shifted. None when no base qualifies,
   // or when the pair's second key is `key` itself and stored (predictor_for reuses it).
   std::optional<cost::Profile> derive_across_head(const Config& config, const std::string& key,
                                                   std::string* derived_how);
   struct Base;
   // The profile of `base`'s blocks with the head of `knobs` (the base's knobs but the head's, of
-  // `of`'s family): the base shifted by the head probe's one-block differences and by the deep
-  // steps' of this head, which are kept beside (measured at the base's deep batches, and at the
-  // largest batch of the family predicted to fit under a memory budget where that is beyond twice
-  // the largest of them).
+  // `of`'s family): the base shifted by what its one-block steps with this head differ by
+  // (measured at the base's one-block batches) and by the deep steps' of this head, which are kept
+  // beside (measured at the base's two largest deep batches, and at the largest batch of the
+  // family predicted to fit under a memory budget where that is beyond twice the largest of them).
   cost::Profile probe_across_head(const Base& base, const Config& knobs, const Mapping& of);
   // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
   // profiled nor stored for reuse, with their knobs that change the computation.

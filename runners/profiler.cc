@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -16,12 +17,12 @@
 #include "core/stats.h"
 #include "core/text.h"
 #include "cost/derived_profile.h"
+#include "cost/head_difference.h"
 #include "dist/launcher.h"
 #include "models/template_config.h"
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/block_probe.h"
-#include "runners/head_probe.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
 #include "runners/tracking_allocator.h"
@@ -152,7 +153,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
   models::ModelSpec spec = w.spec();
   spec.layers = depth;
   Config c = knobs;
-  c.set("batch_size", Value(batches.front()));
+  c.set("batch_size", Value(batches.empty() ? micro : batches.front()));
   c.set("ckpt_layers", Value(ckpt));
   if (micro > 1) {
     c.set("micro_batches", Value(micro));
@@ -246,6 +247,32 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
   return out;
 }
 
+// A key that differs from `base` only in the head (cost/head_difference.h): its own one-block
+// steps at every batch and micro-batch count `base`'s were measured at, and the rest of `base`
+// shifted by what they differ by. One timed step per batch: the peaks are exact at any step, and
+// a one-block step's time is the head's own cost — what the head saves at depth is not in it
+// (docs/cost-model.md); the deep steps are measured after (runners/cost_model.h).
+cost::Profile measure_across_head(const Workload& w, const Config& knobs,
+                                  const cost::Profile& base) {
+  std::map<int64_t, std::set<int64_t>> batches;  // by micro-batches
+  for (const cost::ProfilePoint& q : base.points) {
+    if (q.layers == 1 && q.ckpt_blocks == 0 && !q.derived) batches[q.micro_batches].insert(q.batch);
+  }
+  SLAPO_CHECK(batches.count(1), ErrorCode::kInvalidArgument,
+              "deriving a profile across the head: the base has no measured one-block step");
+  cost::Profile own;
+  own.layers = base.layers;
+  own.tp = 1;
+  own.shape = model_shape(w, knobs, 1);
+  for (const auto& [micro, at] : batches) {
+    for (const cost::ProfilePoint& q :
+         measure_sweep(w, knobs, 1, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0))
+      own.points.push_back(q);
+  }
+  return cost::shift_head(base, cost::head_differences(base, own),
+                          own.shape.epilogue_params - base.shape.epilogue_params);
+}
+
 }  // namespace
 
 cost::Profile measure_profile(const ProfileRequest& request) {
@@ -284,10 +311,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   if (request.base && request.head) {
     SLAPO_CHECK(tp == 1, ErrorCode::kInvalidArgument,
                 "a profile derived across the head needs tp = 1, not ", tp);
-    double epilogue_params = 0;
-    const std::vector<cost::HeadDifference> differences = probe_head_differences(
-        w, request.base_knobs, request.knobs, *request.base, &epilogue_params);
-    cost::Profile profile = cost::shift_head(*request.base, differences, epilogue_params);
+    cost::Profile profile = measure_across_head(w, request.knobs, *request.base);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
   }
@@ -314,7 +338,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   profile.shape = model_shape(w, request.knobs, tp);
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
-  measure_sweep(w, request.knobs, tp, 1, 0, 1, {1}, few);
+  measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few);
   // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
   // first.
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
@@ -331,8 +355,11 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   measure(deep, 0, 1, deep_batches);
   // At the largest batch: what a checkpointed block keeps is read per sample off this one step,
   // and what is not per sample (the fused head's chunk buffers) weighs least there — at the
-  // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md).
-  measure(deep, deep, 1, {1, hi});
+  // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md). There
+  // alone: the recompute's share is fitted with weights growing as the square of a block's time
+  // (a one-sample step weighed 1% of it on gpt-mini), and the least peak of the deep variant is
+  // its one-sample step's without checkpointing (the optimizer step's, the same bytes).
+  measure(deep, deep, 1, {hi});
   const cost::ModelShape& s = profile.shape;
   profile.optimizer_ms_per_param =
       optimizer_ms_per_param(w, tc,

@@ -6,7 +6,7 @@
 // then one timed step per batch (two at the smallest batches), the peak read per batch:
 //
 //   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
-//                  the largest batch and 1 sample with every block checkpointed
+//                  the largest batch with every block checkpointed
 //   one block      1 sample, the smallest and the largest batch without checkpointing; twice the
 //                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
 //                  until its backward, against what it needs only while running backward)
@@ -14,7 +14,7 @@
 // With a base profile (ProfileRequest::base), only one block of the key and of each sibling alone,
 // in the same rounds as the base's block, at the base's batches (runners/block_probe.h): the rest
 // is derived (cost/derived_profile.h); with a base that differs only in the head
-// (ProfileRequest::head), only the two keys' one-block steps (runners/head_probe.h). With a profile
+// (ProfileRequest::head), only the key's one-block steps, where the base's ran. With a profile
 // to extend (ProfileRequest::extend), only the deep variant at batch_hi, added to it.
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
@@ -48,8 +48,10 @@ struct ProfileRequest {
   // once per round for all of them); measure_profiles returns their profiles after this key's.
   std::vector<Config> siblings;
   // The base differs from this key only in the knobs of the head (cost/head_difference.h), not
-  // inside the blocks: then only the two keys' one-block steps are measured, in alternation, and
-  // the profile is the base's shifted by their difference (runners/head_probe.h). No siblings.
+  // inside the blocks: then only this key's one-block steps are measured, at every batch and
+  // micro-batch count the base's were, one timed step each (the bytes are exact at any step; what
+  // the head saves at depth is not on one block: runners/cost_model.h measures the deep steps),
+  // and the profile is the base's shifted by what they differ by. No siblings.
   bool head = false;
   // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
   // checkpointing is measured, and added to it — or its steps at each of `extend_batches`, in

@@ -28,7 +28,8 @@ SyntheticWorkload other_head() {
   return w;
 }
 
-// What the head probe measures: the one-block steps of both at the base's one-block batches.
+// What a profile across the head measures: the new key's one-block steps at the base's one-block
+// batches, against the base's.
 std::vector<HeadDifference> one_block_differences(const SyntheticWorkload& from,
                                                   const SyntheticWorkload& to) {
   std::vector<HeadDifference> out;
@@ -122,14 +123,17 @@ TEST(HeadDifferenceTest, ADeepStepsDifferenceIsThatDepthsOwn) {
   // Deep, at 32 samples: the one-block peak difference there (the line's points: 1, 32, 64).
   for (size_t i = 0; i < shifted.points.size(); ++i) {
     const ProfilePoint& q = original.points[i];
-    if (q.layers == kLayers && q.batch == 32)
+    if (q.layers == kLayers && q.batch == 32) {
       EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, -320 * kMB, 1e-3);
+    }
   }
 }
 
-// Several deep steps: the depth's time differences interpolated between them; a difference
-// known against a prediction only (NaN time) shifts the peak, not the time.
-TEST(HeadDifferenceTest, TheDepthsTimeLineRunsThroughItsOwnKnownDifferences) {
+// Several deep steps: the depth's time differences interpolated between them, and below the first
+// toward what the head differs by at no sample — the optimizer step over its parameters more —
+// not extrapolated along their segment; a difference known against a prediction only (NaN time)
+// shifts the peak, not the time.
+TEST(HeadDifferenceTest, TheDepthsTimeLineRunsFromTheOptimizersDifferenceThroughItsOwn) {
   const SyntheticWorkload base;
   const Profile original = base.profile();
   const std::vector<HeadDifference> d = {{1, 1, 1, -1, 0},
@@ -137,14 +141,19 @@ TEST(HeadDifferenceTest, TheDepthsTimeLineRunsThroughItsOwnKnownDifferences) {
                                          {4, kLayers, 1, -4, 0},
                                          {32, kLayers, 1, -60, -300 * kMB},
                                          {64, kLayers, 1, std::nan(""), -1000 * kMB}};
-  const Profile shifted = shift_head(original, d);
+  const double more_params = 1e6;
+  const Profile shifted = shift_head(original, d, more_params);
+  const double at0 = original.optimizer_ms_per_param * more_params;
+  ASSERT_GT(at0, 0);
   for (size_t i = 0; i < shifted.points.size(); ++i) {
     const ProfilePoint& q = original.points[i];
     if (q.layers != kLayers) continue;
-    const double want = q.batch == 1 ? -4 + (1 - 4) * (-56.0 / 28)  // extrapolated below 4
+    const double want = q.batch == 1 ? at0 + (-4 - at0) / 4  // a quarter of the way to 4 samples
                                      : -4 + static_cast<double>(q.batch - 4) * (-56.0 / 28);
     EXPECT_NEAR(shifted.points[i].step_ms - q.step_ms, want, 1e-9) << q.batch;
-    if (q.batch == 32) EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, -300 * kMB, 1e-3);
+    if (q.batch == 32) {
+      EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, -300 * kMB, 1e-3);
+    }
   }
 }
 

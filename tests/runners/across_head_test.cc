@@ -1,0 +1,104 @@
+// A profile derived across the head (ProfileRequest::head, cost/head_difference.h): a key that
+// differs from its base only in the head (the fused LM loss) runs its own one-block steps where
+// the base's ran, and the rest is the base's shifted by what they differ by — its bytes those the
+// new key's full profile measures.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "core/config.h"
+#include "runners/profiler.h"
+#include "runners/workload.h"
+
+namespace slapo::runners {
+namespace {
+
+Workload tiny() {
+  return Workload::from_json(
+      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 1, "steps": 2, "threads": 1})", "test");
+}
+
+Config head(bool fused) {
+  Config c;
+  c.set("fused_lm_loss", Value(fused));
+  return c;
+}
+
+// The full profile of the tiny workload with or without the fused loss, batches 2 to 8.
+cost::Profile full_profile(bool fused) {
+  ProfileRequest r;
+  r.workload = tiny();
+  r.knobs = head(fused);
+  r.batch_lo = 2;
+  r.batch_hi = 8;
+  return measure_profile(r);
+}
+
+// `base` derived across the head to `fused`'s, through the request's JSON (as a job of two ranks
+// receives it).
+cost::Profile across_head(const cost::Profile& base, bool fused) {
+  ProfileRequest r;
+  r.workload = tiny();
+  r.knobs = head(fused);
+  r.batch_lo = 2;
+  r.batch_hi = 8;
+  r.base = base;
+  r.base_knobs = head(false);
+  r.head = true;
+  return measure_profile(ProfileRequest::from_json(r.to_json(), "the test's request"));
+}
+
+// The points by (layers, checkpointed blocks, micro-batches, batch).
+using PointKey = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+std::map<PointKey, const cost::ProfilePoint*> by_key(const cost::Profile& p) {
+  std::map<PointKey, const cost::ProfilePoint*> out;
+  for (const cost::ProfilePoint& q : p.points)
+    out[{q.layers, q.ckpt_blocks, q.micro_batches, q.batch}] = &q;
+  return out;
+}
+
+TEST(AcrossTheHeadTest, AHeadDiffersFromItselfByNoByte) {
+  const cost::Profile base = full_profile(false);
+  const cost::Profile same = across_head(base, false);
+  EXPECT_EQ(same.shape.epilogue_params, base.shape.epilogue_params);
+  const auto a = by_key(base), b = by_key(same);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [key, q] : b) {
+    ASSERT_TRUE(a.count(key));
+    EXPECT_TRUE(q->derived);
+    EXPECT_EQ(q->peak_bytes, a.at(key)->peak_bytes)
+        << std::get<0>(key) << " block(s) x " << std::get<3>(key);
+    EXPECT_TRUE(std::isfinite(q->step_ms) && q->step_ms > 0);
+  }
+  EXPECT_GT(same.profile_s, 0);
+}
+
+// The one-block steps are the new key's own, in one and in two micro-batches: their peaks to the
+// byte those of its full profile — and the fused loss, which keeps no logits, needs less at the
+// largest batch.
+TEST(AcrossTheHeadTest, TheOneBlockStepsAreTheNewKeysOwn) {
+  const cost::Profile plain = full_profile(false), fused = full_profile(true);
+  const cost::Profile derived = across_head(plain, true);
+  EXPECT_EQ(derived.shape.epilogue_params, fused.shape.epilogue_params);
+  ASSERT_EQ(derived.points.size(), plain.points.size());
+  const auto a = by_key(derived), b = by_key(fused);
+  int one_block = 0;
+  for (const auto& [key, q] : a) {
+    EXPECT_TRUE(q->derived);
+    if (std::get<0>(key) != 1 || std::get<1>(key) != 0) continue;
+    ++one_block;
+    ASSERT_TRUE(b.count(key));
+    EXPECT_EQ(q->peak_bytes, b.at(key)->peak_bytes)
+        << std::get<2>(key) << " micro-batch(es) x " << std::get<3>(key);
+  }
+  EXPECT_EQ(one_block, 4);  // 1, 2 and 8 samples, and 4 in two micro-batches
+  const auto base = by_key(plain);
+  const PointKey largest = {1, 0, 1, 8};
+  EXPECT_LT(a.at(largest)->peak_bytes, base.at(largest)->peak_bytes);
+}
+
+}  // namespace
+}  // namespace slapo::runners
