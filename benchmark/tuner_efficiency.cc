@@ -345,6 +345,7 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
   std::vector<double> peak_error, under, step_error, predicted_ms, measured_ms, ratio;
   std::vector<std::pair<double, std::string>> worst;  // measured / predicted, the configuration
   std::map<std::string, double> peak_ratio;           // predicted / measured, by configuration
+  std::vector<std::pair<double, std::string>> ranked;  // predicted samples/s of what fits
   size_t verdicts = 0, right = 0, unpredicted = 0;
   for (const auto& [key, result] : table.results) {
     const cost::Predicted p = model->predict(Config::from_json(key));
@@ -357,6 +358,7 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
       ++verdicts;
       right += fits == (result.status == TrialStatus::kOk);
     }
+    if (fits) ranked.emplace_back(p.prediction->samples_per_s, key);
     if (result.status != TrialStatus::kOk) continue;
     const double peak = result.metrics.at(metric::kPeakBytes);
     const double ms = result.metrics.at(metric::kStepMsMedian);
@@ -390,9 +392,21 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
   });
   for (size_t i = 0; i < std::min<size_t>(3, worst.size()); ++i)
     std::printf("    %.3f  %s\n", worst[i].first, worst[i].second.c_str());
-  // TUNER_EFFICIENCY_TRACE=all: every configuration's ratio, in the order of its key, to see
+  // TUNER_EFFICIENCY_TRACE (any value): the model's first choices, uncalibrated, beside what the
+  // table measured of them. =all: every configuration's ratio, in the order of its key, to see
   // what the model's error follows (a knob, a batch size) rather than only its worst three.
   const char* trace = std::getenv("TUNER_EFFICIENCY_TRACE");
+  if (trace) {
+    std::sort(ranked.begin(), ranked.end(), std::greater<>());
+    for (size_t i = 0; i < std::min<size_t>(6, ranked.size()); ++i) {
+      const auto& [predicted, key] = ranked[i];
+      const TrialResult& r = table.results.at(key);
+      const double measured =
+          r.status == TrialStatus::kOk ? r.metrics.at(metric::kSamplesPerS) : 0.0;
+      std::printf("  predicted #%zu %.2f samples/s, measured %.2f%s  %s\n", i + 1, predicted,
+                  measured, table.ties.count(key) ? " (a tie)" : "", key.c_str());
+    }
+  }
   if (trace && std::string(trace) == "all") {
     std::sort(worst.begin(), worst.end(),
               [](const auto& a, const auto& b) { return a.second < b.second; });
