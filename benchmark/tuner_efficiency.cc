@@ -343,8 +343,8 @@ void print_accuracy(const Table& table, const space::CompiledSpace& space,
   auto model = recorded.fresh(space);
   const double budget = model->memory_budget_bytes();
   std::vector<double> peak_error, under, step_error, predicted_ms, measured_ms, ratio;
-  std::vector<std::pair<double, std::string>> worst;  // measured / predicted, the configuration
-  std::map<std::string, double> peak_ratio;           // predicted / measured, by configuration
+  std::vector<std::pair<double, std::string>> worst;   // measured / predicted, the configuration
+  std::map<std::string, double> peak_ratio;            // predicted / measured, by configuration
   std::vector<std::pair<double, std::string>> ranked;  // predicted samples/s of what fits
   size_t verdicts = 0, right = 0, unpredicted = 0;
   for (const auto& [key, result] : table.results) {

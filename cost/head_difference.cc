@@ -122,19 +122,21 @@ std::vector<HeadDifference> head_differences(const Profile& from, const Profile&
     if (q.layers != from.layers || q.layers == 1 || q.ckpt_blocks != 0 || q.micro_batches != 1 ||
         q.derived)
       continue;
+    PredictInput in;
+    in.batch = q.batch;
+    const Prediction at = predictor.predict(in);
     auto measured = from_deep.find(q.batch);
     if (measured != from_deep.end()) {
-      out.push_back({q.batch, q.layers, 1, q.step_ms - measured->second->step_ms,
+      // The time against `from`'s step as the line through its steps reads it (the predictor's:
+      // one slow step of the base is not what the head saves), the bytes against the measured.
+      out.push_back({q.batch, q.layers, 1, q.step_ms - at.step_ms,
                      q.peak_bytes - measured->second->peak_bytes});
       continue;
     }
     // Against a prediction: the peak (memory is fitted exactly, linear in the batch), not the time
     // (a step measured at another batch and moment than any of `from`'s: its difference from an
     // extrapolation was 0.3–1.8 ms a sample on table 5, not a head's).
-    PredictInput in;
-    in.batch = q.batch;
-    out.push_back(
-        {q.batch, q.layers, 1, std::nan(""), q.peak_bytes - predictor.predict(in).peak_bytes});
+    out.push_back({q.batch, q.layers, 1, std::nan(""), q.peak_bytes - at.peak_bytes});
   }
   return out;
 }

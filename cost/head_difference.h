@@ -53,9 +53,10 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
 // What `to` differs by from `from` at `from`'s one-block points of no checkpointing that `to`
 // has too — the differences shift_head applied, recovered from a profile it derived (or from two
 // measured ones) —, and at `to`'s measured steps of the model's depth without checkpointing:
-// against `from`'s measured step at the same batch, or (the peak alone) its prediction there,
-// uncalibrated. Throws Error(kInvalidArgument) when they share no one-block point of one
-// micro-batch.
+// where `from` measured that batch, the time against its line there (its prediction, uncalibrated:
+// a slow step of `from`'s off the line is not the head's) and the peak against the measured one;
+// elsewhere the peak alone, against its prediction. Throws Error(kInvalidArgument) when they share
+// no one-block point of one micro-batch.
 std::vector<HeadDifference> head_differences(const Profile& from, const Profile& to);
 
 }  // namespace slapo::cost

@@ -161,8 +161,8 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   };
   fit_.shallow_ms =
       forward_backward_ms(shallow, profile_.optimizer_ms_per_param * params_of_variant(1));
-  fit_.deep_ms =
-      forward_backward_ms(deep_plain, profile_.optimizer_ms_per_param * params_of_variant(d));
+  const double optimizer_d = profile_.optimizer_ms_per_param * params_of_variant(d);
+  fit_.deep_ms = forward_backward_ms(deep_plain, optimizer_d);
 
   // Memory, in the peaks of the steps without checkpointing above one sample and above their
   // variant's one-sample peak: at or under it, the optimizer step's own need, not the activations,
@@ -261,8 +261,11 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
     if (q.ckpt_blocks <= 0) continue;
     auto plain = plain_at.find(q.batch);
     if (plain != plain_at.end()) {
+      // Against the plain step as the variant's line reads it (forward_backward_ms: one slow
+      // plain step off it is not a recompute that costs nothing), its optimizer step added back.
+      const double plain_ms = polyline_at(fit_.deep_ms, x) + optimizer_d;
       const double k_b = static_cast<double>(q.ckpt_blocks) * block_ms(x);
-      share_num += k_b * (q.step_ms - plain->second->step_ms);
+      share_num += k_b * (q.step_ms - plain_ms);
       share_den += k_b * k_b;
       const double extra = static_cast<double>(q.ckpt_blocks);
       const CommLine extra_line{

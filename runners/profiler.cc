@@ -248,15 +248,21 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
 }
 
 // A key that differs from `base` only in the head (cost/head_difference.h): its own one-block
-// steps at every batch and micro-batch count `base`'s were measured at, and the rest of `base`
-// shifted by what they differ by. One timed step per batch: the peaks are exact at any step, and
-// a one-block step's time is the head's own cost — what the head saves at depth is not in it
-// (docs/cost-model.md); the deep steps are measured after (runners/cost_model.h).
+// steps at every batch and micro-batch count `base`'s were measured at, for their bytes (exact at
+// any step), and the rest of `base` shifted by what they differ by. Their time is the base's (and
+// the optimizer's over the parameters the head has more): what a head costs or saves shows at depth
+// (runners/cost_model.h measures the deep steps), on one block it was 0.05 ms a sample for
+// gpt-mini's fused loss, paired — where one unpaired step on this machine differed from the base's
+// by −12 to +110 ms at 16 samples, and through the block's time it moved the recompute extrapolated
+// to 60 samples by 20% (docs/cost-model.md).
 cost::Profile measure_across_head(const Workload& w, const Config& knobs,
                                   const cost::Profile& base) {
-  std::map<int64_t, std::set<int64_t>> batches;  // by micro-batches
+  std::map<int64_t, std::set<int64_t>> batches;           // by micro-batches
+  std::map<std::pair<int64_t, int64_t>, double> base_ms;  // by (micro-batches, batch)
   for (const cost::ProfilePoint& q : base.points) {
-    if (q.layers == 1 && q.ckpt_blocks == 0 && !q.derived) batches[q.micro_batches].insert(q.batch);
+    if (q.layers != 1 || q.ckpt_blocks != 0 || q.derived) continue;
+    batches[q.micro_batches].insert(q.batch);
+    base_ms[{q.micro_batches, q.batch}] = q.step_ms;
   }
   SLAPO_CHECK(batches.count(1), ErrorCode::kInvalidArgument,
               "deriving a profile across the head: the base has no measured one-block step");
@@ -264,13 +270,15 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs,
   own.layers = base.layers;
   own.tp = 1;
   own.shape = model_shape(w, knobs, 1);
+  const double more_params = own.shape.epilogue_params - base.shape.epilogue_params;
   for (const auto& [micro, at] : batches) {
-    for (const cost::ProfilePoint& q :
-         measure_sweep(w, knobs, 1, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0))
+    for (cost::ProfilePoint q :
+         measure_sweep(w, knobs, 1, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0)) {
+      q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more_params;
       own.points.push_back(q);
+    }
   }
-  return cost::shift_head(base, cost::head_differences(base, own),
-                          own.shape.epilogue_params - base.shape.epilogue_params);
+  return cost::shift_head(base, cost::head_differences(base, own), more_params);
 }
 
 }  // namespace

@@ -48,10 +48,10 @@ struct ProfileRequest {
   // once per round for all of them); measure_profiles returns their profiles after this key's.
   std::vector<Config> siblings;
   // The base differs from this key only in the knobs of the head (cost/head_difference.h), not
-  // inside the blocks: then only this key's one-block steps are measured, at every batch and
-  // micro-batch count the base's were, one timed step each (the bytes are exact at any step; what
-  // the head saves at depth is not on one block: runners/cost_model.h measures the deep steps),
-  // and the profile is the base's shifted by what they differ by. No siblings.
+  // inside the blocks: then only this key's one-block steps are run, at every batch and
+  // micro-batch count the base's were, for their bytes (their time is the base's: what the head
+  // saves shows at depth, where runners/cost_model.h measures the deep steps), and the profile is
+  // the base's shifted by what they differ by. No siblings.
   bool head = false;
   // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
   // checkpointing is measured, and added to it — or its steps at each of `extend_batches`, in

@@ -157,6 +157,25 @@ TEST(HeadDifferenceTest, TheDepthsTimeLineRunsFromTheOptimizersDifferenceThrough
   }
 }
 
+// A deep step of the new head is differenced against the base's as the line through the base's
+// steps reads it: one slow step of the base's there is not a saving of the head.
+TEST(HeadDifferenceTest, ADeepDifferenceIsAgainstTheBasesLineNotItsSlowStep) {
+  const SyntheticWorkload base, other = other_head();
+  Profile from = base.profile();
+  from.points.push_back(base.point(kLayers, 20, 0));  // four batches above one: a line
+  for (ProfilePoint& q : from.points) {
+    if (q.layers == kLayers && q.ckpt_blocks == 0 && q.batch == 32) q.step_ms *= 1.06;
+  }
+  bool found = false;
+  for (const HeadDifference& d : head_differences(from, other.profile())) {
+    if (d.layers != kLayers || d.batch != 32) continue;
+    found = true;
+    EXPECT_NEAR(d.ms, other.step(kLayers, 32, 0) - base.step(kLayers, 32, 0), 1e-6);
+    EXPECT_NEAR(d.peak_bytes, other.peak(kLayers, 32, 0) - base.peak(kLayers, 32, 0), 1e-3);
+  }
+  EXPECT_TRUE(found);
+}
+
 // Where both heads' one-block steps peak in their optimizer step (the same bytes whatever the
 // head), their difference says nothing of the head's bytes: the deep steps', measured at that
 // batch, shift a one-block point there — one of another block, whose own peak is its activations'.

@@ -61,6 +61,23 @@ TEST(PredictorTest, OneSlowStepOfTheDeepVariantIsReadOffTheLineThroughItsBatches
   }
 }
 
+// The recompute is what the checkpointed step costs more than the plain one as the line reads it:
+// a slow plain step at the batch both were measured at does not make checkpointing cheap.
+TEST(PredictorTest, ASlowPlainStepWhereTheCheckpointedOneRanLeavesTheRecomputeAsItIs) {
+  Profile profile = synthetic_profile();
+  profile.points.push_back(kWorkload.point(kLayers, 20, 0));
+  for (ProfilePoint& q : profile.points) {
+    if (q.layers == kLayers && q.ckpt_blocks == 0 && q.batch == 32) q.step_ms *= 1.06;
+  }
+  const Predictor predictor(profile);
+  for (int64_t b : {8, 16, 32, 64}) {
+    for (int64_t n : {int64_t{1}, kLayers}) {
+      EXPECT_NEAR(predictor.predict({b, n, 1}).step_ms, true_step(kLayers, b, n), 1e-6)
+          << b << " " << n;
+    }
+  }
+}
+
 TEST(PredictorTest, OneRankIsTheProfiledModelAtAnyBatchCheckpointingAndMicroBatches) {
   const Predictor predictor(synthetic_profile());
   for (int64_t b : {1, 2, 8, 16, 24, 64}) {
