@@ -312,7 +312,7 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
   // on the line through the one-block batches (cost/head_difference.h). Below them the time's
   // difference runs to the head's at no sample (its optimizer step's), where what it saves is
   // least: on table 5 the fused head's difference on six blocks was −18 and −85 ms at 18 and 40
-  // samples, +4 and −5 (the noise) at 4 and 8, and their steps cost 0.4 s of its profile. Up to
+  // samples, +4 and −5 (the noise) at 4 and 8, and its steps at 1, 4 and 8 cost 0.6 s. Up to
   // twice the largest measured batch, a step is extrapolated along the last segment as in any
   // profile: on table 5 the fused head fits 80 samples where the base's largest is 40, and its
   // step there cost 2 s of the profile's 9.7. Of the model's own depth only (at most 8 blocks):
