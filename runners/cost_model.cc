@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -312,8 +314,8 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
   // on the line through the one-block batches (cost/head_difference.h). Below them the time's
   // difference runs to the head's at no sample (its optimizer step's), where what it saves is
   // least: on table 5 the fused head's difference on six blocks was −18 and −85 ms at 18 and 40
-  // samples, +4 and −5 (the noise) at 4 and 8, and its steps at 1, 4 and 8 cost 0.6 s. Up to
-  // twice the largest measured batch, a step is extrapolated along the last segment as in any
+  // samples, +4 and −5 (the noise) at 4 and 8, and its timed steps at 1, 4 and 8 add to 0.6 s. Up
+  // to twice the largest measured batch, a step is extrapolated along the last segment as in any
   // profile: on table 5 the fused head fits 80 samples where the base's largest is 40, and its
   // step there cost 2 s of the profile's 9.7. Of the model's own depth only (at most 8 blocks):
   // else none.
@@ -324,9 +326,9 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
       base_batches.insert(q.batch);
   }
   if (base_batches.empty()) return probed;
-  std::vector<int64_t> swept(base_batches.rbegin(), base_batches.rend());
-  swept.resize(std::min<size_t>(swept.size(), 2));
-  std::reverse(swept.begin(), swept.end());
+  const std::vector<int64_t> swept(
+      std::prev(base_batches.end(), std::min<std::ptrdiff_t>(2, base_batches.size())),
+      base_batches.end());  // the two largest, ascending
   const int64_t swept_to = swept.back();
   auto deep_steps = [&](const cost::Profile& to, std::vector<int64_t> batches) {
     ProfileRequest extend = request;

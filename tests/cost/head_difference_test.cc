@@ -161,13 +161,9 @@ TEST(HeadDifferenceTest, TheDepthsTimeLineRunsFromTheOptimizersDifferenceThrough
 // steps reads it: one slow step of the base's there is not a saving of the head.
 TEST(HeadDifferenceTest, ADeepDifferenceIsAgainstTheBasesLineNotItsSlowStep) {
   const SyntheticWorkload base, other = other_head();
-  Profile from = base.profile();
-  from.points.push_back(base.point(kLayers, 20, 0));  // four batches above one: a line
-  for (ProfilePoint& q : from.points) {
-    if (q.layers == kLayers && q.ckpt_blocks == 0 && q.batch == 32) q.step_ms *= 1.06;
-  }
   bool found = false;
-  for (const HeadDifference& d : head_differences(from, other.profile())) {
+  for (const HeadDifference& d :
+       head_differences(base.profile_with_one_slow_deep_step(32), other.profile())) {
     if (d.layers != kLayers || d.batch != 32) continue;
     found = true;
     EXPECT_NEAR(d.ms, other.step(kLayers, 32, 0) - base.step(kLayers, 32, 0), 1e-6);

@@ -50,12 +50,7 @@ TEST(PredictorTest, RecoversTheCostsOfABlockAndOfTheRest) {
 // slow (a hiccup of the machine), is read off the repeated-median line through them — the true
 // step at every batch, its own included, where the polyline through the points is 6% off there.
 TEST(PredictorTest, OneSlowStepOfTheDeepVariantIsReadOffTheLineThroughItsBatches) {
-  Profile profile = synthetic_profile();
-  profile.points.push_back(kWorkload.point(kLayers, 20, 0));
-  for (ProfilePoint& q : profile.points) {
-    if (q.layers == kLayers && q.ckpt_blocks == 0 && q.batch == 11) q.step_ms *= 1.06;
-  }
-  const Predictor predictor(profile);
+  const Predictor predictor(kWorkload.profile_with_one_slow_deep_step(11));
   for (int64_t b : {2, 4, 8, 11, 16, 20, 32}) {
     EXPECT_NEAR(predictor.predict({b, 0, 1}).step_ms, true_step(kLayers, b, 0), 1e-6) << b;
   }
@@ -64,12 +59,7 @@ TEST(PredictorTest, OneSlowStepOfTheDeepVariantIsReadOffTheLineThroughItsBatches
 // The recompute is what the checkpointed step costs more than the plain one as the line reads it:
 // a slow plain step at the batch both were measured at does not make checkpointing cheap.
 TEST(PredictorTest, ASlowPlainStepWhereTheCheckpointedOneRanLeavesTheRecomputeAsItIs) {
-  Profile profile = synthetic_profile();
-  profile.points.push_back(kWorkload.point(kLayers, 20, 0));
-  for (ProfilePoint& q : profile.points) {
-    if (q.layers == kLayers && q.ckpt_blocks == 0 && q.batch == 32) q.step_ms *= 1.06;
-  }
-  const Predictor predictor(profile);
+  const Predictor predictor(kWorkload.profile_with_one_slow_deep_step(32));
   for (int64_t b : {8, 16, 32, 64}) {
     for (int64_t n : {int64_t{1}, kLayers}) {
       EXPECT_NEAR(predictor.predict({b, n, 1}).step_ms, true_step(kLayers, b, n), 1e-6)

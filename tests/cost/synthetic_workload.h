@@ -84,6 +84,17 @@ struct SyntheticWorkload {
     }
     return p;
   }
+  // The profile with the deep variant at 20 samples too (four batches above one sample: its steps
+  // are read off a line) and its plain step at `slow_batch` 6% slow, as one hiccup of the machine
+  // makes a single timed step.
+  Profile profile_with_one_slow_deep_step(int64_t slow_batch) const {
+    Profile p = profile();
+    p.points.push_back(point(kLayers, 20, 0));
+    for (ProfilePoint& q : p.points) {
+      if (q.layers == kLayers && q.ckpt_blocks == 0 && q.batch == slow_batch) q.step_ms *= 1.06;
+    }
+    return p;
+  }
 };
 
 // Collectives of 0.1 ms plus 1 ms per MB, every operation, measured at 2 ranks.
