@@ -37,7 +37,12 @@ int run_version(const VersionOptions& o, std::ostream& out, std::ostream& err) {
       << "\n"
       << "cpu " << info.cpu_model << ", " << info.logical_cores << " logical cores, "
       << info.memory_bytes / (1024 * 1024) << " MiB\n"
-      << "OMP_WAIT_POLICY " << info.omp_wait_policy << "\n";
+      << "OMP_WAIT_POLICY " << info.omp_wait_policy << "\n"
+      << "heap " << info.heap
+      << (info.heap == "retained"
+              ? " (freed memory kept for the next step; SLAPO_HEAP=system: glibc's)"
+              : " (glibc's, or as the environment set it)")
+      << "\n";
   if (!runners::blas_is_optimized(info)) {
     err << "warning: LibTorch is not using an optimized BLAS; timings will be ~25x slower. "
            "Run scripts/setup.sh.\n";

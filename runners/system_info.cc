@@ -13,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/version.h"
+#include "runners/heap_policy.h"
 
 namespace slapo::runners {
 
@@ -78,6 +79,7 @@ SystemInfo collect_system_info() {
   }
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   info.omp_wait_policy = policy ? policy : "default";
+  info.heap = heap_policy();
   return info;
 }
 
@@ -89,6 +91,7 @@ std::string fingerprint_json(const SystemInfo& info) {
   c.set("torch", info.torch_version);
   c.set("blas", info.blas_name);
   c.set("omp_wait_policy", info.omp_wait_policy);
+  c.set("heap", info.heap);
   c.set("cuda", info.cuda_available);
   c.set("slapo", std::string(kVersion));
   c.set("git", std::string(kGitRevision));

@@ -17,6 +17,7 @@ struct SystemInfo {
   std::string blas_path;
   std::string blas_name;
   std::string omp_wait_policy;  // OMP_WAIT_POLICY as seen by this process, or "default"
+  std::string heap;             // what a model's process does with freed memory (heap_policy.h)
   bool cuda_available = false;
 };
 
@@ -24,8 +25,8 @@ struct SystemInfo {
 SystemInfo collect_system_info();
 
 // The facts that make measurements comparable, as canonical JSON (the tuning database's task
-// fingerprint): CPU, cores, memory, LibTorch, BLAS, threads, wait policy, slapo version and
-// git revision.
+// fingerprint): CPU, cores, memory, LibTorch, BLAS, threads, wait policy, heap policy, slapo
+// version and git revision.
 std::string fingerprint_json(const SystemInfo& info);
 
 // True when the BLAS in use is an optimized one (OpenBLAS, MKL, BLIS).

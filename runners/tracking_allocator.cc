@@ -9,6 +9,8 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
+#include "runners/heap_policy.h"
+
 namespace slapo::runners {
 
 namespace {
@@ -78,6 +80,7 @@ struct TrackingAllocator::Impl {
 };
 
 TrackingAllocator::TrackingAllocator() : impl_(new Impl()) {
+  keep_freed_memory();  // before the first tensor: every step of this process on the same heap
   c10::SetCPUAllocator(&impl_->allocator, kPriority);
 }
 

@@ -1,0 +1,59 @@
+#include "runners/heap_policy.h"
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+extern char** environ;
+
+namespace slapo::runners {
+
+namespace {
+
+// glibc's largest mmap threshold on 64 bits (DEFAULT_MMAP_THRESHOLD_MAX): blocks up to it come
+// from the heap; a larger one (a big vocabulary's logits) is still mapped on its own.
+constexpr int kMmapThreshold = 32 << 20;
+// Grown this much beyond a request: fewer, larger extensions of the heap (address space; a page
+// costs memory only once touched).
+constexpr int kTopPad = 256 << 20;
+
+bool environment_configures_malloc() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables && std::strstr(tunables, "glibc.malloc.")) return true;
+  for (char** e = environ; e && *e; ++e) {
+    // MALLOC_TRIM_THRESHOLD_=..., MALLOC_MMAP_THRESHOLD_=..., MALLOC_ARENA_MAX=...
+    if (std::strncmp(*e, "MALLOC_", 7) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string heap_policy() {
+#ifdef __GLIBC__
+  const char* choice = std::getenv("SLAPO_HEAP");
+  if (choice && std::strcmp(choice, "system") == 0) return "system";
+  return environment_configures_malloc() ? "system" : "retained";
+#else
+  return "system";
+#endif
+}
+
+void keep_freed_memory() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+#ifdef __GLIBC__
+    if (heap_policy() != "retained") return;
+    mallopt(M_MMAP_THRESHOLD, kMmapThreshold);  // also ends glibc's moving of the threshold
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+    mallopt(M_TOP_PAD, kTopPad);
+#endif
+  });
+}
+
+}  // namespace slapo::runners

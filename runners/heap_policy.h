@@ -1,0 +1,30 @@
+#pragma once
+// What the process heap does with the memory tensors free: keep it for the next step.
+//
+// glibc's malloc gives a large block back to the system as soon as it is freed (a block above
+// the mmap threshold is unmapped, a free top of the heap is trimmed), so every training step
+// faults its activations' pages in again. Kept instead — blocks up to 32 MiB from the heap,
+// nothing trimmed, the heap grown 256 MiB at a time — gpt-mini's step at 16 samples took 6.9%
+// less on this machine, for 9% more resident memory (docs/benchmarks.md, "The heap"), and the
+// attention variants' differences inside a model became what they are in a block alone (the
+// block probe's blind spot, docs/cost-model.md). Tensor bytes, budgets and peaks are the
+// tracking allocator's and do not change.
+//
+// Not applied — glibc's defaults, or what the environment set, stay — when SLAPO_HEAP=system,
+// when the environment configures malloc itself (GLIBC_TUNABLES naming glibc.malloc, a MALLOC_*_
+// variable), or off glibc.
+
+#include <string>
+
+namespace slapo::runners {
+
+// "retained" when keep_freed_memory() applies the policy in this environment, "system" when it
+// leaves the heap as it is. A pure function of the environment: the machine fingerprint reads it
+// in a process that runs no model.
+std::string heap_policy();
+
+// Applies the policy once per process (later calls do nothing); called when the tracking
+// allocator is installed, before any tensor.
+void keep_freed_memory();
+
+}  // namespace slapo::runners
