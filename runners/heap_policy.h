@@ -4,14 +4,14 @@
 // glibc's malloc gives a large block back to the system as soon as it is freed (a block above
 // the mmap threshold is unmapped, a free top of the heap is trimmed), so every training step
 // faults its activations' pages in again. Kept instead — blocks up to 32 MiB from the heap,
-// nothing trimmed, the heap grown 256 MiB at a time — gpt-mini's step at 16 samples took 6.9%
-// less on this machine, for 9% more resident memory (docs/benchmarks.md, "The heap"), and the
-// attention variants' differences inside a model became what they are in a block alone (the
-// block probe's blind spot, docs/cost-model.md). Tensor bytes, budgets and peaks are the
-// tracking allocator's and do not change.
+// nothing trimmed, the heap grown 256 MiB at a time — a training step of gpt-mini at 16 samples
+// took 6.5% less on this machine and bert-mini's 9.9%, for 8–9% more resident memory
+// (docs/benchmarks.md, "The heap"), and the attention variants' differences inside a model
+// became what they are in a block alone (the block probe's blind spot, docs/cost-model.md).
+// Tensor bytes, budgets and peaks are the tracking allocator's and do not change.
 //
 // Not applied — glibc's defaults, or what the environment set, stay — when SLAPO_HEAP=system,
-// when the environment configures malloc itself (GLIBC_TUNABLES naming glibc.malloc, a MALLOC_*_
+// when the environment configures malloc itself (GLIBC_TUNABLES naming glibc.malloc, a MALLOC_*
 // variable), or off glibc.
 
 #include <string>
