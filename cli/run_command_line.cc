@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "runners/heap_policy.h"
 
 namespace {
 
@@ -38,6 +39,10 @@ int run_command_line(int argc, char** argv) {
     return kExitUsage;
   }
   const std::string first = args[0];
+  if (const std::string bad = runners::heap_choice_error(); !bad.empty()) {
+    std::cerr << "slapo-tune: error: " << bad << "\n";
+    return kExitUsage;
+  }
   if (first == "--help" || first == "-h" || first == "help") {
     print_help(std::cout);
     return kExitOk;

@@ -34,6 +34,14 @@ bool environment_configures_malloc() {
 
 }  // namespace
 
+std::string heap_choice_error() {
+  const char* choice = std::getenv("SLAPO_HEAP");
+  if (!choice || std::strcmp(choice, "retained") == 0 || std::strcmp(choice, "system") == 0)
+    return "";
+  return std::string("SLAPO_HEAP=") + choice +
+         ": expected 'system' (glibc's heap) or 'retained' (the default: docs/runners.md)";
+}
+
 std::string heap_policy() {
 #ifdef __GLIBC__
   const char* choice = std::getenv("SLAPO_HEAP");

@@ -23,6 +23,10 @@ namespace slapo::runners {
 // in a process that runs no model.
 std::string heap_policy();
 
+// Empty when SLAPO_HEAP is unset, "retained" or "system"; otherwise the one-line reason, for the
+// command line to refuse it (a misspelt "system" would leave the heap kept, silently).
+std::string heap_choice_error();
+
 // Applies the policy once per process (later calls do nothing); called when the tracking
 // allocator is installed, before any tensor.
 void keep_freed_memory();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fstream>
 #include <sstream>
@@ -36,6 +37,19 @@ TEST(CliTest, HelpAndVersion) {
   Outcome space_help = run("space --help");
   EXPECT_EQ(space_help.exit_code, 0);
   EXPECT_NE(space_help.out.find("usage: slapo-tune space ACTION FILE"), std::string::npos);
+}
+
+// A misspelt SLAPO_HEAP would leave the heap kept without a word: refused, named, exit 2.
+TEST(SpaceCliTest, AnUnknownHeapChoiceIsRefused) {
+  setenv("SLAPO_HEAP", "sytem", 1);
+  Outcome bad = run("--version");
+  setenv("SLAPO_HEAP", "system", 1);
+  Outcome system = run("--version");
+  unsetenv("SLAPO_HEAP");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("SLAPO_HEAP=sytem"), std::string::npos) << bad.err;
+  EXPECT_EQ(system.exit_code, 0) << system.err;
+  EXPECT_NE(system.out.find("heap system"), std::string::npos) << system.out;
 }
 
 TEST(CliTest, CountPrintsTheNumberAloneOnTheLastLine) {
