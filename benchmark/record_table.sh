@@ -8,28 +8,52 @@
 # writes them to NAME.profiles.json), then PASSES exhaustive passes over the space, each in a
 # database of its own, exported as NAME.json, NAME.2.json, ... With NPROC > 1 the trials are jobs
 # of that many ranks (single-node). Run it on an idle machine: every trial is timed.
+#
+# A pass whose trials' steps spread by more than SPREAD_MAX (median of (p90 - p10) / median step,
+# the run's "noise" line; default 0.05) ran on a machine too noisy for a table: the recording
+# stops there with an error and the table's files are left as they were — the files are written
+# into place only once every pass is recorded. (The adopted recordings' passes spread by
+# 1.5-3.2%; one made beside other load on this machine by 7-8%, its configurations' passes apart
+# by a median 14%.)
 set -euo pipefail
 base=${1:?usage: record_table.sh benchmark/tables/NAME [PASSES] [NPROC]}
 passes=${2:-5}
 nproc=${3:-1}
 tune=${TUNE:-./build/slapo-tune}
+spread_max=${SPREAD_MAX:-0.05}
 space="$base.toml"
 [ -f "$space" ] || { echo "record_table.sh: $space: no such space file" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$tune" plan --space "$space" --db "$work/profiles.db" --top 1 >/dev/null
-"$tune" db profiles --db "$work/profiles.db" --format json >"$base.profiles.json"
+"$tune" db profiles --db "$work/profiles.db" --format json >"$work/profiles.json"
+for pass in $(seq 1 "$passes"); do
+  if [ "$nproc" -gt 1 ]; then
+    summary=$("$tune" single-node --nproc "$nproc" --space "$space" --strategy exhaustive \
+      --trials 0 --db "$work/pass$pass.db" --json | tail -1)
+  else
+    summary=$("$tune" single-device --space "$space" --strategy exhaustive --trials 0 \
+      --db "$work/pass$pass.db" --json | tail -1)
+  fi
+  spread=$(sed -n 's/.*"step_spread_median":\([0-9.eE+-]*\).*/\1/p' <<<"$summary")
+  if [ -z "$spread" ]; then
+    echo "record_table.sh: pass $pass of $space reported no step spread: $summary" >&2
+    exit 1
+  fi
+  if awk -v s="$spread" -v m="$spread_max" 'BEGIN {exit !(s > m)}'; then
+    echo "record_table.sh: pass $pass of $space: the steps spread by a median $spread, over" \
+      "SPREAD_MAX=$spread_max: the machine is too noisy to record; $base.* left as they were" >&2
+    exit 3
+  fi
+  "$tune" db export --db "$work/pass$pass.db" --format json >"$work/pass$pass.json"
+  echo "$base: pass $pass of $passes recorded (steps spread by a median $spread)"
+done
+mv "$work/profiles.json" "$base.profiles.json"
+rm -f "$base".[0-9].json  # an earlier recording's passes beyond this one's count
 for pass in $(seq 1 "$passes"); do
   out="$base.json"
   [ "$pass" -gt 1 ] && out="$base.$pass.json"
-  if [ "$nproc" -gt 1 ]; then
-    "$tune" single-node --nproc "$nproc" --space "$space" --strategy exhaustive --trials 0 \
-      --db "$work/pass$pass.db" >/dev/null
-  else
-    "$tune" single-device --space "$space" --strategy exhaustive --trials 0 \
-      --db "$work/pass$pass.db" >/dev/null
-  fi
-  "$tune" db export --db "$work/pass$pass.db" --format json >"$out"
-  echo "$base: pass $pass of $passes recorded in $out"
+  mv "$work/pass$pass.json" "$out"
 done
+echo "$base: $passes passes and the profiles written to $base.*"

@@ -94,6 +94,19 @@ void print_progress(const tuner::Progress& p, const TuneOptions& o, std::ostream
   out << line.str() << "\n" << std::flush;
 }
 
+// How far a trial's steps spread, and what that means for the ranking when the machine is noisy.
+void print_noise(std::optional<double> spread, std::ostream& out) {
+  if (!spread) return;
+  out << "noise: a trial's steps spread by a median " << std::fixed << std::setprecision(1)
+      << 100 * *spread << "% (p90 - p10 over the median)";
+  if (*spread > tuner::kNoisyStepSpread) {
+    out << " - a noisy machine (over " << 100 * tuner::kNoisyStepSpread
+        << "%): one trial cannot tell configurations that close apart; run on an idle machine or "
+           "re-measure the best with --confirm K";
+  }
+  out << "\n" << std::defaultfloat << std::setprecision(6);
+}
+
 void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
                    const Objective& objective, std::ostream& out) {
   if (o.json) {
@@ -111,6 +124,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
     j["remeasured"] = summary.remeasured;
     j["elapsed_s"] = summary.elapsed_s;
     j["stopped_because"] = summary.stopped_because;
+    j["step_spread_median"] = optional_json(summary.step_spread);
     out << j.dump() << "\n";
     return;
   }
@@ -122,6 +136,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
   }
   out << "; " << std::fixed << std::setprecision(1) << summary.elapsed_s << " s\n"
       << std::defaultfloat << std::setprecision(6);
+  print_noise(summary.step_spread, out);
   if (!summary.best) {
     out << "no configuration succeeded\n";
     return;

@@ -153,6 +153,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   };
   size_t since_improvement = 0;
   double measuring_s = 0;
+  std::vector<double> spreads;     // of the ok trials measured: summary.step_spread
   std::optional<Config> deferred;  // the first proposal, when the lean start measured another
   // One line of progress for a recorded trial.
   const auto report = [&](const db::TrialRecord& record, int64_t index) {
@@ -305,6 +306,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       ++summary.measured;
       ++measured_total;
       if (record.result.status != TrialStatus::kOk) ++summary.failed;
+      if (const auto spread = step_spread(record.result.metrics);
+          spread && record.result.status == TrialStatus::kOk)
+        spreads.push_back(*spread);
       if (options.cost_model) options.cost_model->observe(config, record.result);
     }
     const int64_t index = database.add_trial(record);
@@ -347,6 +351,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (summary.stopped_because != "interrupted")
       summary.stopped_because += "; interrupted before the confirmation";
     summary.elapsed_s = seconds_since(start);
+    if (!spreads.empty()) summary.step_spread = median(spreads);
     const auto top = database.best(task.id, 1);
     if (!top.empty()) summary.best = top[0];
     return summary;  // no confirmation: the user asked to stop
@@ -365,6 +370,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   const auto top = database.best(task.id, 1);
   if (!top.empty()) summary.best = top[0];
   summary.elapsed_s = seconds_since(start);
+  if (!spreads.empty()) summary.step_spread = median(spreads);
   return summary;
 }
 

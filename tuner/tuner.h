@@ -90,7 +90,16 @@ struct TuneSummary {
   size_t remeasure_failed = 0;  // ... of which failed
   double elapsed_s = 0;
   std::string stopped_because;
+  // The median step spread (step_spread) of the ok trials this run measured: how far another
+  // measurement of a configuration may land on this machine now. Absent when no trial reported
+  // its steps' percentiles (an external command that prints no step times).
+  std::optional<double> step_spread;
 };
+
+// A run whose trials' steps spread by more than this (median) ran on a machine too noisy for its
+// ranking to be trusted: the recorded tables' passes spread by 1.5-3.2% (docs/benchmarks.md),
+// a run beside other work on this 2-core machine by 7-8%.
+constexpr double kNoisyStepSpread = 0.05;
 
 // Runs the loop. Throws only when the runner or the database cannot work at all; failing trials
 // are recorded and the search goes on.

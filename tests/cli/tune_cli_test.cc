@@ -30,12 +30,16 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
   EXPECT_EQ(summary["measured"].get<int>() + summary["resumed"].get<int>(), 4);
   EXPECT_TRUE(summary["best_config"].is_object());
   EXPECT_GT(summary["best_objective"].get<double>(), 0);
+  // The run's noise, from the steps of the trials it measured (none on resume: unknown).
+  ASSERT_TRUE(summary["step_spread_median"].is_number()) << summary.dump();
+  EXPECT_GE(summary["step_spread_median"].get<double>(), 0);
   Outcome again = run("single-device --space " + kSpace + " --db " + db +
                       " --runner inprocess --strategy random --trials 4 --json");
   const auto resumed = nlohmann::json::parse(last_line(again.out));
   EXPECT_EQ(resumed["measured"], 0);
   EXPECT_EQ(resumed["resumed"], 4);
   EXPECT_EQ(resumed["best_config"], summary["best_config"]);
+  EXPECT_TRUE(resumed["step_spread_median"].is_null()) << resumed.dump();
   Outcome trials = run("db trials --db " + db + " --format json");
   EXPECT_EQ(nlohmann::json::parse(trials.out).size(), 4u);
 }

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/stats.h"
 #include "db/database.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
@@ -133,6 +134,43 @@ TEST(TunerTest, BudgetCountsMeasuredTrialsOnly) {
   EXPECT_EQ(summary.measured, 40u);
   EXPECT_EQ(s.runner.ran.size(), 40u);
   EXPECT_NE(summary.stopped_because.find("trial budget"), std::string::npos);
+}
+
+// The run's noise is the median step spread of the ok trials it measured: trials that failed or
+// were pruned have no steps, and a runner that reports no percentiles leaves it unknown.
+TEST(TunerTest, TheSummaryGivesTheMedianStepSpreadOfTheOkTrials) {
+  struct Spreading : FakeRunner {
+    std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+      std::vector<TrialResult> out = FakeRunner::run(candidates);
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (out[i].status != TrialStatus::kOk) continue;
+        // 1% at batch 1 up to 8% at batch 128 (pow2): a spread per trial the test can tally.
+        const double spread = 0.01 * (1 + std::log2(as_number(candidates[i].at("batch_size"))));
+        const double mid = out[i].metrics.at("step_ms_median");
+        out[i].metrics[metric::kStepMsP10] = mid * (1 - spread / 2);
+        out[i].metrics[metric::kStepMsP90] = mid * (1 + spread / 2);
+        spreads.push_back(spread);
+      }
+      return out;
+    }
+    std::vector<double> spreads;
+  };
+  Bench s;
+  Spreading runner;
+  runner.space_ = &s.space;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 0;
+  const TuneSummary summary = tune(s.space, runner, *s.database, s.key, o);
+  ASSERT_GT(summary.failed, 0u);  // failed and pruned trials are in the run, not in its noise
+  ASSERT_GT(summary.pruned, 0u);
+  ASSERT_TRUE(summary.step_spread.has_value());
+  EXPECT_NEAR(*summary.step_spread, median(runner.spreads), 1e-12);
+  EXPECT_GT(*summary.step_spread, 0.01);  // not the smallest batch's alone
+
+  Bench quiet;  // FakeRunner reports a median step and no percentiles
+  const TuneSummary unknown = tune(quiet.space, quiet.runner, *quiet.database, quiet.key, o);
+  EXPECT_FALSE(unknown.step_spread.has_value());
 }
 
 TEST(TunerTest, ResumeRunsNothingRecorded) {
