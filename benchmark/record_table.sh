@@ -6,8 +6,9 @@
 #
 # First the space's profiles (`slapo-tune plan` profiles every key; `db profiles --format json`
 # writes them to NAME.profiles.json), then PASSES exhaustive passes over the space, each in a
-# database of its own, exported as NAME.json, NAME.2.json, ... With NPROC > 1 the trials are jobs
-# of that many ranks (single-node). Run it on an idle machine: every trial is timed.
+# database of its own, exported as NAME.json, NAME.2.json, ... (PASSES=0: the profiles alone, the
+# passes kept). With NPROC > 1 the trials are jobs of that many ranks (single-node). Run it on an
+# idle machine: every trial is timed.
 #
 # A pass whose trials' steps spread by more than SPREAD_MAX (median of (p90 - p10) / median step,
 # the run's "noise" line; default 0.05) ran on a machine too noisy for a table: the recording
@@ -50,10 +51,11 @@ for pass in $(seq 1 "$passes"); do
   echo "$base: pass $pass of $passes recorded (steps spread by a median $spread)"
 done
 mv "$work/profiles.json" "$base.profiles.json"
-rm -f "$base".[0-9].json  # an earlier recording's passes beyond this one's count
+# An earlier recording's passes beyond this one's count go; PASSES=0 re-records the profiles alone.
+[ "$passes" -gt 0 ] && rm -f "$base".[0-9].json
 for pass in $(seq 1 "$passes"); do
   out="$base.json"
   [ "$pass" -gt 1 ] && out="$base.$pass.json"
   mv "$work/pass$pass.json" "$out"
 done
-echo "$base: $passes passes and the profiles written to $base.*"
+echo "$base: the profiles and $passes passes written to $base.*"
