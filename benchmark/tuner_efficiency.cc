@@ -75,6 +75,11 @@ struct Table {
   std::vector<db::StoredProfile> profiles;
   double profile_s = 0;
   double mean_trial_s = 0;
+  // The recording's own noise: per pass, the median step spread of its ok trials (tuner::
+  // step_spread); over the configurations ok in every pass, the median of how far a pass lay from
+  // their median (|log|). A table recorded on a noisy machine has its optimum and ties by chance.
+  std::vector<double> pass_spreads;
+  std::optional<double> passes_apart;
 };
 
 // A metric's median over measurements, for every metric they all have.
@@ -120,6 +125,7 @@ Table load_table(const std::string& base) {
   std::map<std::string, std::string> failure_status;
   for (size_t pass = 0; pass < passes.size(); ++pass) {
     const std::string& path = passes[pass];
+    std::vector<double> spreads;
     std::ifstream in(path);
     SLAPO_CHECK(in.good(), ErrorCode::kNotFound, path,
                 ": cannot open (record it: see docs/benchmarks.md)");
@@ -139,14 +145,29 @@ Table load_table(const std::string& base) {
         for (const auto& [name, v] : row["metrics"].items()) {
           if (v.is_number()) r.metrics[name] = v.get<double>();
         }
+        if (const auto spread = tuner::step_spread(r.metrics)) spreads.push_back(*spread);
         t.ok_passes[key].push_back(r);
       } else {
         ++failures[key];
         failure_status[key] = status;
       }
     }
+    if (!spreads.empty()) t.pass_spreads.push_back(median(spreads));
   }
   t.passes = passes.size();
+  std::vector<double> apart;
+  for (const auto& [key, values] : t.by_pass) {
+    std::vector<double> ok;
+    for (const std::optional<double>& v : values) {
+      if (v) ok.push_back(*v);
+    }
+    if (ok.size() < 2 || ok.size() < values.size()) continue;
+    const double m = median(ok);
+    double farthest = 0;
+    for (double v : ok) farthest = std::max(farthest, std::abs(std::log(v / m)));
+    apart.push_back(farthest);
+  }
+  if (!apart.empty()) t.passes_apart = median(apart);
   double best = -INFINITY;
   std::set<std::string> keys;
   for (const auto& [k, v] : objectives) keys.insert(k);
@@ -188,6 +209,25 @@ Table load_table(const std::string& base) {
     }
   }
   return t;
+}
+
+// How noisy the machine was while the table was recorded (docs/benchmarks.md: the adopted tables'
+// passes spread by 1.5-3.2%, a refused recording's by 7-8%).
+void print_recorded_noise(const Table& t) {
+  if (t.pass_spreads.empty()) return;
+  std::printf("recorded noise: steps spread per pass");
+  bool noisy = false;
+  for (double s : t.pass_spreads) {
+    std::printf(" %.1f%%", 100 * s);
+    noisy = noisy || s > tuner::kNoisyStepSpread;
+  }
+  if (t.passes_apart)
+    std::printf("; a configuration's passes apart by a median %.1f%%", 100 * *t.passes_apart);
+  if (noisy) {
+    std::printf(" - a noisy recording (over %.0f%%): its optimum and ties are partly chance's",
+                100 * tuner::kNoisyStepSpread);
+  }
+  std::printf("\n");
 }
 
 // The cost model of a table's workload from its recorded profiles, as a live run would have built
@@ -471,6 +511,7 @@ int main(int argc, char** argv) {
           "%.4g samples/s and %zu ties, %d seeds\n",
           table.name.c_str(), static_cast<unsigned long long>(space.size()), ok,
           table.results.size() - ok, table.passes, table.optimum, table.ties.size() - 1, seeds);
+      print_recorded_noise(table);
       if (recorded) {
         std::printf(
             "profiles recorded beside it: %zu, %.1f s = %.1f mean recorded trials (%.2f s)\n",
