@@ -95,14 +95,14 @@ void print_progress(const tuner::Progress& p, const TuneOptions& o, std::ostream
 }
 
 // How far a trial's steps spread, and what that means for the ranking when the machine is noisy.
-void print_noise(std::optional<double> spread, std::ostream& out) {
+void print_noise(std::optional<double> spread, bool confirmed, std::ostream& out) {
   if (!spread) return;
   out << "noise: a trial's steps spread by a median " << std::fixed << std::setprecision(1)
       << 100 * *spread << "% (p90 - p10 over the median)";
   if (*spread > tuner::kNoisyStepSpread) {
     out << " - a noisy machine (over " << 100 * tuner::kNoisyStepSpread
-        << "%): one trial cannot tell configurations that close apart; run on an idle machine or "
-           "re-measure the best with --confirm K";
+        << "%): one trial cannot tell configurations that close apart; run on an idle machine"
+        << (confirmed ? "" : " or re-measure the best with --confirm K");
   }
   out << "\n" << std::defaultfloat << std::setprecision(6);
 }
@@ -136,7 +136,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
   }
   out << "; " << std::fixed << std::setprecision(1) << summary.elapsed_s << " s\n"
       << std::defaultfloat << std::setprecision(6);
-  print_noise(summary.step_spread, out);
+  print_noise(summary.step_spread, o.tuner.confirm > 0, out);
   if (!summary.best) {
     out << "no configuration succeeded\n";
     return;
