@@ -14,7 +14,7 @@
 # the run's "noise" line; default 0.05) ran on a machine too noisy for a table: the recording
 # stops there with an error and the table's files are left as they were — the files are written
 # into place only once every pass is recorded. (The adopted recordings' passes spread by
-# 1.5-3.2%; one made beside other load on this machine by 7-8%, its configurations' passes apart
+# 1.5-3.2%; one made on a noisy night of this machine by 7-8%, its configurations' passes apart
 # by a median 14%.)
 set -euo pipefail
 base=${1:?usage: record_table.sh benchmark/tables/NAME [PASSES] [NPROC]}

@@ -98,7 +98,7 @@ struct TuneSummary {
 
 // A run whose trials' steps spread by more than this (median) ran on a machine too noisy for its
 // ranking to be trusted: the recorded tables' passes spread by 1.5-3.2% (docs/benchmarks.md),
-// a run beside other work on this 2-core machine by 7-8%.
+// a recording on a noisy night of this 2-core machine (its host, not the project) by 7-8%.
 constexpr double kNoisyStepSpread = 0.05;
 
 // Runs the loop. Throws only when the runner or the database cannot work at all; failing trials
