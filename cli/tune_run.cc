@@ -12,6 +12,7 @@
 
 #include "cli/cost_setup.h"
 #include "cli/count_option.h"
+#include "cli/noise_line.h"
 #include "cli/task_diff.h"
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -94,19 +95,6 @@ void print_progress(const tuner::Progress& p, const TuneOptions& o, std::ostream
   out << line.str() << "\n" << std::flush;
 }
 
-// How far a trial's steps spread, and what that means for the ranking when the machine is noisy.
-void print_noise(std::optional<double> spread, bool confirmed, std::ostream& out) {
-  if (!spread) return;
-  out << "noise: a trial's steps spread by a median " << std::fixed << std::setprecision(1)
-      << 100 * *spread << "% (p90 - p10 over the median)";
-  if (*spread > tuner::kNoisyStepSpread) {
-    out << " - a noisy machine (over " << 100 * tuner::kNoisyStepSpread
-        << "%): one trial cannot tell configurations that close apart; run on an idle machine"
-        << (confirmed ? "" : " or re-measure the best with --confirm K");
-  }
-  out << "\n" << std::defaultfloat << std::setprecision(6);
-}
-
 void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
                    const Objective& objective, std::ostream& out) {
   if (o.json) {
@@ -136,7 +124,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
   }
   out << "; " << std::fixed << std::setprecision(1) << summary.elapsed_s << " s\n"
       << std::defaultfloat << std::setprecision(6);
-  print_noise(summary.step_spread, o.tuner.confirm > 0, out);
+  out << noise_line(summary.step_spread, o.tuner.confirm > 0);
   if (!summary.best) {
     out << "no configuration succeeded\n";
     return;
