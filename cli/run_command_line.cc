@@ -3,6 +3,7 @@
 
 #include "cli/run_command_line.h"
 
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -19,9 +20,12 @@ void print_help(std::ostream& out) {
   out << "usage: slapo-tune [--help] [--version] COMMAND [ARGS]\n\n"
          "slapo tunes how large models train, without editing the model.\n\n"
          "commands:\n";
+  // The summaries in one column, two spaces past the longest name.
+  size_t width = 0;
+  for (const auto& c : slapo::cli::commands()) width = std::max(width, std::string(c.name).size());
   for (const auto& c : slapo::cli::commands()) {
     std::string name = c.name;
-    name.resize(12, ' ');
+    name.resize(width + 2, ' ');
     out << "  " << name << c.summary << "\n";
   }
   out << "\n'slapo-tune COMMAND --help' describes one command.\n"
