@@ -57,6 +57,10 @@ int64_t TaskArgs::resolve(db::Database& database, const std::string& command) co
                names.empty() ? "it names none" : "studies: " + names, ")");
   }
   const auto tasks = database.tasks();
+  SLAPO_CHECK(!tasks.empty(), ErrorCode::kNotFound, command, ": ", db,
+              " has no task: nothing was tuned or measured in it (its profiles: 'slapo-tune db "
+              "profiles --db ",
+              db, "')");
   SLAPO_CHECK(tasks.size() == 1, ErrorCode::kInvalidArgument, command, ": ", db, " has ",
               tasks.size(), " tasks; choose one with --task ID (see 'slapo-tune db tasks --db ", db,
               "')");

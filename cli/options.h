@@ -92,7 +92,8 @@ struct TaskArgs {
   auto tie() const { return std::tie(db, task, study); }
   void declare(OptionSet& set);
   // --task, --study, or the only task of the database; Error(kInvalidArgument) for a database of
-  // several tasks, saying how to choose, or an unknown study (`command` names the command).
+  // several tasks, saying how to choose, Error(kNotFound) for one of none or an unknown study
+  // (`command` names the command).
   int64_t resolve(db::Database& database, const std::string& command) const;
 };
 

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/config_arg.h"
 #include "core/error.h"
+#include "db/database.h"
 #include "space/space_file.h"
 
 namespace slapo::cli {
@@ -310,6 +311,28 @@ TEST(ParseTest, AConfigurationFileIsReadBounded) {
             "--config @/tmp: /tmp: a directory where the configuration file was expected");
   EXPECT_EQ(error_of([] { parse_config_arg("@/nonexistent.json"); }),
             "--config @/nonexistent.json: /nonexistent.json: cannot open the configuration file");
+}
+
+// The task a db action reads: the only one, or --task; a database without any says so rather than
+// asking to choose among none.
+TEST(ParseTest, TheTaskOfADatabaseIsItsOnlyOneOrTheOneChosen) {
+  auto database = db::Database::in_memory();
+  TaskArgs args;
+  args.db = "t.db";
+  const std::string none = error_of([&] { args.resolve(*database, "db best"); });
+  EXPECT_NE(none.find("db best: t.db has no task"), std::string::npos) << none;
+  db::TaskKey key;
+  key.workload_json = "{}";
+  key.space_hash = "a";
+  key.fingerprint_json = "{}";
+  const int64_t first = database->find_or_create_task(key, Objective{"samples_per_s"}).id;
+  EXPECT_EQ(args.resolve(*database, "db best"), first);
+  key.space_hash = "b";
+  const int64_t second = database->find_or_create_task(key, Objective{"samples_per_s"}).id;
+  const std::string two = error_of([&] { args.resolve(*database, "db best"); });
+  EXPECT_NE(two.find("t.db has 2 tasks; choose one with --task ID"), std::string::npos) << two;
+  args.task = second;
+  EXPECT_EQ(args.resolve(*database, "db best"), second);
 }
 
 }  // namespace
