@@ -200,8 +200,17 @@ runners::RunnerSpec RunnerArgs::spec(const space::Space& space, const std::strin
     workload.memory_budget = parse_bytes(memory_budget, "--memory-budget");
   // Every knob must be one the template understands: checked on a point of the space.
   const space::CompiledSpace compiled = space::CompiledSpace::compile(space);
-  if (compiled.size() > 0) runners::check_workload(workload, compiled.at(0));
+  if (compiled.size() > 0) check_workload_of(space.origin, workload, compiled.at(0));
   return runners::RunnerSpec::for_workload(workload, runner, nproc, timeout_s, !no_fork_server);
+}
+
+void check_workload_of(const std::string& origin, const runners::Workload& workload,
+                       const Config& config) {
+  try {
+    runners::check_workload(workload, config);
+  } catch (const Error& e) {
+    throw Error(e.code(), origin + ": " + e.what());
+  }
 }
 
 db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& runner,

@@ -144,6 +144,12 @@ CatalogueOptions parse_catalogue(const Args& args, const char* noun);
 // Its help: `usage` and no options beyond --help.
 std::string catalogue_help(const char* usage);
 
+// runners::check_workload(workload, config) — the model known, every knob one the template
+// understands —, its error naming `origin` (the space file) first: what no trial of the space could
+// run is refused before anything runs, and the file it comes from is named.
+void check_workload_of(const std::string& origin, const runners::Workload& workload,
+                       const Config& config);
+
 // The task key of measurements made by `runner` (from `spec`) on `space` on this machine.
 db::TaskKey task_key(const runners::RunnerSpec& spec, const runners::Runner& runner,
                      const space::Space& space);

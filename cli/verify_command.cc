@@ -116,7 +116,7 @@ int run_verify(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
   const Config config = config_in_space(declared, o.config);
   const runners::Workload workload =
       runners::Workload::from_json(declared.workload_json, o.space.file);
-  runners::check_workload(workload, config);
+  check_workload_of(o.space.file, workload, config);
   const int world = models::parallel_knobs(workload.spec(), config).world();
   if (world > 1 || o.nproc > 1) {
     if (dist::RankEnv::present()) return verify_rank(workload, config, o, out);

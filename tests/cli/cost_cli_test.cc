@@ -397,6 +397,19 @@ TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
   EXPECT_NE(model.err.find("400000000 configurations are too many for the model strategy"),
             std::string::npos)
       << model.err;
+  // A space no trial could run is refused, naming its file — not planned as "not predictable".
+  const std::string foreign = slapo::testing::write_temp(
+      "foreign.toml", "[workload]\nmodel = 'mlp-tiny'\n[knobs]\nattn = { choice = ['naive'] }\n");
+  for (const std::string& c :
+       {"plan --space " + foreign,
+        "predict --space " + foreign + " --config '{\"attn\": \"naive\"}'"}) {
+    Outcome refused = run(c);
+    EXPECT_EQ(refused.exit_code, 2) << c;
+    EXPECT_NE(refused.err.find("foreign.toml: knob 'attn' is not understood by schedule template"),
+              std::string::npos)
+        << refused.err;
+    EXPECT_EQ(refused.err.find("cost model: profiled"), std::string::npos) << refused.err;
+  }
   Outcome objective = run("plan --space " + kSpace + " --objective loss_last");
   EXPECT_EQ(objective.exit_code, 2);
   EXPECT_NE(objective.err.find("--objective loss_last: the cost model predicts samples_per_s"),

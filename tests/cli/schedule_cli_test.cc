@@ -156,14 +156,15 @@ TEST(VerifyCliTest, BadInput) {
       "unknown.toml", "[workload]\nmodel = 'gpt-huge'\n[knobs]\nckpt_ratio = { values = [0.0] }\n");
   Outcome model = run("verify --space " + unknown + " --config '{\"ckpt_ratio\": 0.0}'");
   EXPECT_EQ(model.exit_code, 2);
-  EXPECT_NE(model.err.find("unknown model 'gpt-huge' (models: gpt2,"), std::string::npos)
+  EXPECT_NE(model.err.find("unknown.toml: unknown model 'gpt-huge' (models: gpt2,"),
+            std::string::npos)
       << model.err;
   const std::string foreign =
       write_temp("foreign.toml",
                  "[workload]\nmodel = 'mlp-tiny'\n[knobs]\nattn = { choice = ['fused_qkv'] }\n");
   Outcome knob = run("verify --space " + foreign + " --config '{\"attn\": \"fused_qkv\"}'");
   EXPECT_EQ(knob.exit_code, 2);
-  EXPECT_NE(knob.err.find("knob 'attn' is not understood by schedule template 'mlp'"),
+  EXPECT_NE(knob.err.find("foreign.toml: knob 'attn' is not understood by schedule template 'mlp'"),
             std::string::npos)
       << knob.err;
 }

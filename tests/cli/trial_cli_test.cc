@@ -74,8 +74,10 @@ TEST(TrialCliTest, BadInputIsRefusedBeforeAnythingRuns) {
       "[workload]\nmodel = 'gpt-tiny'\n[knobs]\nzero_stage = { values = [1, 2] }\n");
   Outcome knob = run("trial --space " + foreign + " --config '{\"zero_stage\": 2}'");
   EXPECT_EQ(knob.exit_code, 2);
-  EXPECT_NE(knob.err.find("knob 'zero_stage' is not understood by schedule template 'gpt'"),
-            std::string::npos)
+  EXPECT_NE(
+      knob.err.find(
+          "foreign_trial.toml: knob 'zero_stage' is not understood by schedule template 'gpt'"),
+      std::string::npos)
       << knob.err;
 }
 
