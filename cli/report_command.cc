@@ -1,5 +1,7 @@
 // slapo-tune report --db FILE [--task ID] --out report.html: a task's tuning as one HTML file.
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <ostream>
 
@@ -65,7 +67,9 @@ int run_report(const ReportCommandOptions& o, std::ostream& out, std::ostream& e
   const db::TaskRecord& task = data.task;
   const std::string html = render_report(data, o.report);
   std::ofstream file(o.out, std::ios::binary | std::ios::trunc);
-  SLAPO_CHECK(file.good(), ErrorCode::kIo, "report: cannot write ", o.out);
+  // A path that cannot be written is the user's to fix (exit 2), with the system's reason.
+  SLAPO_CHECK(file.good(), ErrorCode::kInvalidArgument, "report: --out ", o.out,
+              ": cannot write it (", std::strerror(errno), ")");
   file << html;
   file.close();
   SLAPO_CHECK(file.good(), ErrorCode::kIo, "report: writing ", o.out, " failed");

@@ -257,6 +257,12 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
   EXPECT_NE(no_out.err.find("report: --out FILE is required"), std::string::npos);
   Outcome no_db = run("report --db /nonexistent/x.db --out " + html_path);
   EXPECT_EQ(no_db.exit_code, 2) << no_db.err;
+  Outcome no_dir = run("report --db " + db + " --out /nonexistent/r.html");
+  EXPECT_EQ(no_dir.exit_code, 2) << no_dir.err;
+  EXPECT_NE(no_dir.err.find("report: --out /nonexistent/r.html: cannot write it (No such file or "
+                            "directory)"),
+            std::string::npos)
+      << no_dir.err;
 }
 
 // The report as a browser renders it: headless Chromium loads it, prints no error, and its DOM has
