@@ -497,7 +497,8 @@ std::optional<cost::Profile> WorkloadCostModel::reusable_profile(const std::stri
 std::string WorkloadCostModel::why_stale(const std::string& fingerprint,
                                          const std::string& revision) const {
   if (replaying_) return "";
-  if (fingerprint != fingerprint_) return "is of another machine";
+  if (const std::string machine = machine_difference(fingerprint, fingerprint_); !machine.empty())
+    return "is of another machine (" + machine + ")";
   if (revision != kGitRevision) return "is of slapo " + revision + ", not " + kGitRevision;
   return "";
 }

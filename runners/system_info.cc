@@ -12,6 +12,7 @@
 #include <torch/version.h>
 
 #include "core/config.h"
+#include "core/error.h"
 #include "core/version.h"
 #include "runners/heap_policy.h"
 
@@ -96,6 +97,31 @@ std::string fingerprint_json(const SystemInfo& info) {
   c.set("slapo", std::string(kVersion));
   c.set("git", std::string(kGitRevision));
   return c.canonical_json();
+}
+
+std::string machine_difference(const std::string& fingerprint_a, const std::string& fingerprint_b) {
+  if (fingerprint_a == fingerprint_b) return "";
+  Config a, b;
+  try {
+    a = Config::from_json(fingerprint_a, "a fingerprint");
+    b = Config::from_json(fingerprint_b, "a fingerprint");
+  } catch (const Error&) {
+    return "unreadable";
+  }
+  std::set<std::string> names;
+  for (const Config* c : {&a, &b})
+    for (const auto& [name, value] : c->entries()) names.insert(name);
+  std::string out;
+  for (const std::string& name : names) {
+    if (name == "git" || name == "slapo") continue;  // the code's, not the machine's
+    const Value* x = a.find(name);
+    const Value* y = b.find(name);
+    const std::string from = x ? to_string(*x) : "(none)";
+    const std::string to = y ? to_string(*y) : "(none)";
+    if (from == to) continue;
+    out += (out.empty() ? "" : ", ") + name + " " + from + " -> " + to;
+  }
+  return out;
 }
 
 bool blas_is_optimized(const SystemInfo& info) {

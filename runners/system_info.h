@@ -29,6 +29,11 @@ SystemInfo collect_system_info();
 // version and git revision.
 std::string fingerprint_json(const SystemInfo& info);
 
+// What makes the machines of two fingerprints (fingerprint_json) differ — slapo's version and git
+// revision aside, which are the code's —, as "cpu 'A' -> 'B', memory_bytes 1 -> 2"; empty when
+// they are the same machine. Text that is not a fingerprint differs as a whole ("unreadable").
+std::string machine_difference(const std::string& fingerprint_a, const std::string& fingerprint_b);
+
 // True when the BLAS in use is an optimized one (OpenBLAS, MKL, BLIS).
 bool blas_is_optimized(const SystemInfo& info);
 

@@ -80,18 +80,30 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
   EXPECT_GT(nlohmann::json::parse(last_line(fresh.out))["profile_s"].get<double>(), 0);
   EXPECT_EQ(fresh.err.find("cost model: profile reused"), std::string::npos) << fresh.err;
-  // A stored profile of another revision of slapo is not reused silently.
-  ASSERT_EQ(
-      std::system(
-          ("sqlite3 " + db +
-           " \"UPDATE profiles SET profile = json_set(profile, '$.code_revision', 'abc123')\"")
-              .c_str()),
-      0);
+  // A stored profile of another revision of slapo is not reused silently — and is said to be of
+  // another revision, not of another machine (the fingerprint holds the revision too).
+  auto set_in_profiles = [&](const std::string& path, const std::string& value) {
+    ASSERT_EQ(
+        std::system(("sqlite3 " + db + " \"UPDATE profiles SET profile = json_set(profile, '" +
+                     path + "', '" + value + "')\"")
+                        .c_str()),
+        0);
+  };
+  set_in_profiles("$.code_revision", "abc123");
+  set_in_profiles("$.fingerprint.git", "abc123");
   Outcome stale = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
   ASSERT_EQ(stale.exit_code, 0) << stale.err;
   EXPECT_NE(stale.err.find("a stored profile is of slapo abc123, not "), std::string::npos)
       << stale.err;
+  EXPECT_EQ(stale.err.find("another machine"), std::string::npos) << stale.err;
   EXPECT_GT(nlohmann::json::parse(last_line(stale.out))["profile_s"].get<double>(), 0);
+  // One of another machine says what differs.
+  set_in_profiles("$.fingerprint.cpu", "another CPU");
+  Outcome moved = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
+  ASSERT_EQ(moved.exit_code, 0) << moved.err;
+  EXPECT_NE(moved.err.find("a stored profile is of another machine (cpu "), std::string::npos)
+      << moved.err;
+  EXPECT_NE(moved.err.find("another CPU"), std::string::npos) << moved.err;
 }
 
 // A space file of gpt-tiny at sequence 16 over `knobs` (a [knobs] table) under a memory budget 2%
