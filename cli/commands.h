@@ -30,8 +30,8 @@ struct TuneOptions {
   RunnerArgs runner;
   auto tie() const {
     return std::tie(help, single_node, space, db, tuner.strategy, tuner.trials, tuner.time_limit_s,
-                    tuner.patience, tuner.seed, tuner.objective.minimize, tuner.confirm,
-                    tuner.confirm_rounds, objective, json, reprofile, study, runner);
+                    tuner.patience, tuner.stop_after_failures, tuner.seed, tuner.objective.minimize,
+                    tuner.confirm, tuner.confirm_rounds, objective, json, reprofile, study, runner);
   }
 };
 TuneOptions parse_single_device(const Args& args);

@@ -165,6 +165,9 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
       ("time-limit", po::value<double>(&o->tuner.time_limit_s)->default_value(0), "seconds for this run (0: none)")
       ("patience", count_value(&o->tuner.patience)->default_value(Count{0}, "0"),
        "stop after N trials without a better one")
+      ("stop-after-failures", count_value(&o->tuner.stop_after_failures)->default_value(Count{5}, "5"),
+       "stop when the first N measured trials all fail alike (a fault of the workload or command, "
+       "not of the configurations; 0: never)")
       ("seed", po::value<uint64_t>(&o->tuner.seed)->default_value(0), "the strategy's seed")
       ("objective", po::value<std::string>(&o->objective),
        "metric to optimize (default: samples_per_s, or the command's)")

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/stats.h"
+#include "tuner/alike_failures.h"
 #include "tuner/confirmation.h"
 #include "tuner/measure.h"
 #include "tuner/measured_memory.h"
@@ -144,6 +145,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (!history.empty()) strategy->observe(history);
   }
 
+  AlikeFailures alike(options.stop_after_failures);
+  if (best) alike.succeeded();
   const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
   const auto budget_reached = [&] {
     return options.trials > 0 && measured_total >= options.trials;
@@ -323,6 +326,10 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
           record.objective, step_spread(record.result.metrics), was_run(record)}});
     report(record, index);
     if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
+    if (alike.observe(record.result.status, record.result.error)) {
+      summary.stopped_because = alike.why();
+      break;
+    }
     if (record.objective && record.result.status == TrialStatus::kOk) {
       // An obvious outlier among the trials so far (a trial on a machine busy with something
       // else) is measured twice more at once, so its median, not the fluke, ranks it.

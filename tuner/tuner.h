@@ -60,6 +60,9 @@ struct TunerOptions {
   // with a `mem` trend moved to its memory-saving end where the space allows), so that a run about
   // which nothing is known does not open with out-of-memory trials.
   bool lean_start = false;
+  // Stop once this many measured trials in a row, before any succeeded, failed alike (the same
+  // status and error: tuner/alike_failures.h). 0: never.
+  size_t stop_after_failures = 5;
 };
 
 // One line of progress, after each measured or pruned trial.

@@ -201,6 +201,27 @@ TEST(CommandCliTest, StudiesNameTasksAndReplayRunsWhereTheTuningRan) {
       << typo.err;
 }
 
+// A command that fails whatever the configuration (here: prints no metric) stops the run after
+// five trials alike, each recorded with its reason, exit 1; --stop-after-failures 0 goes on.
+TEST(CommandCliTest, ACommandThatAlwaysFailsAlikeStopsTheRun) {
+  const std::string space =
+      write_temp("alike.toml", "[knobs]\nx = { range = [1, 6] }\ny = { choice = ['a', 'b'] }\n");
+  const std::string db = temp_db("alike");
+  const Outcome stopped = run("single-device --space " + space + " --db " + db +
+                              " --trials 0 --json -- sh -c 'echo nothing'");
+  EXPECT_EQ(stopped.exit_code, 1) << stopped.err;
+  const nlohmann::json summary = nlohmann::json::parse(last_line(stopped.out));
+  EXPECT_EQ(summary["measured"], 5) << summary.dump();
+  EXPECT_NE(summary["stopped_because"].get<std::string>().find(
+                "the first 5 trials failed alike (runtime_error: the command reported no metric"),
+            std::string::npos)
+      << summary.dump();
+  EXPECT_EQ(trials_of(db).size(), 5u);
+  const Outcome on = run("single-device --space " + space + " --db " + db +
+                         " --trials 0 --json --stop-after-failures 0 -- sh -c 'echo nothing'");
+  EXPECT_EQ(nlohmann::json::parse(last_line(on.out))["measured"], 7) << on.out;
+}
+
 // The processes whose command line holds `marker`, other than ps and grep themselves.
 int processes_with(const std::string& marker) {
   const std::string command = "ps -eo args | grep -F -- '" + marker + "' | grep -v grep | wc -l";

@@ -79,6 +79,10 @@ TEST(ParseTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(o.tuner.trials, 20u);
   EXPECT_EQ(o.tuner.confirm, 0u);
   EXPECT_EQ(o.tuner.confirm_rounds, 2u);
+  EXPECT_EQ(o.tuner.stop_after_failures, 5u);
+  EXPECT_EQ(parse_single_device({"--space", "s.toml", "--stop-after-failures", "0"})
+                .tuner.stop_after_failures,
+            0u);
   EXPECT_FALSE(o.tuner.objective.minimize);
   EXPECT_EQ(o.runner.timeout_s, 600);
   EXPECT_EQ(o.runner.runner, "subprocess");

@@ -168,7 +168,8 @@ TEST(TuneCliTest, BadInput) {
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
   // Counts are whole numbers >= 0: boost alone would read -1 as 2^64 - 1.
-  for (const char* flag : {"--trials", "--patience", "--confirm", "--confirm-rounds"}) {
+  for (const char* flag :
+       {"--trials", "--patience", "--confirm", "--confirm-rounds", "--stop-after-failures"}) {
     for (const char* bad : {"-1", "2x", "many"}) {
       Outcome r = run("single-device --space " + kSpace + " --db " + db + " " + flag + " " + bad);
       EXPECT_EQ(r.exit_code, 2) << flag << " " << bad;

@@ -14,6 +14,7 @@
 #include "db/database.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
+#include "tuner/alike_failures.h"
 #include "tuner/gaussian_process.h"
 #include "tuner/measured_memory.h"
 #include "tuner/memory_dominance.h"
@@ -1039,6 +1040,99 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   TunerOptions co;
   co.strategy = "model";
   EXPECT_THROW(tune(c.space, c.runner, *c.database, c.key, co), Error);
+}
+
+}  // namespace
+}  // namespace slapo::tuner
+
+namespace slapo::tuner {
+namespace {
+
+TEST(AlikeFailuresTest, StopsAfterTheLimitOfTheSameFailureBeforeAnySuccess) {
+  AlikeFailures alike(3);
+  EXPECT_FALSE(alike.observe(TrialStatus::kRuntimeError, "sh: trainer: not found\nmore"));
+  EXPECT_FALSE(alike.observe(TrialStatus::kRuntimeError, "sh: trainer: not found\nother"));
+  EXPECT_TRUE(alike.observe(TrialStatus::kRuntimeError, "sh: trainer: not found"));
+  EXPECT_NE(alike.why().find("the first 3 trials failed alike (runtime_error: sh: trainer: not "
+                             "found)"),
+            std::string::npos)
+      << alike.why();
+}
+
+TEST(AlikeFailuresTest, FailuresOfTheConfigurationsDoNotStopARun) {
+  AlikeFailures differing(2);
+  EXPECT_FALSE(differing.observe(TrialStatus::kRuntimeError, "a"));
+  EXPECT_FALSE(differing.observe(TrialStatus::kRuntimeError, "b"));  // another error
+  EXPECT_FALSE(differing.observe(TrialStatus::kCrashed, "b"));       // another status
+  EXPECT_FALSE(differing.observe(TrialStatus::kOom, "b"));           // breaks the row
+  EXPECT_FALSE(differing.observe(TrialStatus::kCrashed, "b"));
+  EXPECT_TRUE(differing.observe(TrialStatus::kCrashed, "b"));
+  // Out of memory, timeouts and invalid configurations are what some configurations are.
+  AlikeFailures theirs(2);
+  for (TrialStatus s : {TrialStatus::kOom, TrialStatus::kTimeout, TrialStatus::kInvalid}) {
+    EXPECT_FALSE(theirs.observe(s, "x"));
+    EXPECT_FALSE(theirs.observe(s, "x"));
+  }
+  // After a success, failures are the configurations'.
+  AlikeFailures after(2);
+  EXPECT_FALSE(after.observe(TrialStatus::kOk, ""));
+  EXPECT_FALSE(after.observe(TrialStatus::kRuntimeError, "x"));
+  EXPECT_FALSE(after.observe(TrialStatus::kRuntimeError, "x"));
+  AlikeFailures resumed(2);
+  resumed.succeeded();
+  EXPECT_FALSE(resumed.observe(TrialStatus::kRuntimeError, "x"));
+  EXPECT_FALSE(resumed.observe(TrialStatus::kRuntimeError, "x"));
+  AlikeFailures never(0);
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(never.observe(TrialStatus::kRuntimeError, "x"));
+}
+
+// Every configuration fails with one error (a command not found): the run stops after five,
+// records them with their reason, and measures on when told to, or when the task has succeeded.
+class BrokenRunner : public runners::Runner {
+ public:
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    std::vector<TrialResult> out;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      out.push_back(
+          failed_trial(TrialStatus::kRuntimeError, "exit code 127: sh: train: not found"));
+    return out;
+  }
+  std::string kind() const override { return "fake"; }
+};
+
+TEST(TunerTest, ARunWhoseTrialsAllFailAlikeStopsAndKeepsThem) {
+  Bench s;
+  BrokenRunner broken;
+  TunerOptions o;
+  o.strategy = "exhaustive";
+  o.trials = 0;
+  const TuneSummary stopped = tune(s.space, broken, *s.database, s.key, o);
+  EXPECT_EQ(stopped.measured, 5u);
+  EXPECT_FALSE(stopped.best.has_value());
+  EXPECT_NE(
+      stopped.stopped_because.find("the first 5 trials failed alike (runtime_error: exit code "
+                                   "127: sh: train: not found)"),
+      std::string::npos)
+      << stopped.stopped_because;
+  const auto recorded = s.database->trials(stopped.task_id);
+  ASSERT_EQ(recorded.size(), 5u);
+  for (const auto& t : recorded) EXPECT_EQ(t.result.error, "exit code 127: sh: train: not found");
+
+  // Told to measure on regardless: the next 12 are measured.
+  o.stop_after_failures = 0;
+  o.trials = 17;
+  EXPECT_EQ(tune(s.space, broken, *s.database, s.key, o).measured, 12u);
+
+  // A task that has succeeded before: its later failures are the configurations'.
+  Bench ok;
+  TunerOptions first;
+  first.strategy = "exhaustive";
+  first.trials = 1;
+  ASSERT_TRUE(tune(ok.space, ok.runner, *ok.database, ok.key, first).best.has_value());
+  TunerOptions more;
+  more.strategy = "exhaustive";
+  more.trials = 12;
+  EXPECT_EQ(tune(ok.space, broken, *ok.database, ok.key, more).measured, 11u);
 }
 
 }  // namespace
