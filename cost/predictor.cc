@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -456,6 +457,19 @@ Prediction Predictor::raw(const PredictInput& in) const {
   if (layers != fit_.deep_layers) {
     out.notes.push_back(std::to_string(layers) + " blocks composed from variants of 1 and " +
                         std::to_string(fit_.deep_layers));
+  }
+  // Past the profiled batches nothing was measured: say so (under a budget, only configurations
+  // predicted out of memory are there).
+  double profiled = 0;
+  for (const auto& [batch, ms] : fit_.deep_ms) profiled = std::max(profiled, batch);
+  const double micro =
+      static_cast<double>(in.batch) /
+      static_cast<double>(std::max<int64_t>(1, in.dp) * std::max<int64_t>(1, in.micro_batches));
+  if (profiled > 0 && micro > profiled) {
+    std::ostringstream note;
+    note << micro << " samples a micro-batch extrapolated past the largest profiled batch ("
+         << profiled << "): time along the last profiled segment, memory along its line";
+    out.notes.push_back(note.str());
   }
   return out;
 }

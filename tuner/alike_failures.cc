@@ -19,7 +19,8 @@ bool AlikeFailures::observe(TrialStatus status, const std::string& error) {
     failure_.clear();
     return false;
   }
-  const std::string failure = std::string(to_string(status)) + ": " + error.substr(0, error.find('\n'));
+  const std::string failure =
+      std::string(to_string(status)) + ": " + error.substr(0, error.find('\n'));
   in_a_row_ = failure == failure_ ? in_a_row_ + 1 : 1;
   failure_ = failure;
   return in_a_row_ >= limit_;

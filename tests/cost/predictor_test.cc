@@ -103,6 +103,28 @@ TEST(PredictorTest, ADeeperModelIsComposedFromTheBlocks) {
   EXPECT_NE(p.notes[0].find("12 blocks composed from variants of 1 and 4"), std::string::npos);
 }
 
+// A prediction past the largest profiled batch says it is extrapolated; one inside does not.
+TEST(PredictorTest, APredictionPastTheProfiledBatchesSaysSo) {
+  const Predictor predictor(synthetic_profile());
+  double largest = 0;
+  for (const ProfilePoint& q : synthetic_profile().points)
+    largest = std::max(largest, double(q.batch));
+  const auto extrapolated = [](const Prediction& p) {
+    return std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) {
+      return n.find("extrapolated past the largest profiled batch") != std::string::npos;
+    });
+  };
+  const int64_t inside = static_cast<int64_t>(largest);
+  EXPECT_FALSE(extrapolated(predictor.predict({inside, 0, 1})));
+  const Prediction past = predictor.predict({2 * inside, 0, 1});
+  EXPECT_TRUE(extrapolated(past));
+  EXPECT_NE(past.notes.back().find(std::to_string(2 * inside) + " samples a micro-batch"),
+            std::string::npos)
+      << past.notes.back();
+  // Per micro-batch: twice the batch in two micro-batches is inside again.
+  EXPECT_FALSE(extrapolated(predictor.predict({2 * inside, 0, 2})));
+}
+
 // A head whose buffer stops growing past 8 samples (the fused LM loss's chunk of logits) bends the
 // deep variant's peaks: a line through them all passes under the middle ones, where a budget's
 // edge may lie. The whole model on one stage is predicted no lower than the measured peaks there.
