@@ -354,14 +354,18 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     }
     ++since_improvement;
   }
+  // The summary's last figures, whichever way the run ends.
+  const auto finished = [&] {
+    const auto top = database.best(task.id, 1);
+    if (!top.empty()) summary.best = top[0];
+    summary.elapsed_s = seconds_since(start);
+    if (!spreads.empty()) summary.step_spread = median(spreads);
+    return summary;
+  };
   if (interrupt_requested()) {
     if (summary.stopped_because != "interrupted")
       summary.stopped_because += "; interrupted before the confirmation";
-    summary.elapsed_s = seconds_since(start);
-    if (!spreads.empty()) summary.step_spread = median(spreads);
-    const auto top = database.best(task.id, 1);
-    if (!top.empty()) summary.best = top[0];
-    return summary;  // no confirmation: the user asked to stop
+    return finished();  // no confirmation: the user asked to stop
   }
   const ConfirmationCounts confirmed =
       confirm_best(runner, database, task, options, out_of_time, [&](Progress p) {
@@ -374,11 +378,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   summary.remeasure_failed += confirmed.failed;
   if (confirmed.out_of_time)
     summary.stopped_because += "; the confirmation stopped at the time limit";
-  const auto top = database.best(task.id, 1);
-  if (!top.empty()) summary.best = top[0];
-  summary.elapsed_s = seconds_since(start);
-  if (!spreads.empty()) summary.step_spread = median(spreads);
-  return summary;
+  return finished();
 }
 
 }  // namespace slapo::tuner
