@@ -30,7 +30,8 @@ int run_version(const VersionOptions& o, std::ostream& out, std::ostream& err) {
     return kExitOk;
   }
   const runners::SystemInfo info = runners::collect_system_info();
-  out << "slapo-tune " << kVersion << " (git " << kGitRevision << ")\n"
+  out << "slapo-tune " << kVersion << " (git " << kGitRevision << ", measuring code "
+      << kMeasuringRevision << ")\n"
       << "libtorch " << info.torch_version << ", " << info.torch_threads << " threads"
       << (info.cuda_available ? ", CUDA" : ", CPU only") << "\n"
       << "blas " << info.blas_name << (info.blas_path.empty() ? "" : " (" + info.blas_path + ")")

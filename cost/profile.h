@@ -48,9 +48,10 @@ struct Profile {
   // degree and the threads of a rank.
   std::string key_json = "{}";
   std::string fingerprint_json = "{}";  // the machine (runners/system_info.h), compared on reuse
-  std::string code_revision;            // slapo's git revision: another revision profiles again
-  int64_t layers = 0;                   // blocks of the workload's model (what is predicted)
-  int64_t tp = 1;                       // the tensor-parallel degree of the measured rank
+  std::string
+      code_revision;   // kMeasuringRevision: the measuring code of another revision profiles again
+  int64_t layers = 0;  // blocks of the workload's model (what is predicted)
+  int64_t tp = 1;      // the tensor-parallel degree of the measured rank
   ModelShape shape;
   double optimizer_ms_per_param = 0;  // one optimizer step, per parameter of the rank
   double prologue_ms_per_sample = 0;  // the embeddings' forward and backward

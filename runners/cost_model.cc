@@ -218,7 +218,7 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
       // A composed profile is the shift of another key's: it is of this key, measured here now.
       shifted->key_json = key;
       shifted->fingerprint_json = fingerprint_;
-      shifted->code_revision = kGitRevision;
+      shifted->code_revision = kMeasuringRevision;
       return std::move(*shifted);
     }
   }
@@ -257,7 +257,7 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
     cost::Profile& sibling = profiles[i + 1];
     sibling.key_json = sibling_keys[i];
     sibling.fingerprint_json = fingerprint_;
-    sibling.code_revision = kGitRevision;
+    sibling.code_revision = kMeasuringRevision;
     profile_seconds_ += sibling.profile_s;
     if (database_) database_->put_profile(sibling_keys[i], sibling.to_json());
     if (on_note_) {
@@ -281,7 +281,7 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   }
   profile.key_json = key;
   profile.fingerprint_json = fingerprint_;
-  profile.code_revision = kGitRevision;
+  profile.code_revision = kMeasuringRevision;
   return profile;
 }
 
@@ -399,7 +399,7 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
       to = probe_across_head(*base, knobs, m);
       to->key_json = to_key;
       to->fingerprint_json = fingerprint_;
-      to->code_revision = kGitRevision;
+      to->code_revision = kMeasuringRevision;
       const std::string how =
           "derived from a profile that differs only in the head: its one-block steps measured "
           "where the base's were, its deep ones at the base's two largest batches";
@@ -499,7 +499,9 @@ std::string WorkloadCostModel::why_stale(const std::string& fingerprint,
   if (replaying_) return "";
   if (const std::string machine = machine_difference(fingerprint, fingerprint_); !machine.empty())
     return "is of another machine (" + machine + ")";
-  if (revision != kGitRevision) return "is of slapo " + revision + ", not " + kGitRevision;
+  if (revision != kMeasuringRevision)
+    return "is of another revision of slapo's measuring code (" + revision + ", not " +
+           kMeasuringRevision + ")";
   return "";
 }
 
@@ -526,7 +528,7 @@ const cost::CollectiveModel& WorkloadCostModel::collectives() {
                 "replaying: the recording holds no profile of the collectives");
     profile = profile_collectives(ranks, {self_executable(), "worker", "--collectives"});
     profile->fingerprint_json = fingerprint_;
-    profile->code_revision = kGitRevision;
+    profile->code_revision = kMeasuringRevision;
     profile_seconds_ += profile->profile_s;
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {

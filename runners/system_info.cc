@@ -95,7 +95,9 @@ std::string fingerprint_json(const SystemInfo& info) {
   c.set("heap", info.heap);
   c.set("cuda", info.cuda_available);
   c.set("slapo", std::string(kVersion));
-  c.set("git", std::string(kGitRevision));
+  // The code that measures, not the whole revision: a commit of docs, tests or the tuner continues
+  // the same tasks (CMakeLists.txt: kMeasuringRevision).
+  c.set("measuring_code", std::string(kMeasuringRevision));
   return c.canonical_json();
 }
 
@@ -113,7 +115,7 @@ std::string machine_difference(const std::string& fingerprint_a, const std::stri
     for (const auto& [name, value] : c->entries()) names.insert(name);
   std::string out;
   for (const std::string& name : names) {
-    if (name == "git" || name == "slapo") continue;  // the code's, not the machine's
+    if (name == "measuring_code" || name == "slapo") continue;  // the code's, not the machine's
     const Value* x = a.find(name);
     const Value* y = b.find(name);
     const std::string from = x ? to_string(*x) : "(none)";

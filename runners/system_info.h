@@ -26,12 +26,12 @@ SystemInfo collect_system_info();
 
 // The facts that make measurements comparable, as canonical JSON (the tuning database's task
 // fingerprint): CPU, cores, memory, LibTorch, BLAS, threads, wait policy, heap policy, slapo
-// version and git revision.
+// version and the revision of its measuring code (kMeasuringRevision).
 std::string fingerprint_json(const SystemInfo& info);
 
-// What makes the machines of two fingerprints (fingerprint_json) differ — slapo's version and git
-// revision aside, which are the code's —, as "cpu 'A' -> 'B', memory_bytes 1 -> 2"; empty when
-// they are the same machine. Text that is not a fingerprint differs as a whole ("unreadable").
+// What makes the machines of two fingerprints (fingerprint_json) differ — slapo's version and
+// measuring code aside, which are the code's —, as "cpu 'A' -> 'B', memory_bytes 1 -> 2"; empty
+// when they are the same machine. Text that is not a fingerprint differs as a whole ("unreadable").
 std::string machine_difference(const std::string& fingerprint_a, const std::string& fingerprint_b);
 
 // True when the BLAS in use is an optimized one (OpenBLAS, MKL, BLIS).

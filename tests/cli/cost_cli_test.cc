@@ -55,6 +55,14 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   const auto profiles = nlohmann::json::parse(last_line(listed.out));
   ASSERT_EQ(profiles.size(), 3u) << listed.out;
+  // Each is of the measuring code's revision that `--version` names.
+  const Outcome version = run("--version");
+  const std::string marker = "measuring code ";
+  const size_t at = version.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << version.out;
+  const std::string measuring = version.out.substr(at + marker.size(), 12);
+  for (const auto& p : profiles)
+    EXPECT_EQ(p["profile"]["code_revision"], measuring) << p["profile"].dump().substr(0, 300);
   size_t derived = 0;
   for (const auto& p : profiles) {
     size_t composed = 0;
@@ -90,10 +98,12 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
         0);
   };
   set_in_profiles("$.code_revision", "abc123");
-  set_in_profiles("$.fingerprint.git", "abc123");
+  set_in_profiles("$.fingerprint.measuring_code", "abc123");
   Outcome stale = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
   ASSERT_EQ(stale.exit_code, 0) << stale.err;
-  EXPECT_NE(stale.err.find("a stored profile is of slapo abc123, not "), std::string::npos)
+  EXPECT_NE(stale.err.find("a stored profile is of another revision of slapo's measuring code "
+                           "(abc123, not "),
+            std::string::npos)
       << stale.err;
   EXPECT_EQ(stale.err.find("another machine"), std::string::npos) << stale.err;
   EXPECT_GT(nlohmann::json::parse(last_line(stale.out))["profile_s"].get<double>(), 0);
