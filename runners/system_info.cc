@@ -115,7 +115,8 @@ std::string machine_difference(const std::string& fingerprint_a, const std::stri
     for (const auto& [name, value] : c->entries()) names.insert(name);
   std::string out;
   for (const std::string& name : names) {
-    if (name == "measuring_code" || name == "slapo") continue;  // the code's, not the machine's
+    // The code's, not the machine's ("git": the whole revision, in fingerprints before 2026-11-27).
+    if (name == "measuring_code" || name == "git" || name == "slapo") continue;
     const Value* x = a.find(name);
     const Value* y = b.find(name);
     const std::string from = x ? to_string(*x) : "(none)";

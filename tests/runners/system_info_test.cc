@@ -16,6 +16,7 @@ TEST(SystemInfoTest, AnotherRevisionOfSlapoIsNotAnotherMachine) {
   ASSERT_TRUE(code.contains("measuring_code")) << here;
   code["measuring_code"] = "abc123";
   code["slapo"] = "9.9.9";
+  code["git"] = "abc123";  // the whole revision, in fingerprints stored before the measuring code
   EXPECT_EQ(machine_difference(here, code.dump()), "");
 }
 
