@@ -145,7 +145,10 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (!history.empty()) strategy->observe(history);
   }
 
-  AlikeFailures alike(options.stop_after_failures);
+  std::vector<std::string> varying;  // the scalar knobs of two values or more (AlikeFailures)
+  for (const space::KnobInfo& k : space.knobs())
+    if (k.domain.size() >= 2) varying.push_back(k.name);
+  AlikeFailures alike(options.stop_after_failures, varying);
   if (best) alike.succeeded();
   const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
   const auto budget_reached = [&] {
@@ -326,7 +329,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
           record.objective, step_spread(record.result.metrics), was_run(record)}});
     report(record, index);
     if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
-    if (alike.observe(record.result.status, record.result.error)) {
+    if (alike.observe(config, record.result.status, record.result.error)) {
       summary.stopped_because = alike.why();
       break;
     }

@@ -1048,11 +1048,18 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
 namespace slapo::tuner {
 namespace {
 
+// A configuration of x = `x`.
+Config at_x(int64_t x) {
+  Config c;
+  c.set("x", Value(x));
+  return c;
+}
+
 TEST(AlikeFailuresTest, StopsAfterTheLimitOfTheSameFailureBeforeAnySuccess) {
-  AlikeFailures alike(3);
-  EXPECT_FALSE(alike.observe(TrialStatus::kRuntimeError, "sh: trainer: not found\nmore"));
-  EXPECT_FALSE(alike.observe(TrialStatus::kRuntimeError, "sh: trainer: not found\nother"));
-  EXPECT_TRUE(alike.observe(TrialStatus::kRuntimeError, "sh: trainer: not found"));
+  AlikeFailures alike(3, {"x"});
+  EXPECT_FALSE(alike.observe(at_x(1), TrialStatus::kRuntimeError, "sh: trainer: not found\nmore"));
+  EXPECT_FALSE(alike.observe(at_x(2), TrialStatus::kRuntimeError, "sh: trainer: not found\nother"));
+  EXPECT_TRUE(alike.observe(at_x(3), TrialStatus::kRuntimeError, "sh: trainer: not found"));
   EXPECT_NE(alike.why().find("the first 3 trials failed alike (runtime_error: sh: trainer: not "
                              "found)"),
             std::string::npos)
@@ -1060,30 +1067,39 @@ TEST(AlikeFailuresTest, StopsAfterTheLimitOfTheSameFailureBeforeAnySuccess) {
 }
 
 TEST(AlikeFailuresTest, FailuresOfTheConfigurationsDoNotStopARun) {
-  AlikeFailures differing(2);
-  EXPECT_FALSE(differing.observe(TrialStatus::kRuntimeError, "a"));
-  EXPECT_FALSE(differing.observe(TrialStatus::kRuntimeError, "b"));  // another error
-  EXPECT_FALSE(differing.observe(TrialStatus::kCrashed, "b"));       // another status
-  EXPECT_FALSE(differing.observe(TrialStatus::kOom, "b"));           // breaks the row
-  EXPECT_FALSE(differing.observe(TrialStatus::kCrashed, "b"));
-  EXPECT_TRUE(differing.observe(TrialStatus::kCrashed, "b"));
-  // Out of memory, timeouts and invalid configurations are what some configurations are.
-  AlikeFailures theirs(2);
-  for (TrialStatus s : {TrialStatus::kOom, TrialStatus::kTimeout, TrialStatus::kInvalid}) {
-    EXPECT_FALSE(theirs.observe(s, "x"));
-    EXPECT_FALSE(theirs.observe(s, "x"));
+  AlikeFailures differing(2, {"x"});
+  EXPECT_FALSE(differing.observe(at_x(1), TrialStatus::kRuntimeError, "a"));
+  EXPECT_FALSE(differing.observe(at_x(2), TrialStatus::kRuntimeError, "b"));  // another error
+  EXPECT_FALSE(differing.observe(at_x(3), TrialStatus::kCrashed, "b"));       // another status
+  EXPECT_FALSE(differing.observe(at_x(4), TrialStatus::kOom, "b"));           // breaks the row
+  EXPECT_FALSE(differing.observe(at_x(5), TrialStatus::kCrashed, "b"));
+  EXPECT_TRUE(differing.observe(at_x(6), TrialStatus::kCrashed, "b"));
+  // A failure of one value of a knob alone (the largest batch, say) is that value's, however many
+  // trials of it fail.
+  AlikeFailures one_value(2, {"x"});
+  for (int i = 0; i < 10; ++i)
+    EXPECT_FALSE(one_value.observe(at_x(64), TrialStatus::kRuntimeError, "x"));
+  EXPECT_TRUE(one_value.observe(at_x(32), TrialStatus::kRuntimeError, "x"));
+  // Out of memory, timeouts, invalid configurations and schedule errors are what some
+  // configurations are.
+  AlikeFailures theirs(2, {"x"});
+  for (TrialStatus s : {TrialStatus::kOom, TrialStatus::kTimeout, TrialStatus::kInvalid,
+                        TrialStatus::kScheduleError}) {
+    EXPECT_FALSE(theirs.observe(at_x(1), s, "x"));
+    EXPECT_FALSE(theirs.observe(at_x(2), s, "x"));
   }
   // After a success, failures are the configurations'.
-  AlikeFailures after(2);
-  EXPECT_FALSE(after.observe(TrialStatus::kOk, ""));
-  EXPECT_FALSE(after.observe(TrialStatus::kRuntimeError, "x"));
-  EXPECT_FALSE(after.observe(TrialStatus::kRuntimeError, "x"));
-  AlikeFailures resumed(2);
+  AlikeFailures after(2, {"x"});
+  EXPECT_FALSE(after.observe(at_x(1), TrialStatus::kOk, ""));
+  EXPECT_FALSE(after.observe(at_x(2), TrialStatus::kRuntimeError, "x"));
+  EXPECT_FALSE(after.observe(at_x(3), TrialStatus::kRuntimeError, "x"));
+  AlikeFailures resumed(2, {"x"});
   resumed.succeeded();
-  EXPECT_FALSE(resumed.observe(TrialStatus::kRuntimeError, "x"));
-  EXPECT_FALSE(resumed.observe(TrialStatus::kRuntimeError, "x"));
-  AlikeFailures never(0);
-  for (int i = 0; i < 10; ++i) EXPECT_FALSE(never.observe(TrialStatus::kRuntimeError, "x"));
+  EXPECT_FALSE(resumed.observe(at_x(1), TrialStatus::kRuntimeError, "x"));
+  EXPECT_FALSE(resumed.observe(at_x(2), TrialStatus::kRuntimeError, "x"));
+  AlikeFailures never(0, {"x"});
+  for (int i = 0; i < 10; ++i)
+    EXPECT_FALSE(never.observe(at_x(i), TrialStatus::kRuntimeError, "x"));
 }
 
 // Every configuration fails with one error (a command not found): the run stops after five,
@@ -1107,20 +1123,31 @@ TEST(TunerTest, ARunWhoseTrialsAllFailAlikeStopsAndKeepsThem) {
   o.strategy = "exhaustive";
   o.trials = 0;
   const TuneSummary stopped = tune(s.space, broken, *s.database, s.key, o);
-  EXPECT_EQ(stopped.measured, 5u);
   EXPECT_FALSE(stopped.best.has_value());
-  EXPECT_NE(
-      stopped.stopped_because.find("the first 5 trials failed alike (runtime_error: exit code "
-                                   "127: sh: train: not found)"),
-      std::string::npos)
+  EXPECT_NE(stopped.stopped_because.find(" trials failed alike (runtime_error: exit code 127: sh: "
+                                         "train: not found) whatever the value of each knob"),
+            std::string::npos)
       << stopped.stopped_because;
+  // It stopped at the first trial by which every knob had taken two values (and five had failed).
   const auto recorded = s.database->trials(stopped.task_id);
-  ASSERT_EQ(recorded.size(), 5u);
+  ASSERT_EQ(recorded.size(), stopped.measured);
+  EXPECT_GE(recorded.size(), 5u);
+  EXPECT_LT(recorded.size(), s.space.size());
+  const auto every_knob_varies = [&](size_t n) {
+    for (const char* knob : {"batch_size", "ckpt", "attn"}) {
+      std::set<std::string> values;
+      for (size_t i = 0; i < n; ++i) values.insert(to_string(recorded[i].config.at(knob)));
+      if (values.size() < 2) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(every_knob_varies(recorded.size()));
+  if (recorded.size() > 5) EXPECT_FALSE(every_knob_varies(recorded.size() - 1));
   for (const auto& t : recorded) EXPECT_EQ(t.result.error, "exit code 127: sh: train: not found");
 
   // Told to measure on regardless: the next 12 are measured.
   o.stop_after_failures = 0;
-  o.trials = 17;
+  o.trials = recorded.size() + 12;
   EXPECT_EQ(tune(s.space, broken, *s.database, s.key, o).measured, 12u);
 
   // A task that has succeeded before: its later failures are the configurations'.
