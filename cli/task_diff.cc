@@ -53,6 +53,14 @@ std::vector<std::string> key_differences(const db::TaskKey& a, const db::TaskKey
     json_differences(nlohmann::json::parse(a.fingerprint_json, nullptr, false),
                      nlohmann::json::parse(b.fingerprint_json, nullptr, false), "machine",
                      &machine);
+    // slapo's own fields are the code's, not the machine's ("git": fingerprints before the
+    // measuring code's revision).
+    for (std::string& line : machine) {
+      for (const char* code : {"measuring_code", "git", "slapo"}) {
+        const std::string field = std::string("machine.") + code + ":";
+        if (line.rfind(field, 0) == 0) line = "slapo." + line.substr(8);
+      }
+    }
     out.insert(out.end(), machine.begin(), machine.end());
   }
   return out;

@@ -9,8 +9,9 @@
 
 namespace slapo::cli {
 
-// One line per difference, "FIELD: A → B" (the fields of the workload or command JSON one by
-// one; the machine's fingerprint as a whole). Empty when the keys are equal.
+// One line per difference, "FIELD: A → B": the fields of the workload or command JSON one by one,
+// the space, the runner, the ranks, and the fingerprint's ("machine.cpu", "slapo.measuring_code").
+// Empty when the keys are equal.
 std::vector<std::string> key_differences(const db::TaskKey& a, const db::TaskKey& b);
 
 }  // namespace slapo::cli
