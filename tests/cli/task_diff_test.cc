@@ -16,16 +16,17 @@ db::TaskKey key(const std::string& workload, const std::string& fingerprint) {
 }
 
 TEST(TaskDiffTest, EachFieldThatDiffersIsOneLine) {
-  const db::TaskKey a = key(R"({"model":"gpt-mini","threads":2})",
-                            R"({"cpu":"AMD EPYC","cores":2,"measuring_code":"abc","slapo":"0.1.0"})");
+  const db::TaskKey a =
+      key(R"({"model":"gpt-mini","threads":2})",
+          R"({"cpu":"AMD EPYC","cores":2,"measuring_code":"abc","slapo":"0.1.0"})");
   EXPECT_TRUE(key_differences(a, a).empty());
   db::TaskKey b = key(R"({"model":"gpt-mini","threads":1})",
                       R"({"cpu":"Intel Xeon","cores":2,"measuring_code":"def","slapo":"0.1.0"})");
   b.world_size = 2;
   const std::vector<std::string> lines = key_differences(a, b);
-  const std::vector<std::string> expected = {
-      "threads: 2 → 1", "ranks: 1 → 2", "machine.cpu: \"AMD EPYC\" → \"Intel Xeon\"",
-      "slapo.measuring_code: \"abc\" → \"def\""};
+  const std::vector<std::string> expected = {"threads: 2 → 1", "ranks: 1 → 2",
+                                             "machine.cpu: \"AMD EPYC\" → \"Intel Xeon\"",
+                                             "slapo.measuring_code: \"abc\" → \"def\""};
   EXPECT_EQ(lines, expected);
   // A fingerprint of before the measuring code: its whole revision is slapo's too.
   const db::TaskKey old = key(R"({"model":"gpt-mini","threads":2})",
