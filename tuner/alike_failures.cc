@@ -39,8 +39,8 @@ bool AlikeFailures::observe(const Config& config, TrialStatus status, const std:
 }
 
 std::string AlikeFailures::why() const {
-  return "the first " + std::to_string(in_a_row_) + " trials failed alike (" + failure_ +
-         ") whatever the value of each knob: a fault of the workload or command, not of the "
+  return std::to_string(in_a_row_) + " trials in a row failed alike (" + failure_ +
+         ") before any succeeded, whatever the value of each knob: a fault of the workload or command, not of the "
          "configurations - fix it and run again (every trial is recorded; --stop-after-failures 0 "
          "measures on regardless)";
 }

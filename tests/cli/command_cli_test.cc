@@ -213,7 +213,7 @@ TEST(CommandCliTest, ACommandThatAlwaysFailsAlikeStopsTheRun) {
   const nlohmann::json summary = nlohmann::json::parse(last_line(stopped.out));
   EXPECT_EQ(summary["measured"], 5) << summary.dump();
   EXPECT_NE(summary["stopped_because"].get<std::string>().find(
-                "the first 5 trials failed alike (runtime_error: the command reported no metric"),
+                "5 trials in a row failed alike (runtime_error: the command reported no metric"),
             std::string::npos)
       << summary.dump();
   EXPECT_EQ(trials_of(db).size(), 5u);

@@ -1060,7 +1060,7 @@ TEST(AlikeFailuresTest, StopsAfterTheLimitOfTheSameFailureBeforeAnySuccess) {
   EXPECT_FALSE(alike.observe(at_x(1), TrialStatus::kRuntimeError, "sh: trainer: not found\nmore"));
   EXPECT_FALSE(alike.observe(at_x(2), TrialStatus::kRuntimeError, "sh: trainer: not found\nother"));
   EXPECT_TRUE(alike.observe(at_x(3), TrialStatus::kRuntimeError, "sh: trainer: not found"));
-  EXPECT_NE(alike.why().find("the first 3 trials failed alike (runtime_error: sh: trainer: not "
+  EXPECT_NE(alike.why().find("3 trials in a row failed alike (runtime_error: sh: trainer: not "
                              "found)"),
             std::string::npos)
       << alike.why();
@@ -1124,8 +1124,9 @@ TEST(TunerTest, ARunWhoseTrialsAllFailAlikeStopsAndKeepsThem) {
   o.trials = 0;
   const TuneSummary stopped = tune(s.space, broken, *s.database, s.key, o);
   EXPECT_FALSE(stopped.best.has_value());
-  EXPECT_NE(stopped.stopped_because.find(" trials failed alike (runtime_error: exit code 127: sh: "
-                                         "train: not found) whatever the value of each knob"),
+  EXPECT_NE(stopped.stopped_because.find(
+                " trials in a row failed alike (runtime_error: exit code 127: sh: "
+                "train: not found) before any succeeded, whatever the value of each knob"),
             std::string::npos)
       << stopped.stopped_because;
   // It stopped at the first trial by which every knob had taken two values (and five had failed).
