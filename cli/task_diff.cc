@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runners/system_info.h"
+
 namespace slapo::cli {
 
 namespace {
@@ -53,13 +55,10 @@ std::vector<std::string> key_differences(const db::TaskKey& a, const db::TaskKey
     json_differences(nlohmann::json::parse(a.fingerprint_json, nullptr, false),
                      nlohmann::json::parse(b.fingerprint_json, nullptr, false), "machine",
                      &machine);
-    // slapo's own fields are the code's, not the machine's ("git": fingerprints before the
-    // measuring code's revision).
+    // slapo's own fields are the code's, not the machine's.
     for (std::string& line : machine) {
-      for (const char* code : {"measuring_code", "git", "slapo"}) {
-        const std::string field = std::string("machine.") + code + ":";
-        if (line.rfind(field, 0) == 0) line = "slapo." + line.substr(8);
-      }
+      const std::string field = line.substr(8, line.find(':') - 8);  // after "machine."
+      if (runners::is_code_field(field)) line = "slapo." + line.substr(8);
     }
     out.insert(out.end(), machine.begin(), machine.end());
   }

@@ -114,6 +114,12 @@ std::map<double, double> activation_peaks(const std::vector<const ProfilePoint*>
   return out;
 }
 
+// Samples a rank runs per micro-batch: what the profile's batches are of.
+double samples_per_micro_batch(const PredictInput& in) {
+  return static_cast<double>(in.batch) /
+         static_cast<double>(std::max<int64_t>(1, in.dp) * std::max<int64_t>(1, in.micro_batches));
+}
+
 }  // namespace
 
 std::string Prediction::to_json() const {
@@ -315,7 +321,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
                                            int64_t end) const {
   const int64_t p = std::max<int64_t>(1, in.pp), dp = std::max<int64_t>(1, in.dp);
   const int64_t m = std::max<int64_t>(1, in.micro_batches), tp = profile_.tp;
-  const double x = static_cast<double>(in.batch) / static_cast<double>(dp * m);
+  const double x = samples_per_micro_batch(in);
   const ModelShape& shape = profile_.shape;
   const bool first = stage == 0, last = stage == p - 1;
   const double n = static_cast<double>(end - begin);
@@ -462,9 +468,7 @@ Prediction Predictor::raw(const PredictInput& in) const {
   // predicted out of memory are there).
   double profiled = 0;
   for (const auto& [batch, ms] : fit_.deep_ms) profiled = std::max(profiled, batch);
-  const double micro =
-      static_cast<double>(in.batch) /
-      static_cast<double>(std::max<int64_t>(1, in.dp) * std::max<int64_t>(1, in.micro_batches));
+  const double micro = samples_per_micro_batch(in);
   if (profiled > 0 && micro > profiled) {
     std::ostringstream note;
     note << micro << " samples a micro-batch extrapolated past the largest profiled batch ("
@@ -489,13 +493,9 @@ double Predictor::time_scale(const PredictInput& in) const {
   std::vector<double> all;
   for (const Observed& o : observed_) all.push_back(o.log_ratio);
   const double layers = static_cast<double>(profile_.layers);
-  auto micro_batch = [](const PredictInput& p) {
-    return static_cast<double>(p.batch) /
-           static_cast<double>(std::max<int64_t>(1, p.dp) * std::max<int64_t>(1, p.micro_batches));
-  };
   double sum = median(all), weights = 1;  // the prior: every trial's median
   for (const Observed& o : observed_) {
-    const double size = std::log2(micro_batch(in) / micro_batch(o.in));
+    const double size = std::log2(samples_per_micro_batch(in) / samples_per_micro_batch(o.in));
     const double checkpointed = 2 * static_cast<double>(in.ckpt_blocks - o.in.ckpt_blocks) / layers;
     const double layout =
         0.5 * ((in.tp != o.in.tp) + (in.pp != o.in.pp) + (in.dp != o.in.dp) +

@@ -101,6 +101,10 @@ std::string fingerprint_json(const SystemInfo& info) {
   return c.canonical_json();
 }
 
+bool is_code_field(const std::string& name) {
+  return name == "measuring_code" || name == "git" || name == "slapo";
+}
+
 std::string machine_difference(const std::string& fingerprint_a, const std::string& fingerprint_b) {
   if (fingerprint_a == fingerprint_b) return "";
   Config a, b;
@@ -115,8 +119,7 @@ std::string machine_difference(const std::string& fingerprint_a, const std::stri
     for (const auto& [name, value] : c->entries()) names.insert(name);
   std::string out;
   for (const std::string& name : names) {
-    // The code's, not the machine's ("git": the whole revision, in fingerprints before 2026-11-27).
-    if (name == "measuring_code" || name == "git" || name == "slapo") continue;
+    if (is_code_field(name)) continue;
     const Value* x = a.find(name);
     const Value* y = b.find(name);
     const std::string from = x ? to_string(*x) : "(none)";

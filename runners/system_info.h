@@ -29,6 +29,11 @@ SystemInfo collect_system_info();
 // version and the revision of its measuring code (kMeasuringRevision).
 std::string fingerprint_json(const SystemInfo& info);
 
+// True for the fingerprint's fields that are slapo's own, not the machine's: its version, the
+// revision of its measuring code, and "git" (the whole revision, in fingerprints stored before the
+// measuring code's).
+bool is_code_field(const std::string& name);
+
 // What makes the machines of two fingerprints (fingerprint_json) differ — slapo's version and
 // measuring code aside, which are the code's —, as "cpu 'A' -> 'B', memory_bytes 1 -> 2"; empty
 // when they are the same machine. Text that is not a fingerprint differs as a whole ("unreadable").

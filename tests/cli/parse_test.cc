@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iostream>
+#include <sstream>
 
 #include <boost/program_options/errors.hpp>
 
 #include "cli/commands.h"
 #include "cli/config_arg.h"
+#include "cli/run_command_line.h"
 #include "core/error.h"
 #include "db/database.h"
 #include "space/space_file.h"
@@ -337,6 +340,24 @@ TEST(ParseTest, TheTaskOfADatabaseIsItsOnlyOneOrTheOneChosen) {
   EXPECT_NE(two.find("t.db has 2 tasks; choose one with --task ID"), std::string::npos) << two;
   args.task = second;
   EXPECT_EQ(args.resolve(*database, "db best"), second);
+}
+
+// The top-level help lists every command by its whole name, its summary apart from it (a
+// 12-column field once cut "single-device" to "single-devic").
+TEST(ParseTest, TheHelpListsEveryCommandByItsWholeName) {
+  std::ostringstream captured;
+  std::streambuf* const original = std::cout.rdbuf(captured.rdbuf());
+  char program[] = "slapo-tune", flag[] = "--help";
+  char* argv[] = {program, flag};
+  const int code = run_command_line(2, argv);
+  std::cout.rdbuf(original);
+  EXPECT_EQ(code, 0);
+  const std::string help = captured.str();
+  for (const Command& c : commands()) {
+    EXPECT_NE(help.find("\n  " + std::string(c.name) + "  "), std::string::npos)
+        << c.name << " not listed whole:\n"
+        << help;
+  }
 }
 
 }  // namespace
