@@ -25,6 +25,7 @@
 #include "runners/block_probe.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
+#include "runners/sweep_steps.h"
 #include "runners/tracking_allocator.h"
 #include "schedule/kernels/fused_adamw.h"
 #include "schedule/runtime/pipeline.h"
@@ -141,15 +142,20 @@ namespace {
 
 // The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as
 // one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
-// in turn: one model, one warm-up step at the smallest batch a step takes (`micro` samples), then
-// one timed step at each batch — two at batches of at most `few` samples when the first is short
-// (kShortStepMs) —, its peak read per batch. A step's first run at a
-// larger batch needs no warm-up of its own — the optimizer's state, the thread pools exist by
-// then, and it times as the second would (docs/cost-model.md) — where a model and a warm-up step
-// per point made gpt-mini's profile cost 12 s, not 7.
+// in turn (runners/sweep_steps.h): one model, one warm-up step at the smallest batch a step takes
+// (`micro` samples), then one timed step at each batch — two at batches of at most `few` samples
+// when the first is short (kShortStepMs) —, its peak read per batch. With `warm_new_batches` a
+// batch larger than every step before runs once untimed first: its first step faults in the
+// memory it grows into, which a trial never times. The one-block variant does (a step of it costs
+// least, and that memory — the head's logits, mostly — is the largest share of its time: 20–33%
+// at 4 samples of gpt-mini); the deep one does not (3–10% of its steps, at a second step each
+// that would cost about a third more profile: docs/cost-model.md). A larger batch needs no
+// warm-up of its own otherwise — the optimizer's state, the thread pools exist by then — where a
+// model and a warm-up step per point made gpt-mini's profile cost 12 s, not 7.
 std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
                                               int64_t depth, int64_t ckpt, int64_t micro,
-                                              const std::vector<int64_t>& batches, int64_t few) {
+                                              const std::vector<int64_t>& batches, int64_t few,
+                                              bool warm_new_batches) {
   models::ModelSpec spec = w.spec();
   spec.layers = depth;
   Config c = knobs;
@@ -182,8 +188,12 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       if (!std::isfinite(loss)) throw failed("non-finite loss " + std::to_string(loss));
       return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     };
-    run(micro);
-    for (int64_t batch : batches) {
+    for (const SweepStep& at : sweep_steps(micro, batches, warm_new_batches)) {
+      const int64_t batch = at.batch;
+      if (!at.timed) {
+        run(batch);
+        continue;
+      }
       tracker.reset_peak();
       if (group) group->reset_tallies();
       std::vector<double> ms = {run(batch)};
@@ -272,8 +282,8 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs,
   own.shape = model_shape(w, knobs, 1);
   const double more_params = own.shape.epilogue_params - base.shape.epilogue_params;
   for (const auto& [micro, at] : batches) {
-    for (cost::ProfilePoint q :
-         measure_sweep(w, knobs, 1, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0)) {
+    for (cost::ProfilePoint q : measure_sweep(
+             w, knobs, 1, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0, false)) {
       q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more_params;
       own.points.push_back(q);
     }
@@ -311,7 +321,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     if (batches.empty()) batches = {request.batch_hi};
     std::sort(batches.begin(), batches.end());
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, few))
+         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, few, false))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -346,14 +356,14 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   profile.shape = model_shape(w, request.knobs, tp);
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
-  measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few);
+  measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few, false);
   // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
   // first.
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, few))
+         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, few, depth == 1))
       profile.points.push_back(q);
   };
   measure(1, 0, 1, {1, lo, hi});
