@@ -43,8 +43,7 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
               "every block checkpointed at one of them");
 
   auto optimizer_ms = [&](double blocks) {
-    return base.optimizer_ms_per_param * (blocks * shape.block_params + shape.prologue_params +
-                                          shape.epilogue_params - shape.tied_params);
+    return base.optimizer_ms_per_param * shape.variant_params(blocks);
   };
   // A block of the new key at x samples: the base's, plus the deep variants' difference per block.
   auto new_block_ms = [&](const ProfilePoint& q) {
@@ -124,6 +123,8 @@ std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
   const double state_per_param =
       base.shape.block_params > 0 ? fb.block_state / base.shape.block_params : 0.0;
   const double extra_optimizer_ms = base.optimizer_ms_per_param * d * extra_params;
+  // The least a step of the new key's deep variant takes: its optimizer step.
+  const double optimizer_ms = base.optimizer_ms_per_param * shape.variant_params(d);
 
   std::map<std::pair<int64_t, bool>, const BlockDifference*> by_point;  // (batch, checkpointed)
   for (const BlockDifference& b : differences) by_point[{b.batch, b.checkpointed}] = &b;
@@ -137,7 +138,13 @@ std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
   };
   auto compose = [&](const ProfilePoint& q, const BlockDifference& b) {
     ProfilePoint out = q;
-    out.step_ms = q.step_ms + d * b.ms + extra_optimizer_ms;
+    // A block is at best free, and a step takes at least its optimizer step: a difference larger
+    // than the base's block is the probe's noise (bert-tiny's blocks of 1–2 ms, stalled by 4–8 ms
+    // every other run), and composed as measured it made a derived key's steps take −5 ms and its
+    // predictions 0.0 ms.
+    const double own = predictor.block_ms(static_cast<double>(q.batch)) *
+                       (q.ckpt_blocks > 0 ? 1 + fb.recompute_share : 1.0);
+    out.step_ms = std::max(optimizer_ms, q.step_ms + d * std::max(b.ms, -own) + extra_optimizer_ms);
     // A transient that shrinks is not counted: the step may peak elsewhere (at the loss). Counted,
     // it under-predicted memory_efficient attention's checkpointed steps at sequence 256 by up to
     // 2.9%, whose peak is the head's; not counted, a tiny model's by up to 7% over.

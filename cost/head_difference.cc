@@ -88,6 +88,10 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
       q.step_ms += it->second->ms;
       q.peak_bytes += it->second->peak_bytes;
     }
+    // A step takes at least its optimizer step: a head's difference larger than a tiny model's
+    // step is the machine's noise (gpt-tiny's 2-block steps shifted to −4 to −6 ms on a loaded
+    // machine), which a step of no time would pass on to every prediction as 0.0 ms.
+    q.step_ms = std::max(q.step_ms, out.optimizer_ms(static_cast<double>(q.layers)));
     q.derived = true;
   }
   return out;

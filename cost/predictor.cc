@@ -146,6 +146,13 @@ std::string Prediction::to_json() const {
 Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives)
     : profile_(std::move(profile)), collectives_(std::move(collectives)) {
   SLAPO_CHECK(profile_.layers >= 1, ErrorCode::kInvalidArgument, "profile: no blocks");
+  // A step of no time is no measurement (a derived key's steps composed below zero once came out
+  // as a 0.0 ms prediction): said, never predicted from.
+  for (const ProfilePoint& q : profile_.points) {
+    SLAPO_CHECK(q.step_ms > 0, ErrorCode::kInvalidArgument, "profile: the step of ", q.layers,
+                " block(s) at a batch of ", q.batch, " takes ", q.step_ms,
+                " ms: not a time (profile again: --reprofile)");
+  }
   int64_t deep = 0;
   for (const ProfilePoint& q : profile_.points) deep = std::max(deep, q.layers);
   fit_.deep_layers = deep;
@@ -160,15 +167,9 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
               ErrorCode::kInvalidArgument,
               "profile: needs steps at two batch sizes without checkpointing, of a variant of one "
               "block and of one of two or more blocks");
-  const ModelShape& shape = profile_.shape;
   const double d = static_cast<double>(deep);
-  auto params_of_variant = [&](double blocks) {
-    return blocks * shape.block_params + shape.prologue_params + shape.epilogue_params -
-           shape.tied_params;
-  };
-  fit_.shallow_ms =
-      forward_backward_ms(shallow, profile_.optimizer_ms_per_param * params_of_variant(1));
-  const double optimizer_d = profile_.optimizer_ms_per_param * params_of_variant(d);
+  fit_.shallow_ms = forward_backward_ms(shallow, profile_.optimizer_ms(1));
+  const double optimizer_d = profile_.optimizer_ms(d);
   fit_.deep_ms = forward_backward_ms(deep_plain, optimizer_d);
 
   // Memory, in the peaks of the steps without checkpointing above one sample and above their

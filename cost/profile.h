@@ -39,6 +39,10 @@ struct ModelShape {
   double epilogue_params = 0;  // final norm and LM head (the last stage), a tied weight included
   double tied_params = 0;      // held by both ends (the tied embedding and LM head)
   double message_bytes_per_sample = 0;  // a pipeline message: one sample's hidden states
+  // The parameters of the whole model with `blocks` blocks on one rank.
+  double variant_params(double blocks) const {
+    return blocks * block_params + prologue_params + epilogue_params - tied_params;
+  }
   bool operator==(const ModelShape& o) const;
 };
 
@@ -54,6 +58,10 @@ struct Profile {
   int64_t tp = 1;      // the tensor-parallel degree of the measured rank
   ModelShape shape;
   double optimizer_ms_per_param = 0;  // one optimizer step, per parameter of the rank
+  // One optimizer step of the whole model with `blocks` blocks: the least a step of it takes.
+  double optimizer_ms(double blocks) const {
+    return optimizer_ms_per_param * shape.variant_params(blocks);
+  }
   double prologue_ms_per_sample = 0;  // the embeddings' forward and backward
   std::vector<ProfilePoint> points;
   double profile_s = 0;  // what profiling cost, wall time

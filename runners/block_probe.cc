@@ -16,6 +16,7 @@
 #include "core/stats.h"
 #include "dist/world.h"
 #include "runners/parallel_trainer.h"
+#include "runners/sweep_steps.h"
 #include "runners/tracking_allocator.h"
 #include "schedule/kernels/dropout_key.h"
 #include "schedule/language/sequence.h"
@@ -139,23 +140,31 @@ std::vector<cost::BlockDifference> run_round(ProbedBlock& base,
   return out;
 }
 
-// Each other key's differences at each of `batches` (in the order given, the largest first), the
-// base's block run once untimed at the first — the memory every later run reuses touched then,
-// for a third of a round (runners/block_probe.h): the time differences off the repeated-median
+// Each other key's differences at each of `batches` (in the order given, the largest first), every
+// block run once untimed at the first — the memory every later run reuses touched then
+// (runners/block_probe.h): the time differences off the repeated-median
 // lines through every round's (runners/block_probe.h), the bytes as measured (exact, the same every
 // round).
 std::vector<std::vector<cost::BlockDifference>> differences_at(
     ProbedBlock& base, std::vector<std::unique_ptr<ProbedBlock>>& others,
     const std::vector<int64_t>& batches, bool checkpointed) {
-  const int rounds = batches.size() >= kBatchesForOneRound ? 1 : kRounds;
   std::vector<std::vector<cost::BlockDifference>> out(others.size());
   std::vector<double> x;
   std::vector<std::vector<double>> ms(others.size()), forward_ms(others.size());
   int round = 0;
+  int rounds = batches.size() >= kBatchesForOneRound ? 1 : kRounds;
   for (size_t b = 0; b < batches.size(); ++b) {
     base.set_batch(batches[b]);
     for (auto& other : others) other->set_batch(batches[b]);
-    if (b == 0) base.run(round);  // the warm-up, untimed
+    if (b == 0) {
+      // The warm-up, untimed — every key's: a block's first run pays what its later ones do not
+      // (bert-tiny's memory_efficient block, 9 ms against 1). Then as many rounds as add up to
+      // enough time for blocks of a few milliseconds (runners/sweep_steps.h).
+      base.run(round);
+      for (auto& other : others) other->run(round);
+      const double block_ms = base.run(round).ms;
+      rounds = timed_repeats(block_ms * static_cast<double>(batches.size()), rounds);
+    }
     std::vector<cost::BlockDifference> d;
     for (int r = 0; r < rounds; ++r) {
       d = run_round(base, others, batches[b], checkpointed, round++);

@@ -8,7 +8,7 @@
 // accumulating as in a step — nothing else of the model, no optimizer. The base's block and every
 // other key's are timed in alternation, round after round — the base's once per round for all of
 // them (this machine's speed moves by 20% within minutes: only measurements of one round are
-// worth differencing) —, the largest batch first, the base's block run there once untimed: the
+// worth differencing) —, the largest batch first, every block run there once untimed: the
 // first block to run at a batch larger than any before pays for the memory it touches first, and
 // when that was the base's at every other batch (the batches ascending, a round of every block as
 // the warm-up at the smallest), every derived key looked faster than it is (gpt-mini's fused_qkv
@@ -16,7 +16,8 @@
 // slower; the largest first, −1 ms; docs/cost-model.md). A block's work grows linearly with the
 // batch, so does the time difference: it is read off Siegel's repeated-median line through every
 // round's (core/stats.h), which a hiccup of the machine in any one round does not move — with four
-// batches or more, one round per batch; with fewer, three. (The median of two rounds per batch it
+// batches or more, one round per batch; with fewer, three; blocks of a few milliseconds as many
+// as add up to 60 ms a key (runners/sweep_steps.h). (The median of two rounds per batch it
 // replaces let one hiccup make a key 35 ms a block slower at bert-mini's largest batch.)
 // Memory is exact (the tracking allocator): what the block's forward leaves allocated for its
 // backward, and the most its backward needs above that at once. The forward is timed on its own

@@ -144,7 +144,8 @@ namespace {
 // one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
 // in turn (runners/sweep_steps.h): one model, one warm-up step at the smallest batch a step takes
 // (`micro` samples), then one timed step at each batch — two at batches of at most `few` samples
-// when the first is short (kShortStepMs) —, its peak read per batch. With `warm_new_batches` a
+// when the first is short (kShortStepMs), as many as add up to 60 ms when a step takes a few
+// (timed_repeats) —, its peak read per batch. With `warm_new_batches` a
 // batch larger than every step before runs once untimed first: its first step faults in the
 // memory it grows into, which a trial never times. The one-block variant does (a step of it costs
 // least, and that memory — the head's logits, mostly — is the largest share of its time: 20–33%
@@ -198,8 +199,11 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       if (group) group->reset_tallies();
       std::vector<double> ms = {run(batch)};
       // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
-      // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step.
-      if (batch <= few && ms.front() < kShortStepMs) ms.push_back(run(batch));
+      // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of
+      // a few milliseconds (a tiny model) until they add up (runners/sweep_steps.h).
+      const int steps_to_time =
+          timed_repeats(ms.front(), batch <= few && ms.front() < kShortStepMs ? 2 : 1);
+      while (static_cast<int>(ms.size()) < steps_to_time) ms.push_back(run(batch));
       const int steps = static_cast<int>(ms.size());
       cost::ProfilePoint p;
       p.layers = depth;
@@ -380,9 +384,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   measure(deep, deep, 1, {hi});
   const cost::ModelShape& s = profile.shape;
   profile.optimizer_ms_per_param =
-      optimizer_ms_per_param(w, tc,
-                             static_cast<double>(deep) * s.block_params + s.prologue_params +
-                                 s.epilogue_params - s.tied_params);
+      optimizer_ms_per_param(w, tc, s.variant_params(static_cast<double>(deep)));
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
   return {profile};

@@ -1,6 +1,7 @@
 #include "runners/sweep_steps.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace slapo::runners {
 
@@ -14,6 +15,11 @@ std::vector<SweepStep> sweep_steps(int64_t micro, const std::vector<int64_t>& ba
     steps.push_back({batch, true});
   }
   return steps;
+}
+
+int timed_repeats(double first_ms, int at_least) {
+  const double enough = first_ms > 0 ? std::ceil(kMinTimedMs / first_ms) : kMaxTimedRepeats;
+  return std::max(at_least, static_cast<int>(std::min<double>(enough, kMaxTimedRepeats)));
 }
 
 }  // namespace slapo::runners

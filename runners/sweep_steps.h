@@ -1,6 +1,6 @@
 #pragma once
-// The order of the training steps of one profile sweep (runners/profiler.cc): which step runs at
-// which batch, and which of them are timed.
+// The steps a profile measurement runs (runners/profiler.cc, runners/block_probe.cc): which step
+// runs at which batch, which of them are timed, and how many times a short one is.
 //
 // A step at a batch larger than any the process ran before faults in the pages of the memory it
 // touches first — the kept heap grows (runners/heap_policy.h) — and a trial never times such a
@@ -25,5 +25,16 @@ struct SweepStep {
 // faulted in — as a trial's timed steps do.
 std::vector<SweepStep> sweep_steps(int64_t micro, const std::vector<int64_t>& batches,
                                    bool warm_new_batches);
+
+// How many times to time a measurement whose first run took `first_ms`: at least `at_least`, and
+// as many as add up to kMinTimedMs (at most kMaxTimedRepeats), the figure then their median. This
+// machine stalls a run by 4–8 ms about every other run of a few milliseconds (two threads, one of
+// them descheduled by the host): bert-tiny's 3 ms steps and 1–2 ms blocks, timed once, made a
+// profile whose two-block steps were faster than its one-block ones, and a derived key whose
+// steps took −5 ms (docs/cost-model.md, "Steps of a few milliseconds"). A step of gpt-mini (45 ms
+// at one sample, timed twice there) is not timed more.
+constexpr double kMinTimedMs = 60;
+constexpr int kMaxTimedRepeats = 25;
+int timed_repeats(double first_ms, int at_least);
 
 }  // namespace slapo::runners

@@ -119,6 +119,27 @@ TEST(DerivedProfileTest, TheBlocksAloneComposeTheDeepStepsOfTheNewKey) {
   }
 }
 
+TEST(DerivedProfileTest, ADifferenceLargerThanTheBaseBlockComposesAFreeBlockNotANegativeStep) {
+  const SyntheticWorkload base;
+  const Predictor predictor(base.profile());
+  std::vector<BlockDifference> noisy = block_differences(base, base);
+  for (BlockDifference& b : noisy) b.ms = -10 * predictor.block_ms(static_cast<double>(b.batch));
+  const std::vector<ProfilePoint> composed =
+      deep_steps_from_blocks(base.profile(), noisy, base.profile().shape);
+  ASSERT_FALSE(composed.empty());
+  for (const ProfilePoint& q : composed) {
+    // The base's step without its blocks' time: what is outside them, and the optimizer.
+    const double x = static_cast<double>(q.batch);
+    const double blocks = kLayers * predictor.block_ms(x) *
+                          (q.ckpt_blocks > 0 ? 1 + predictor.fit().recompute_share : 1.0);
+    EXPECT_GT(q.step_ms, 0) << q.batch;
+    EXPECT_NEAR(q.step_ms, base.point(kLayers, q.batch, q.ckpt_blocks).step_ms - blocks,
+                1e-9 * blocks)
+        << q.batch;
+  }
+  EXPECT_NO_THROW(derive_profile(base.profile(), composed, base.profile().shape));
+}
+
 TEST(DerivedProfileTest, ABlockWithMoreParametersOrALargerTransientPeaksHigher) {
   const SyntheticWorkload base;
   ModelShape wider = base.profile().shape;

@@ -194,6 +194,21 @@ TEST(HeadDifferenceTest, OneBlockStepsAtTheirOptimizerPeakShiftNoHeadsBytes) {
   }
 }
 
+TEST(HeadDifferenceTest, AStepShiftedPastItsOptimizerStepTakesThatStep) {
+  // A head's difference larger than the steps themselves (a tiny model on a loaded machine):
+  // every shifted step takes its optimizer step, none less — and the Predictor takes the profile.
+  const SyntheticWorkload base;
+  std::vector<HeadDifference> d = one_block_differences(base, base);
+  for (HeadDifference& h : d) h.ms = -1e6;
+  const Profile shifted = shift_head(base.profile(), d);
+  for (const ProfilePoint& q : shifted.points) {
+    EXPECT_DOUBLE_EQ(q.step_ms, shifted.optimizer_ms(static_cast<double>(q.layers)))
+        << q.layers << " blocks at " << q.batch;
+    EXPECT_GT(q.step_ms, 0);
+  }
+  EXPECT_NO_THROW(Predictor{shifted});
+}
+
 TEST(HeadDifferenceTest, WhatCannotBeShiftedIsRefused) {
   const SyntheticWorkload base;
   EXPECT_THROW(shift_head(base.profile(), {}), Error);

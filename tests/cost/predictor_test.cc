@@ -49,6 +49,20 @@ TEST(PredictorTest, RecoversTheCostsOfABlockAndOfTheRest) {
 // A profile's points are single timed steps: one of the deep variant's four above one sample, 6%
 // slow (a hiccup of the machine), is read off the repeated-median line through them — the true
 // step at every batch, its own included, where the polyline through the points is 6% off there.
+TEST(PredictorTest, AProfileWithAStepOfNoTimeIsRefused) {
+  Profile profile = synthetic_profile();
+  for (ProfilePoint& q : profile.points) {
+    if (q.layers == kLayers && q.batch == 4 && q.ckpt_blocks == 0) q.step_ms = -4.9;
+  }
+  try {
+    const Predictor predictor(profile);
+    FAIL() << "predicted from a profile with a step of negative time";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at a batch of 4 takes -4.9 ms"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(PredictorTest, OneSlowStepOfTheDeepVariantIsReadOffTheLineThroughItsBatches) {
   const Predictor predictor(kWorkload.profile_with_one_slow_deep_step(11));
   for (int64_t b : {2, 4, 8, 11, 16, 20, 32}) {

@@ -32,5 +32,14 @@ TEST(SweepStepsTest, ABatchLargerThanEveryStepBeforeRunsOnceUntimedFirst) {
   EXPECT_EQ(order(sweep_steps(4, {2, 4, 8, 8}, true)), "(4) 2 4 (8) 8 8");
 }
 
+TEST(SweepStepsTest, AShortMeasurementIsTimedUntilItsRunsAddUp) {
+  EXPECT_EQ(timed_repeats(3.0, 1), 20);                // 60 ms in runs of 3
+  EXPECT_EQ(timed_repeats(0.5, 1), kMaxTimedRepeats);  // capped
+  EXPECT_EQ(timed_repeats(0.0, 1), kMaxTimedRepeats);  // too short for the clock
+  EXPECT_EQ(timed_repeats(45.0, 2), 2);                // gpt-mini's smallest step: as before
+  EXPECT_EQ(timed_repeats(250.0, 1), 1);
+  EXPECT_EQ(timed_repeats(25.0, 1), 3);
+}
+
 }  // namespace
 }  // namespace slapo::runners
