@@ -141,10 +141,9 @@ std::vector<cost::BlockDifference> run_round(ProbedBlock& base,
 }
 
 // Each other key's differences at each of `batches` (in the order given, the largest first), every
-// block run once untimed at the first — the memory every later run reuses touched then
-// (runners/block_probe.h): the time differences off the repeated-median
-// lines through every round's (runners/block_probe.h), the bytes as measured (exact, the same every
-// round).
+// block run once untimed at the first — the memory every later run reuses touched then: the time
+// differences off the repeated-median lines through every round's (runners/block_probe.h), the
+// bytes as measured (exact, the same every round).
 std::vector<std::vector<cost::BlockDifference>> differences_at(
     ProbedBlock& base, std::vector<std::unique_ptr<ProbedBlock>>& others,
     const std::vector<int64_t>& batches, bool checkpointed) {
