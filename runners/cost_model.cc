@@ -15,6 +15,7 @@
 #include "core/process.h"
 #include "core/version.h"
 #include "cost/head_difference.h"
+#include "cost/profile_batches.h"
 #include "models/templates.h"
 #include "runners/collective_profile.h"
 #include "runners/profiler.h"
@@ -107,6 +108,12 @@ std::string profiled_what(const Config& config) {
   return knobs.entries().empty() ? std::string("the workload") : knobs.to_string();
 }
 
+// The samples of one rank's micro-batch (the last, when they do not divide evenly: the largest).
+int64_t micro_batch_per_rank(const cost::PredictInput& input) {
+  const int64_t split = std::max<int64_t>(1, input.dp * input.micro_batches);
+  return (input.batch + split - 1) / split;
+}
+
 // A space small enough to walk whole: no cut-point knob, at most cost::kMaxEnumerated points.
 bool enumerable(const space::CompiledSpace& space) {
   if (!space.cut_knob().empty()) return false;
@@ -148,6 +155,7 @@ WorkloadCostModel::~WorkloadCostModel() = default;
 
 void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
   mappings_.clear();  // the profile keys name the batches
+  taken_batches_.reset();
   space_ = &space;
   for (const space::KnobInfo& knob : space.knobs()) {
     // The knob's domain (ascending), not the walk over the space: as good a range to profile, and
@@ -232,6 +240,7 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.knobs = computation_knobs(config);
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
+  request.batches_taken = taken_batches();
   std::vector<std::string> sibling_keys;
   if (m.input.tp == 1) {
     auto base = bases_.find(m.family);
@@ -285,12 +294,33 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   return profile;
 }
 
-int64_t WorkloadCostModel::capped_batch() const {
+int64_t WorkloadCostModel::capped_batch() {
+  if (workload_.memory_budget <= 0 || space_ == nullptr || !enumerable(*space_)) return 0;
   const int64_t middle = static_cast<int64_t>(
       std::llround(std::sqrt(static_cast<double>(batch_lo_) * static_cast<double>(batch_hi_))));
-  const bool capped = workload_.memory_budget > 0 && space_ != nullptr && middle >= 2 * batch_lo_ &&
-                      middle < batch_hi_ && enumerable(*space_);
-  return capped ? middle : 0;
+  const int64_t cap = cost::taken_at_most(middle, 2 * batch_lo_, taken_batches());
+  return cap >= 2 * batch_lo_ && cap < batch_hi_ ? cap : 0;
+}
+
+const std::vector<int64_t>& WorkloadCostModel::taken_batches() {
+  if (taken_batches_) return *taken_batches_;
+  std::set<int64_t> taken;
+  if (space_ != nullptr && enumerable(*space_)) {
+    space_->for_each([&](const space::PointView& point) {
+      const Mapping& m = mapping(point.to_config());
+      if (m.why_not.empty()) taken.insert(micro_batch_per_rank(m.input));
+      return true;
+    });
+  } else if (space_ != nullptr) {
+    for (const space::KnobInfo& knob : space_->knobs()) {
+      if (knob.name != "batch_size") continue;
+      for (const Value& v : knob.domain) {
+        if (is_number(v)) taken.insert(static_cast<int64_t>(as_number(v)));
+      }
+    }
+  }
+  taken_batches_.emplace(taken.begin(), taken.end());
+  return *taken_batches_;
 }
 
 cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Config& knobs,
@@ -471,8 +501,7 @@ int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& prof
     } catch (const Error&) {
       return true;  // a layout the predictor cannot compose: predict() says why later
     }
-    const int64_t per_rank = std::max<int64_t>(1, m.input.dp * m.input.micro_batches);
-    largest = std::max(largest, (m.input.batch + per_rank - 1) / per_rank);
+    largest = std::max(largest, micro_batch_per_rank(m.input));
     return true;
   });
   return largest;

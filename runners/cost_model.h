@@ -137,12 +137,17 @@ class WorkloadCostModel : public tuner::CostModel {
   // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
   // profiled nor stored for reuse, with their knobs that change the computation.
   std::vector<std::pair<std::string, Config>> unprofiled_siblings(const Mapping& of);
+  // The batch a profile of its own is first measured up to under a memory budget (the space's
+  // middle batch, or the largest a rank runs below it: cost/profile_batches.h; extended later to
+  // the largest that fits), or 0 when profiles are not capped.
+  int64_t capped_batch();
   // The largest micro-batch (samples per rank and micro-batch) of the configurations of `of`'s
   // family and tp that `profile` predicts under the memory budget (with a margin).
-  // The batch a profile of its own is first measured up to under a memory budget (the space's
-  // middle batch; extended later to the largest that fits), or 0 when profiles are not capped.
-  int64_t capped_batch() const;
   int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
+  // The micro-batches (samples per rank and micro-batch) the space's configurations run, ascending:
+  // of every configuration when the space is enumerable, else the batch knob's values. Walked
+  // once, when a profile is first measured (a plan over stored profiles never walks it).
+  const std::vector<int64_t>& taken_batches();
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
   // The profile stored for `key` when it may be reused (a database, no --reprofile, readable, of
@@ -178,6 +183,7 @@ class WorkloadCostModel : public tuner::CostModel {
   void share_memory_scale(const std::string& family, double scale);
   std::unordered_map<std::string, Mapping> mappings_;  // by canonical configuration
   int64_t batch_lo_ = 0, batch_hi_ = 0;
+  std::optional<std::vector<int64_t>> taken_batches_;
   const space::CompiledSpace* space_ = nullptr;  // use_batches_of's
   bool reprofile_ = false;
   bool replaying_ = false;

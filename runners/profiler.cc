@@ -18,6 +18,7 @@
 #include "core/text.h"
 #include "cost/derived_profile.h"
 #include "cost/head_difference.h"
+#include "cost/profile_batches.h"
 #include "dist/launcher.h"
 #include "models/template_config.h"
 #include "models/templates.h"
@@ -352,7 +353,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   // Two batches above one sample, whatever the space's (memory is fitted over them).
   const int64_t hi = std::max<int64_t>(request.batch_hi, 3);
   const int64_t lo = std::clamp<int64_t>(request.batch_lo, 2, hi - 1);
-  const int64_t mid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(lo * hi))));
+  const int64_t mid = cost::middle_batch(lo, hi, request.batches_taken);
 
   cost::Profile profile;
   profile.layers = layers;
@@ -396,6 +397,7 @@ std::string ProfileRequest::to_json() const {
   j["knobs"] = nlohmann::ordered_json::parse(knobs.to_json());
   j["batch_lo"] = batch_lo;
   j["batch_hi"] = batch_hi;
+  if (!batches_taken.empty()) j["batches_taken"] = batches_taken;
   if (base) {
     j["base"] = nlohmann::ordered_json::parse(base->to_json());
     j["base_knobs"] = nlohmann::ordered_json::parse(base_knobs.to_json());
@@ -413,6 +415,27 @@ std::string ProfileRequest::to_json() const {
   return j.dump();
 }
 
+namespace {
+
+// The request's array `field` of batch sizes (none when absent). Throws Error(kInvalidArgument)
+// naming `origin` and the field for anything but batch sizes of one or more.
+std::vector<int64_t> batch_sizes(const nlohmann::json& request, const char* field,
+                                 const std::string& origin) {
+  std::vector<int64_t> out;
+  if (!request.contains(field)) return out;
+  const nlohmann::json& batches = request[field];
+  SLAPO_CHECK(batches.is_array(), ErrorCode::kInvalidArgument, origin, ": a profile request's ",
+              field, " are an array of batch sizes");
+  for (const nlohmann::json& b : batches) {
+    SLAPO_CHECK(b.is_number_integer() && b.get<int64_t>() >= 1, ErrorCode::kInvalidArgument, origin,
+                ": a profile request's ", field, " are batch sizes of one or more");
+    out.push_back(b.get<int64_t>());
+  }
+  return out;
+}
+
+}  // namespace
+
 ProfileRequest ProfileRequest::from_json(const std::string& json, const std::string& origin) {
   const nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
   SLAPO_CHECK(j.is_object() && j.contains("workload") && j.contains("knobs") &&
@@ -424,6 +447,7 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
   r.knobs = Config::from_json(j["knobs"].dump(), origin);
   r.batch_lo = j["batch_lo"].get<int64_t>();
   r.batch_hi = j["batch_hi"].get<int64_t>();
+  r.batches_taken = batch_sizes(j, "batches_taken", origin);
   if (j.contains("base")) {
     // Without its knobs the base's block could not be built: never guessed.
     SLAPO_CHECK(j.contains("base_knobs"), ErrorCode::kInvalidArgument, origin,
@@ -440,15 +464,7 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
   }
   if (j.contains("extend")) {
     r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
-    if (j.contains("extend_batches")) {
-      SLAPO_CHECK(j["extend_batches"].is_array(), ErrorCode::kInvalidArgument, origin,
-                  ": a profile request's extend_batches are an array of batch sizes");
-      for (const nlohmann::json& b : j["extend_batches"]) {
-        SLAPO_CHECK(b.is_number_integer() && b.get<int64_t>() >= 1, ErrorCode::kInvalidArgument,
-                    origin, ": a profile request's extend_batches are batch sizes of one or more");
-        r.extend_batches.push_back(b.get<int64_t>());
-      }
-    }
+    r.extend_batches = batch_sizes(j, "extend_batches", origin);
   }
   return r;
 }

@@ -5,7 +5,8 @@
 // variant below is one model stepped at its batches in turn: one warm-up step at the smallest,
 // then one timed step per batch (two at the smallest batches), the peak read per batch:
 //
-//   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing;
+//   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing
+//                  (the middle: one the space runs, where one is near: cost/profile_batches.h);
 //                  the largest batch with every block checkpointed
 //   one block      1 sample, the smallest and the largest batch without checkpointing; twice the
 //                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
@@ -38,6 +39,9 @@ struct ProfileRequest {
   Workload workload;  // its threads: one rank's
   Config knobs;       // the knobs that change the computation, tp included
   int64_t batch_lo = 1, batch_hi = 1;
+  // The micro-batches the space's configurations run on a rank (may be empty): the middle batch
+  // is one of them when one lies between batch_lo and batch_hi (cost/profile_batches.h).
+  std::vector<int64_t> batches_taken;
   // A profiled key that differs from this one only inside the blocks (tp = 1), and its knobs: then
   // only what one block of this key differs by from one of the base's is measured, at the base's
   // batches (checkpointed: composed), and the profile is derived from the base's

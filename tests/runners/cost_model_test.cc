@@ -2,6 +2,7 @@
 // revision) is measured anew in a tuning run, and reused as it is when a recording is replayed
 // (set_replaying: benchmark/tuner_efficiency.cc), which never measures.
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "db/database.h"
 #include "runners/cost_model.h"
 #include "runners/workload.h"
+#include "space/compiled_space.h"
+#include "space/space_file.h"
 
 namespace slapo::runners {
 namespace {
@@ -153,6 +156,40 @@ TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComp
     ++stored;
   }
   EXPECT_EQ(stored, 4u);
+}
+
+// Under a memory budget a profile is first measured up to the space's middle batch — the largest a
+// rank runs within it — and its middle batch is one the space runs too (cost/profile_batches.h):
+// batches of 3 to 300 samples are profiled at 1, 3, 6 and 24 samples and extended to the largest
+// that fits, not at 1, 3, 9 and 30, so the configurations there are predicted from steps of their
+// own batch, not interpolated between others.
+TEST(WorkloadCostModelTest, AProfileMeasuresAtBatchesTheSpaceRuns) {
+  auto database = db::Database::in_memory();
+  Workload w = Workload::from_json(
+      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 8, "threads": 1})", "test");
+  w.memory_budget = int64_t{1} << 30;
+  const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nbatch_size = { values = [3, 6, 12, 24, 48, 300] }\n", "test.toml"));
+  WorkloadCostModel model(w, database.get());
+  model.use_batches_of(space);
+  Config config;
+  config.set("batch_size", Value(int64_t{8}));
+  ASSERT_TRUE(model.predict(config).prediction);
+  const std::set<int64_t> taken = {1, 3, 6, 12, 24, 48, 300};
+  std::set<int64_t> deep;
+  size_t points = 0;
+  for (const db::StoredProfile& p : database->profiles()) {
+    const cost::Profile profile = cost::Profile::from_json(p.profile_json, "test");
+    for (const cost::ProfilePoint& q : profile.points) {
+      ++points;
+      EXPECT_EQ(taken.count(q.batch), 1u) << q.layers << " block(s) at a batch of " << q.batch;
+      if (q.layers > 1 && q.ckpt_blocks == 0) deep.insert(q.batch);
+    }
+  }
+  EXPECT_GT(points, 0u);
+  EXPECT_EQ(deep.count(6), 1u);    // the middle (6 and 12 as near sqrt(3 * 24): the smaller)
+  EXPECT_EQ(deep.count(24), 1u);   // the cap
+  EXPECT_EQ(deep.count(300), 1u);  // extended: everything fits in a GiB
 }
 
 }  // namespace
