@@ -235,7 +235,8 @@ void print_recorded_noise(const Table& t) {
 class RecordedModel {
  public:
   explicit RecordedModel(const Table& t) : database_(db::Database::in_memory()) {
-    for (const db::StoredProfile& p : t.profiles) database_->put_profile(p.key, p.profile_json);
+    for (const db::StoredProfile& p : t.profiles)
+      database_->put_profile(runners::WorkloadCostModel::current_key(p.key), p.profile_json);
     workload_ = runners::Workload::from_json(t.declared.workload_json, t.declared.origin);
   }
   std::unique_ptr<runners::WorkloadCostModel> fresh(const space::CompiledSpace& space) const {

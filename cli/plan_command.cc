@@ -40,12 +40,27 @@ void declare(PlanOptions* o, OptionSet& set) {
   // clang-format on
 }
 
+// Why a plan ranks no configuration, in one line.
+std::string nothing_planned(const std::string& file, const cost::Plan& plan,
+                            const cost::PlanOptions& options) {
+  std::string why = "plan: no configuration of " + file + " is predicted ";
+  why += options.memory_budget_bytes > 0
+             ? "to fit its memory budget of " + format_bytes(options.memory_budget_bytes)
+             : std::string("at all");
+  why += ": " + std::to_string(plan.predicted_oom) + " predicted out of memory, " +
+         std::to_string(plan.unpredictable) + " not predictable";
+  if (plan.unpredictable > 0) why += " (" + plan.unpredictable_reason + ")";
+  return why;
+}
+
 }  // namespace
 
 PlanOptions parse_plan(const Args& args) {
   PlanOptions o = parse_options<PlanOptions>(args, declare);
   if (o.help) return o;
   SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "plan: --space FILE is required");
+  SLAPO_CHECK(o.top >= 1, ErrorCode::kInvalidArgument, "plan: --top ", o.top,
+              ": print at least one configuration");
   if (!o.objective.empty()) {
     for_flag("--objective", o.objective,
              [&] { cost::predicted_metric(cost::Prediction{}, o.objective); });
@@ -70,6 +85,10 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   cost::check_plannable(compiled, options, /*can_compose=*/true);  // before profiling for it
   const double profile_s = model->profile_space(compiled);
   const cost::Plan plan = cost::plan(compiled, model->as_function(), options, model->as_composer());
+  // Nothing to rank is the work failing, not a plan of nothing: one line says why, the table or
+  // the JSON still say what was counted.
+  if (plan.top.empty())
+    err << "slapo-tune: error: " << nothing_planned(o.space.file, plan, options) << "\n";
   if (o.json) {
     nlohmann::ordered_json j;
     nlohmann::ordered_json top = nlohmann::ordered_json::array();

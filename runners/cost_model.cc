@@ -46,11 +46,24 @@ bool predicted_across(const std::string& knob) {
   return false;
 }
 
+// Knobs that say how tensor parallelism splits the model: with tp = 1 nothing is split and they
+// change nothing (models/templates.cc applies them under tp > 1 alone) — a space that crosses them
+// with tp would otherwise profile each single-rank key once per split: 48 profiles where 20 differ
+// in examples/spaces/bert-tiny-parallel.toml.
+bool splits_under_tp(const std::string& knob) {
+  return knob == "attn_shard" || knob == "mlp_shard" || knob == "embed_shard";
+}
+
 // The knobs of `config` that change the computation.
 Config computation_knobs(const Config& config) {
+  const Value* tp = config.find("tp");
+  const bool one_part = tp == nullptr || !is_number(*tp) || as_number(*tp) <= 1;
   Config c;
   for (const auto& [name, value] : config.entries()) {
-    if (!predicted_across(name)) c.set(name, value);
+    // tp = 1 is the default: a space with a tp knob shares its single-part profiles with one
+    // without.
+    if (predicted_across(name) || (one_part && (splits_under_tp(name) || name == "tp"))) continue;
+    c.set(name, value);
   }
   return c;
 }
@@ -174,6 +187,14 @@ std::string WorkloadCostModel::profile_key(const Config& config, int world) cons
 
 std::string WorkloadCostModel::family_key(const Config& config, int world) const {
   return key_of(outside_block_knobs(config), world);
+}
+
+std::string WorkloadCostModel::current_key(const std::string& stored_key) {
+  nlohmann::ordered_json key = nlohmann::ordered_json::parse(stored_key, nullptr, false);
+  if (!key.is_object() || !key.contains("knobs") || !key["knobs"].is_object()) return stored_key;
+  const Config knobs = computation_knobs(Config::from_json(key["knobs"].dump(), "a profile key"));
+  key["knobs"] = nlohmann::ordered_json::parse(knobs.canonical_json());
+  return key.dump();
 }
 
 std::string WorkloadCostModel::key_of(const Config& knobs, int world) const {

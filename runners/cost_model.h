@@ -65,6 +65,10 @@ class WorkloadCostModel : public tuner::CostModel {
   // Reuses stored profiles whatever machine and revision measured them: a recording replayed as
   // it was (benchmark/tuner_efficiency.cc), never a tuning run.
   void set_replaying(bool replaying) { replaying_ = replaying; }
+  // A stored profile's key as this revision writes it: its knobs only those that change the
+  // computation (a recording's keys, from before tp = 1 and the split knobs at tp = 1 were left
+  // out, name them); any other key (the collectives') as it is.
+  static std::string current_key(const std::string& stored_key);
 
   // The prediction of `config`, profiling its key first when needed; or why there is none (a
   // layout of more than one rank, a template knob the model does not cover, a configuration the

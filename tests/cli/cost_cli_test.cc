@@ -243,6 +243,35 @@ TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
   EXPECT_NE(human.out.find("recompute"), std::string::npos) << human.out;
 }
 
+// A plan with nothing to rank is a failure that says why in one line, what it counted still
+// printed; `--top 0` is refused before anything is profiled.
+TEST(CostCliTest, APlanWithNothingToRankSaysWhyInOneLine) {
+  const std::string db = temp_db("plan-nothing");
+  const std::string space = write_temp("nothing-fits.toml", R"(
+[workload]
+model = "gpt-tiny"
+seq_len = 16
+memory_budget = "100KiB"
+
+[knobs]
+batch_size = { pow2 = [2, 8] }
+)");
+  const Outcome plan = run("plan --space " + space + " --db " + db + " --json");
+  EXPECT_EQ(plan.exit_code, 1) << plan.err;
+  EXPECT_NE(plan.err.find("slapo-tune: error: plan: no configuration of " + space +
+                          " is predicted to fit its memory budget of 0.1 MiB: 3 predicted out of "
+                          "memory, 0 not predictable\n"),
+            std::string::npos)
+      << plan.err;
+  const auto j = nlohmann::json::parse(last_line(plan.out));
+  EXPECT_EQ(j["top"].size(), 0u);
+  EXPECT_EQ(j["predicted_oom"], 3);
+  const Outcome zero = run("plan --space " + space + " --db " + db + " --top 0");
+  EXPECT_EQ(zero.exit_code, 2) << zero.err;
+  EXPECT_NE(zero.err.find("plan: --top 0: print at least one configuration"), std::string::npos)
+      << zero.err;
+}
+
 // `slapo-tune plan --top N --json` of gpt-tiny (sequence 16, two threads) over `knobs` (the space
 // file from its [knobs] table on), written as NAME.toml, profiled into `db`.
 Outcome plan_of_gpt_tiny(const std::string& name, const std::string& knobs, const std::string& db,

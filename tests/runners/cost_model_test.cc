@@ -2,6 +2,7 @@
 // revision) is measured anew in a tuning run, and reused as it is when a recording is replayed
 // (set_replaying: benchmark/tuner_efficiency.cc), which never measures.
 
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -156,6 +157,74 @@ TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComp
     ++stored;
   }
   EXPECT_EQ(stored, 4u);
+}
+
+// How tensor parallelism would split the model changes nothing on one part: configurations that
+// differ only in the split knobs at tp = 1 are one profile, measured once, predicted alike.
+TEST(WorkloadCostModelTest, SplitKnobsAtOneTensorParallelPartShareAProfile) {
+  auto database = db::Database::in_memory();
+  const Workload w = Workload::from_json(
+      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 4, "threads": 1})", "test");
+  auto at = [](const char* split, bool tp_given) {
+    Config c;
+    c.set("batch_size", Value(int64_t{4}));
+    if (tp_given) c.set("tp", Value(int64_t{1}));
+    c.set("attn_shard", Value(std::string(split)));
+    c.set("mlp_shard", Value(std::string(split)));
+    c.set("embed_shard", Value(std::string(split[0] == 'c' ? "vocab" : "replicated")));
+    return c;
+  };
+  WorkloadCostModel model(w, database.get());
+  const cost::Predicted first = model.predict(at("col_row", true));
+  ASSERT_TRUE(first.prediction) << first.why_not;
+  const double seconds = model.profile_seconds();
+  EXPECT_GT(seconds, 0);
+  for (bool tp_given : {true, false}) {
+    const cost::Predicted other = model.predict(at("row_col", tp_given));
+    ASSERT_TRUE(other.prediction) << other.why_not;
+    EXPECT_EQ(other.prediction->step_ms, first.prediction->step_ms);
+    EXPECT_EQ(other.prediction->peak_bytes, first.prediction->peak_bytes);
+  }
+  EXPECT_EQ(model.profile_seconds(), seconds);  // nothing more measured
+  EXPECT_EQ(database->profiles().size(), 1u);
+}
+
+// A recording's profiles were stored under the keys of its revision: read back under the keys
+// this one writes (tp = 1 no longer named), table 3's — recorded with a tp knob — predict every
+// configuration of its space as they did, nothing measured.
+TEST(WorkloadCostModelTest, ARecordingsProfilesAreFoundUnderTheKeysOfThisRevision) {
+  const std::string table = std::string(SLAPO_SOURCE_DIR) + "/benchmark/tables/gpt-mini-parallel";
+  const space::Space declared = space::load_space_file(table + ".toml");
+  const space::CompiledSpace space = space::CompiledSpace::compile(declared);
+  std::ifstream recorded(table + ".profiles.json");
+  ASSERT_TRUE(recorded.good());
+  auto database = db::Database::in_memory();
+  size_t with_tp = 0;
+  for (const nlohmann::json& p : nlohmann::json::parse(recorded)) {
+    const std::string key = p.at("key").get<std::string>();
+    const std::string current = WorkloadCostModel::current_key(key);
+    if (key.find("\"tp\":1") != std::string::npos) {
+      ++with_tp;
+      EXPECT_EQ(current.find("\"tp\""), std::string::npos) << current;
+    } else {
+      EXPECT_EQ(current, key);  // the collectives', and the keys of tp = 2
+    }
+    database->put_profile(current, p.at("profile").dump());
+  }
+  EXPECT_GT(with_tp, 0u);
+  WorkloadCostModel model(Workload::from_json(declared.workload_json, declared.origin),
+                          database.get());
+  model.set_replaying(true);
+  model.use_batches_of(space);
+  size_t predicted = 0;
+  space.for_each([&](const space::PointView& point) {
+    const cost::Predicted p = model.predict(point.to_config());
+    EXPECT_TRUE(p.prediction) << point.to_config().to_string() << ": " << p.why_not;
+    predicted += p.prediction ? 1 : 0;
+    return true;
+  });
+  EXPECT_EQ(predicted, space.size());
+  EXPECT_EQ(model.profile_seconds(), 0.0);
 }
 
 // Under a memory budget a profile is first measured up to the space's middle batch — the largest a
