@@ -21,10 +21,17 @@
 namespace slapo::runners {
 namespace {
 
+// gpt-tiny at sequence 16 on one thread, `batch` samples when a configuration names none.
+Workload gpt_tiny(int64_t batch) {
+  return Workload::from_json(
+      R"({"model": "gpt-tiny", "seq_len": 16, "threads": 1, "batch_size": )" +
+          std::to_string(batch) + "}",
+      "test");
+}
+
 TEST(WorkloadCostModelTest, ReplayingReusesAStaleProfileAndNeverMeasures) {
   auto database = db::Database::in_memory();
-  const Workload w = Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 4, "threads": 1})", "test");
+  const Workload w = gpt_tiny(4);
   Config config;
   config.set("batch_size", Value(int64_t{4}));
   {
@@ -67,8 +74,7 @@ TEST(WorkloadCostModelTest, ReplayingReusesAStaleProfileAndNeverMeasures) {
 // other variants' time alone.
 TEST(WorkloadCostModelTest, AnOutOfMemoryTrialOfOneKeyRaisesItsFamilysMemory) {
   auto database = db::Database::in_memory();
-  Workload w = Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 8, "threads": 1})", "test");
+  Workload w = gpt_tiny(8);
   w.memory_budget = 64 << 20;
   auto at = [](int64_t batch, const char* attn) {
     Config c;
@@ -109,8 +115,7 @@ TEST(WorkloadCostModelTest, AnOutOfMemoryTrialOfOneKeyRaisesItsFamilysMemory) {
 // the base's head, shifted by the same difference — and nothing of them run.
 TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComposed) {
   auto database = db::Database::in_memory();
-  const Workload w = Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 8, "threads": 1})", "test");
+  const Workload w = gpt_tiny(8);
   auto at = [](const char* attn, bool fused) {
     Config c;
     c.set("batch_size", Value(int64_t{8}));
@@ -163,8 +168,7 @@ TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComp
 // differ only in the split knobs at tp = 1 are one profile, measured once, predicted alike.
 TEST(WorkloadCostModelTest, SplitKnobsAtOneTensorParallelPartShareAProfile) {
   auto database = db::Database::in_memory();
-  const Workload w = Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 4, "threads": 1})", "test");
+  const Workload w = gpt_tiny(4);
   auto at = [](const char* split, bool tp_given) {
     Config c;
     c.set("batch_size", Value(int64_t{4}));
@@ -234,8 +238,7 @@ TEST(WorkloadCostModelTest, ARecordingsProfilesAreFoundUnderTheKeysOfThisRevisio
 // own batch, not interpolated between others.
 TEST(WorkloadCostModelTest, AProfileMeasuresAtBatchesTheSpaceRuns) {
   auto database = db::Database::in_memory();
-  Workload w = Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "batch_size": 8, "threads": 1})", "test");
+  Workload w = gpt_tiny(8);
   w.memory_budget = int64_t{1} << 30;
   const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(
       "[knobs]\nbatch_size = { values = [3, 6, 12, 24, 48, 300] }\n", "test.toml"));
