@@ -42,7 +42,7 @@ def main():
                 r["ms"].append(t["metrics"]["step_ms_median"])
                 r["peak"].append(t["metrics"]["peak_bytes"])
     db = os.path.join(tempfile.mkdtemp(), "profiles.db")
-    out = subprocess.run([args.tune, "plan", "--space", space, "--db", db, "--top", str(len(recorded)), "--json"],
+    out = subprocess.run([args.tune, "plan", "--space", space, "--db", db, "--top", str(len(recorded)), "--json", "--each-config"],
                          capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"plan: {out.stderr.strip()}")

@@ -61,7 +61,10 @@ struct PlanOptions {
   std::string db;
   bool reprofile = false;
   bool json = false;
-  auto tie() const { return std::tie(help, space, top, objective, minimize, db, reprofile, json); }
+  bool each_config = false;  // alike configurations each on a row of their own
+  auto tie() const {
+    return std::tie(help, space, top, objective, minimize, db, reprofile, json, each_config);
+  }
 };
 PlanOptions parse_plan(const Args& args);
 int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err);

@@ -25,7 +25,9 @@ constexpr const char* kUsage =
     "and prints the best K by the objective (samples_per_s by default; step_ms_median and\n"
     "peak_bytes with --minimize), with their breakdowns. Configurations predicted over the\n"
     "workload's memory budget are left out and counted, and so are those the model cannot predict\n"
-    "(with the first reason). Nothing is measured but the profile.\n";
+    "(with the first reason). Configurations predicted exactly alike (knobs that change nothing\n"
+    "there, such as how tp = 1 would split the model) are one row: the first of them, with how\n"
+    "many more and the knobs that differ. Nothing is measured but the profile.\n";
 
 void declare(PlanOptions* o, OptionSet& set) {
   o->space.declare(set);
@@ -36,7 +38,8 @@ void declare(PlanOptions* o, OptionSet& set) {
       ("minimize", po::bool_switch(&o->minimize), "smaller is better (step_ms_median, peak_bytes)")
       ("db", po::value<std::string>(&o->db), "keep profiles in this tuning database (default: measure, keep none)")
       ("reprofile", po::bool_switch(&o->reprofile), "measure the profiles again even when stored")
-      ("json", po::bool_switch(&o->json), "print the plan as one JSON object");
+      ("json", po::bool_switch(&o->json), "print the plan as one JSON object")
+      ("each-config", po::bool_switch(&o->each_config), "rank every configuration on a row of its own, alike ones too");
   // clang-format on
 }
 
@@ -79,6 +82,7 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
   cost::PlanOptions options;
   options.top = o.top;
+  options.group_alike = !o.each_config;
   options.objective = {o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective,
                        o.minimize};
   options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
@@ -96,6 +100,8 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
       nlohmann::ordered_json row = nlohmann::ordered_json::parse(c.prediction.to_json());
       row["index"] = c.index;
       row["config"] = nlohmann::ordered_json::parse(c.config.to_json());
+      row["alike"] = c.alike;
+      row["alike_knobs"] = c.alike_knobs;
       top.push_back(row);
     }
     j["top"] = top;
@@ -134,7 +140,13 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
         << c.prediction.samples_per_s << std::setw(11) << c.prediction.step_ms << std::setw(12)
         << format_bytes(c.prediction.peak_bytes) << std::setw(9) << part("recompute") << " ms"
         << std::setw(9) << part("collectives") << " ms" << std::setw(9) << part("bubble") << " ms  "
-        << c.config.to_string() << "\n";
+        << c.config.to_string();
+    if (c.alike > 0) {
+      out << "  (+" << c.alike << " alike:";
+      for (const std::string& knob : c.alike_knobs) out << " " << knob;
+      out << ")";
+    }
+    out << "\n";
   }
   return plan.top.empty() ? kExitFailure : kExitOk;
 }

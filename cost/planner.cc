@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
+#include <string>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "core/metrics.h"
@@ -24,35 +27,90 @@ bool is_time(const std::string& metric) {
   return metric == metric::kSamplesPerS || metric == metric::kStepMsMedian || metric == "step_ms";
 }
 
-// The best `top` of what is offered, kept as it comes.
+bool predicted_alike(const Prediction& a, const Prediction& b) {
+  return a.step_ms == b.step_ms && a.peak_bytes == b.peak_bytes && a.time_ms == b.time_ms &&
+         a.memory_bytes == b.memory_bytes;
+}
+
+// The names of the knobs whose values differ between `a` and `b` (a knob one of them lacks too).
+std::set<std::string> differing_knobs(const Config& a, const Config& b) {
+  std::set<std::string> out;
+  for (const auto& [name, value] : a.entries()) {
+    const Value* other = b.find(name);
+    if (other == nullptr || !(*other == value)) out.insert(name);
+  }
+  for (const auto& [name, value] : b.entries()) {
+    if (a.find(name) == nullptr) out.insert(name);
+  }
+  return out;
+}
+
+// The best `top` plans of what is offered, kept as it comes; a configuration predicted alike with
+// one kept joins it. Ranked by the objective, then by the first index: a plan evicted from the
+// best never comes back (what it would come back with is as good and later), so the alike
+// configurations of the plans kept are all counted when they are offered in the space's order.
 class TopK {
  public:
   TopK(const PlanOptions& options) : options_(options) {}
   void offer(PlannedConfig c) {
-    ranked_.push_back(std::move(c));
+    if (options_.group_alike && join_alike(c)) return;
+    by_objective_.emplace(c.objective, ranked_.size());
+    ranked_.push_back({std::move(c), {}});
     // A partial sort whenever the list doubles.
     if (ranked_.size() >= 2 * std::max<size_t>(options_.top, 1)) {
       std::nth_element(ranked_.begin(), ranked_.begin() + static_cast<std::ptrdiff_t>(options_.top),
-                       ranked_.end(), [&](const PlannedConfig& a, const PlannedConfig& b) {
-                         return options_.objective.better(a.objective, b.objective);
-                       });
+                       ranked_.end(), [&](const Kept& a, const Kept& b) { return before(a, b); });
       ranked_.resize(options_.top);
+      by_objective_.clear();
+      for (size_t i = 0; i < ranked_.size(); ++i)
+        by_objective_.emplace(ranked_[i].plan.objective, i);
     }
   }
   std::vector<PlannedConfig> take() {
-    std::stable_sort(ranked_.begin(), ranked_.end(),
-                     [&](const PlannedConfig& a, const PlannedConfig& b) {
-                       if (a.objective != b.objective)
-                         return options_.objective.better(a.objective, b.objective);
-                       return a.index < b.index;
-                     });
+    std::sort(ranked_.begin(), ranked_.end(),
+              [&](const Kept& a, const Kept& b) { return before(a, b); });
     if (ranked_.size() > options_.top) ranked_.resize(options_.top);
-    return std::move(ranked_);
+    std::vector<PlannedConfig> out;
+    for (Kept& k : ranked_) {
+      k.plan.alike_knobs.assign(k.knobs.begin(), k.knobs.end());
+      out.push_back(std::move(k.plan));
+    }
+    ranked_.clear();
+    by_objective_.clear();
+    return out;
   }
 
  private:
+  struct Kept {
+    PlannedConfig plan;
+    std::set<std::string> knobs;  // that differ among its alike configurations
+  };
+  // Joins `c` to a kept plan predicted alike, if one is.
+  bool join_alike(PlannedConfig& c) {
+    auto same = by_objective_.equal_range(c.objective);
+    for (auto it = same.first; it != same.second; ++it) {
+      Kept& kept = ranked_[it->second];
+      if (!predicted_alike(kept.plan.prediction, c.prediction)) continue;
+      ++kept.plan.alike;
+      for (const std::string& knob : differing_knobs(kept.plan.config, c.config))
+        kept.knobs.insert(knob);
+      if (c.index < kept.plan.index) {
+        kept.plan.index = c.index;
+        kept.plan.config = std::move(c.config);
+      }
+      return true;
+    }
+    return false;
+  }
+  bool before(const Kept& a, const Kept& b) const {
+    if (a.plan.objective != b.plan.objective)
+      return options_.objective.better(a.plan.objective, b.plan.objective);
+    return a.plan.index < b.plan.index;
+  }
+
   const PlanOptions& options_;
-  std::vector<PlannedConfig> ranked_;
+  std::vector<Kept> ranked_;
+  std::unordered_multimap<double, size_t> by_objective_;  // positions in ranked_
 };
 
 void search_cuts(const space::CompiledSpace& space, const ConfigComposer& composer,

@@ -45,6 +45,9 @@ struct PlanOptions {
   size_t top = 10;
   Objective objective{"samples_per_s", false};
   double memory_budget_bytes = 0;  // 0: none
+  // Configurations predicted exactly alike are one plan (PlannedConfig::alike); else each is its
+  // own.
+  bool group_alike = true;
 };
 
 struct PlannedConfig {
@@ -52,10 +55,16 @@ struct PlannedConfig {
   Config config;
   Prediction prediction;
   double objective = 0;
+  // Configurations predicted exactly alike — the same step, peak and breakdowns — are one plan:
+  // the model cannot tell them apart (the split knobs at tp = 1, a checkpoint ratio that rounds
+  // to the same blocks). `config` is the first of them in the space; `alike` counts the others
+  // and `alike_knobs` names the knobs whose values differ among them.
+  uint64_t alike = 0;
+  std::vector<std::string> alike_knobs;
 };
 
 struct Plan {
-  std::vector<PlannedConfig> top;    // best first
+  std::vector<PlannedConfig> top;    // best first, alike configurations one plan each
   uint64_t considered = 0;           // configurations predicted
   uint64_t predicted_oom = 0;        // left out: over the memory budget
   uint64_t unpredictable = 0;        // left out: the model cannot predict them

@@ -286,6 +286,40 @@ threads = 2
   return run("plan --space " + space + " --db " + db + " --top " + std::to_string(top) + " --json");
 }
 
+// How tp = 1 would split the model changes nothing: such configurations are one row of the plan,
+// with the knob that differs — or each its own with --each-config.
+TEST(CostCliTest, ConfigurationsPredictedAlikeAreOneRowOfThePlan) {
+  const std::string db = temp_db("plan-alike");
+  const std::string space = write_temp("alike.toml", R"(
+[workload]
+model = "gpt-tiny"
+seq_len = 16
+threads = 2
+
+[knobs]
+batch_size = { values = [4, 8] }
+tp = { values = [1] }
+attn_shard = { choice = ["col_row", "row_col"] }
+)");
+  const Outcome grouped = run("plan --space " + space + " --db " + db + " --top 5 --json");
+  ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
+  const auto j = nlohmann::json::parse(last_line(grouped.out));
+  ASSERT_EQ(j["top"].size(), 2u) << j.dump();
+  for (const auto& row : j["top"]) {
+    EXPECT_EQ(row["alike"], 1);
+    EXPECT_EQ(row["alike_knobs"], nlohmann::json::array({"attn_shard"}));
+    EXPECT_EQ(row["config"]["attn_shard"], "col_row");
+  }
+  const Outcome text = run("plan --space " + space + " --db " + db + " --top 1");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("attn_shard=col_row  (+1 alike: attn_shard)\n"), std::string::npos)
+      << text.out;
+  const Outcome each =
+      run("plan --space " + space + " --db " + db + " --top 5 --json --each-config");
+  ASSERT_EQ(each.exit_code, 0) << each.err;
+  EXPECT_EQ(nlohmann::json::parse(last_line(each.out))["top"].size(), 4u);
+}
+
 // Keys of a two-rank layout are profiled by a job of two ranks (each beside its peer): a base's
 // derived keys travel to the job together and come back as one profile each.
 TEST(CostCliTest, ThePipelinesAttentionVariantsAreProbedTogetherByOneJob) {

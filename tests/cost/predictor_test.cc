@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
 #include "cost/collectives.h"
@@ -441,6 +442,64 @@ TEST(PlannerTest, RanksTheWholeSpaceAndLeavesOutWhatDoesNotFit) {
   EXPECT_LE(plan.top[0].prediction.peak_bytes, 1000 * kMB);
   options.objective = {"loss", false};
   EXPECT_THROW(cost::plan(compiled, predict, options), Error);
+}
+
+// A knob the prediction does not depend on makes configurations predicted alike: one plan each,
+// the first in the space, with how many more and the knob that differs — by enumeration and by
+// the cut search; with group_alike off, each configuration is its own row.
+TEST(PlannerTest, ConfigurationsPredictedAlikeAreOnePlan) {
+  const Predictor predictor(synthetic_profile(12), synthetic_collectives());
+  auto batch = [](const Config& c) { return std::get<int64_t>(*c.find("batch_size")); };
+  const space::CompiledSpace enumerated = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nbatch_size = { pow2 = [1, 64] }\nmode = { choice = [\"a\", \"b\", \"c\"] }\n",
+      "s.toml"));
+  const ConfigPredictor predict = [&](const Config& c) {
+    return Predicted{predictor.predict({batch(c), 0, 1}), ""};
+  };
+  PlanOptions options;
+  options.top = 3;
+  const Plan grouped = cost::plan(enumerated, predict, options);
+  ASSERT_EQ(grouped.top.size(), 3u);
+  std::set<int64_t> batches;
+  for (const PlannedConfig& p : grouped.top) {
+    batches.insert(batch(p.config));
+    EXPECT_EQ(p.alike, 2u);
+    EXPECT_EQ(p.alike_knobs, std::vector<std::string>{"mode"});
+    EXPECT_EQ(std::get<std::string>(*p.config.find("mode")), "a");  // the first of them
+    EXPECT_EQ(enumerated.at(p.index), p.config);
+  }
+  EXPECT_EQ(batches.size(), 3u);
+  options.group_alike = false;
+  const Plan each = cost::plan(enumerated, predict, options);
+  ASSERT_EQ(each.top.size(), 3u);
+  for (const PlannedConfig& p : each.top) {
+    EXPECT_EQ(batch(p.config), batch(grouped.top[0].config));
+    EXPECT_EQ(p.alike, 0u);
+  }
+
+  const space::CompiledSpace with_cuts = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\npp = { values = [2, 3] }\nmode = { choice = [\"a\", \"b\"] }\n"
+                         "cuts = { layers = 12, stages = \"pp\", min = 2, max = 7 }\n",
+                         "s.toml"));
+  auto input = [](const Config& c) {
+    PredictInput in{32, 0, 4};
+    in.pp = std::get<int64_t>(*c.find("pp"));
+    if (const Value* cuts = c.find("cuts")) in.cuts = std::get<IntList>(*cuts);
+    return in;
+  };
+  const ConfigPredictor predict_cuts = [&](const Config& c) {
+    return Predicted{predictor.predict(input(c)), ""};
+  };
+  const ConfigComposer compose = [&](const Config& c) {
+    return Composable{&predictor, input(c), ""};
+  };
+  options.group_alike = true;
+  const Plan searched = cost::plan(with_cuts, predict_cuts, options, compose);
+  ASSERT_EQ(searched.top.size(), 2u);  // pp = 2 and pp = 3
+  for (const PlannedConfig& p : searched.top) {
+    EXPECT_EQ(p.alike, 1u);
+    EXPECT_EQ(p.alike_knobs, std::vector<std::string>{"mode"});
+  }
 }
 
 TEST(PlannerTest, ChoosesCutPointsByTheSearchAsEnumerationWould) {
