@@ -661,6 +661,24 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
   return mappings_.emplace(canonical, std::move(m)).first->second;
 }
 
+std::string WorkloadCostModel::computation(const Config& config) {
+  const Mapping& m = mapping(config);
+  if (!m.why_not.empty()) return "";
+  const cost::PredictInput& in = m.input;
+  // One stage of one micro-batch runs its forward and backward alike under either schedule.
+  const bool gpipe = in.gpipe && (in.pp > 1 || in.micro_batches > 1);
+  const nlohmann::json j = {{"key", m.key},
+                            {"batch", in.batch},
+                            {"ckpt_blocks", in.ckpt_blocks},
+                            {"micro_batches", in.micro_batches},
+                            {"tp", in.tp},
+                            {"pp", in.pp},
+                            {"dp", in.dp},
+                            {"gpipe", gpipe},
+                            {"cuts", in.cuts}};
+  return j.dump();
+}
+
 cost::Predicted WorkloadCostModel::predict(const Config& config) {
   cost::Predicted out;
   const cost::Composable c = compose(config);

@@ -96,6 +96,9 @@ class WorkloadCostModel : public tuner::CostModel {
   double memory_budget_bytes() const override {
     return static_cast<double>(workload_.memory_budget);
   }
+  // Its profile key and what the predictor is given (batch, checkpointed blocks, micro-batches,
+  // layout, schedule, cuts): the knobs outside both change nothing. Empty when not predictable.
+  std::string computation(const Config& config) override;
 
   double profile_seconds() const { return profile_seconds_; }
   const Workload& workload() const { return workload_; }

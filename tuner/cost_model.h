@@ -3,6 +3,8 @@
 // workloads; the tuner never sees LibTorch): a prediction per configuration, the measurements to
 // correct itself with, and the memory budget its predictions are held to.
 
+#include <string>
+
 #include "core/config.h"
 #include "core/trial.h"
 #include "cost/planner.h"
@@ -17,6 +19,10 @@ class CostModel {
   virtual void observe(const Config& config, const TrialResult& result) = 0;
   // 0: none.
   virtual double memory_budget_bytes() const = 0;
+  // What `config` computes, as the model knows it: configurations with the same non-empty text
+  // run the same steps (knobs that change nothing where they are set differ between them, such as
+  // how tp = 1 would split the model). Empty: not known — every configuration its own.
+  virtual std::string computation(const Config& /*config*/) { return ""; }
 };
 
 }  // namespace slapo::tuner

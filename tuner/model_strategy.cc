@@ -1,7 +1,9 @@
 #include "tuner/model_strategy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,9 +39,17 @@ class ModelStrategy : public Strategy {
     };
     std::vector<Ranked> ranked;
     const double budget = model_->memory_budget_bytes();
+    alike_skipped_ = 0;
     space_->for_each([&](const space::PointView& point) {
       Config config = point.to_config();
       if (known(config)) return true;
+      // What a measured configuration computes is known: its alike ones (knobs that change
+      // nothing there) would measure it again.
+      if (!measured_computations_.empty() &&
+          measured_computations_.count(model_->computation(config))) {
+        ++alike_skipped_;
+        return true;
+      }
       const cost::Predicted p = model_->predict(config);
       if (!p.prediction) return true;
       if (budget > 0 && p.prediction->peak_bytes > budget) return true;
@@ -91,13 +101,26 @@ class ModelStrategy : public Strategy {
                      percent(noise()) + ") were its prediction off by the model's error so far (" +
                      percent(error(true)) + "; " + percent(error(false)) +
                      " for a key no trial has calibrated)"
-               : "every configuration that is predicted to fit was measured";
+               : "every configuration that is predicted to fit was measured" +
+                     (alike_skipped_ > 0 ? " (or one that computes what it does: " +
+                                               std::to_string(alike_skipped_) + " not measured)"
+                                         : std::string());
   }
 
   void observe(const std::vector<Observation>& observations) override {
     for (const Observation& o : observations) {
       if (o.ran) {
-        for (const std::string& v : unordered_values(o.config)) measured_values_.insert(v);
+        for (auto& [knob, value] : unordered_values(o.config)) {
+          std::vector<Value>& measured = measured_values_[knob];
+          if (std::find(measured.begin(), measured.end(), value) == measured.end())
+            measured.push_back(std::move(value));
+        }
+        // Run to its end, ok or out of memory: what any configuration that computes the same
+        // would show (another failure may be the machine's, not the configuration's).
+        if (o.status == TrialStatus::kOk || o.status == TrialStatus::kOom) {
+          if (std::string c = model_->computation(o.config); !c.empty())
+            measured_computations_.insert(std::move(c));
+        }
       }
       if (o.status != TrialStatus::kOk || !o.objective) continue;
       if (o.step_spread) spreads_.push_back(*o.step_spread);
@@ -127,18 +150,28 @@ class ModelStrategy : public Strategy {
     return median(errors);
   }
 
-  // The values of `config`'s unordered knobs (a choice, a bool), each as "knob=value".
-  std::vector<std::string> unordered_values(const Config& config) const {
-    std::vector<std::string> out;
+  // The values of `config`'s unordered knobs (a choice, a bool), with their knobs' names.
+  std::vector<std::pair<std::string, Value>> unordered_values(const Config& config) const {
+    std::vector<std::pair<std::string, Value>> out;
     for (const space::KnobInfo& k : space_->knobs()) {
       if (k.kind != space::KnobKind::kChoice && k.kind != space::KnobKind::kBool) continue;
-      if (const Value* v = config.find(k.name)) out.push_back(k.name + "=" + to_string(*v));
+      if (const Value* v = config.find(k.name)) out.emplace_back(k.name, *v);
     }
     return out;
   }
-  bool has_an_unmeasured_value(const Config& config) const {
-    for (const std::string& v : unordered_values(config)) {
-      if (!measured_values_.count(v)) return true;
+  // Whether `config` has a value of an unordered knob no trial has had — and that changes what it
+  // computes: a value alike a measured one there (how tp = 1 would split the model) is not news.
+  bool has_an_unmeasured_value(const Config& config) {
+    for (const auto& [knob, value] : unordered_values(config)) {
+      const std::vector<Value>& measured = measured_values_[knob];
+      if (std::find(measured.begin(), measured.end(), value) != measured.end()) continue;
+      if (!measured.empty()) {
+        Config with_measured = config;
+        with_measured.set(knob, measured.front());
+        const std::string computes = model_->computation(config);
+        if (!computes.empty() && computes == model_->computation(with_measured)) continue;
+      }
+      return true;
     }
     return false;
   }
@@ -163,8 +196,11 @@ class ModelStrategy : public Strategy {
   };
   std::unordered_map<std::string, Proposed> predicted_;
   std::vector<double> errors_, uncalibrated_errors_;
-  std::vector<double> spreads_;            // the measured trials' step spreads
-  std::set<std::string> measured_values_;  // unordered_values of every trial run, whatever its end
+  std::vector<double> spreads_;  // the measured trials' step spreads
+  // By knob: the values of the unordered knobs of every trial run, whatever its end.
+  std::map<std::string, std::vector<Value>> measured_values_;
+  std::set<std::string> measured_computations_;  // CostModel::computation of the trials run
+  size_t alike_skipped_ = 0;                     // by the last propose()
 };
 
 }  // namespace

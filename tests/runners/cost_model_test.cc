@@ -191,6 +191,16 @@ TEST(WorkloadCostModelTest, SplitKnobsAtOneTensorParallelPartShareAProfile) {
   }
   EXPECT_EQ(model.profile_seconds(), seconds);  // nothing more measured
   EXPECT_EQ(database->profiles().size(), 1u);
+  // And the tuner is told they compute the same (tuner::CostModel::computation) — as one stage of
+  // one micro-batch does under either pipeline schedule —, not what another batch computes.
+  EXPECT_FALSE(model.computation(at("col_row", true)).empty());
+  EXPECT_EQ(model.computation(at("col_row", true)), model.computation(at("row_col", false)));
+  Config gpipe = at("col_row", true), one_f_one_b = gpipe, other_batch = gpipe;
+  gpipe.set("pipeline_schedule", Value(std::string("gpipe")));
+  one_f_one_b.set("pipeline_schedule", Value(std::string("1f1b")));
+  EXPECT_EQ(model.computation(gpipe), model.computation(one_f_one_b));
+  other_batch.set("batch_size", Value(int64_t{8}));
+  EXPECT_NE(model.computation(other_batch), model.computation(gpipe));
 }
 
 // A recording's profiles were stored under the keys of its revision: read back under the keys

@@ -944,6 +944,52 @@ TEST(ModelStrategyTest, EveryValueOfAnUnorderedKnobIsMeasuredOnceBeforeTheRuleSt
       << strategy->why_done();
 }
 
+// A model that knows knob `split` changes nothing (its computation is x's alone, as tp = 1's split
+// knobs): a configuration that computes what a measured one does is never measured, not as the
+// first of an unmeasured value either — the search measures each x once, and stops by the rule.
+class SplitBlindCostModel : public LineCostModel {
+ public:
+  std::string computation(const Config& c) override { return "x=" + to_string(c.at("x")); }
+};
+
+TEST(ModelStrategyTest, WhatAMeasuredConfigurationComputesIsNotMeasuredAgain) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nx = { range = [1, 10] }\nsplit = { choice = [\"p\", \"q\"] }\n", "x.toml"));
+  for (const bool knows : {true, false}) {
+    SplitBlindCostModel blind;
+    LineCostModel line;
+    CostModel* model = knows ? static_cast<CostModel*>(&blind) : &line;
+    std::unique_ptr<Strategy> strategy = make_model_strategy(model);
+    strategy->begin(space, 0, Objective{"samples_per_s", false});
+    std::set<std::string> known;
+    const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+    std::vector<Config> proposed;
+    for (int trial = 0; trial < 20; ++trial) {
+      const std::vector<Config> next = strategy->propose(1, is_known);
+      if (next.empty()) break;
+      const Config& c = next.front();
+      known.insert(c.canonical_json());
+      proposed.push_back(c);
+      strategy->observe({{c, TrialStatus::kOk, 100 + as_number(c.at("x")), 0.01}});
+    }
+    ASSERT_FALSE(proposed.empty());
+    std::set<double> xs;
+    bool any_q = false;
+    for (const Config& c : proposed) {
+      xs.insert(as_number(c.at("x")));
+      any_q = any_q || std::get<std::string>(c.at("split")) == "q";
+    }
+    if (knows) {
+      EXPECT_EQ(xs.size(), proposed.size()) << "an x measured twice";
+      EXPECT_FALSE(any_q) << "split = q changes nothing, and was measured";
+      EXPECT_NE(strategy->why_done().find("no configuration left could beat"), std::string::npos)
+          << strategy->why_done();
+    } else {
+      EXPECT_TRUE(any_q);  // without the model's word, q is a value no trial has had
+    }
+  }
+}
+
 TEST(ModelStrategyTest, OneExactPredictionDoesNotEndTheSearchBeforeTheModelsErrorIsKnown) {
   // The runner-up is measured first, exactly as predicted. A rule of "nothing predicted to beat
   // the best by 5%" stops there; with the model's error still at its prior (10%), the optimum,
