@@ -273,6 +273,7 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (wants_model && spec.workload) {
     cost_model =
         make_cost_model(declared, compiled, database.get(), o.reprofile, o.json ? err : out);
+    cost_model->set_ranks_per_trial(spec.nproc);
     const double profile_s = cost_model->profile_space(compiled);
     if (options.time_limit_s > 0)
       options.time_limit_s = std::max(1e-3, options.time_limit_s - profile_s);

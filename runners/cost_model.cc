@@ -645,6 +645,7 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
     const models::TemplateConfig tc =
         models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
     const models::ParallelKnobs& p = tc.parallel;
+    if (ranks_per_trial_ > 0) p.layout.check_world(ranks_per_trial_);
     m.key = profile_key(config, p.world());
     m.family = family_key(config, p.world());
     m.input.batch = workload_.batch_size_for(config);

@@ -65,6 +65,13 @@ class WorkloadCostModel : public tuner::CostModel {
   // Reuses stored profiles whatever machine and revision measured them: a recording replayed as
   // it was (benchmark/tuner_efficiency.cc), never a tuning run.
   void set_replaying(bool replaying) { replaying_ = replaying; }
+  // The ranks each trial of the run has (0: any, as a plan): a configuration of another world is
+  // not predicted — its trial could not run it ("needs 1 ranks; this run has 2") — and its key is
+  // not profiled.
+  void set_ranks_per_trial(int ranks) {
+    ranks_per_trial_ = ranks;
+    mappings_.clear();
+  }
   // A stored profile's key as this revision writes it: its knobs only those that change the
   // computation (a recording's keys, from before tp = 1 and the split knobs at tp = 1 were left
   // out, name them); any other key (the collectives') as it is.
@@ -193,6 +200,7 @@ class WorkloadCostModel : public tuner::CostModel {
   std::optional<std::vector<int64_t>> taken_batches_;
   const space::CompiledSpace* space_ = nullptr;  // use_batches_of's
   bool reprofile_ = false;
+  int ranks_per_trial_ = 0;
   bool replaying_ = false;
   double profile_seconds_ = 0;
   std::string fingerprint_;

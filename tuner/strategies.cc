@@ -320,7 +320,7 @@ class Auto : public Strategy {
              const Objective& objective) override {
     if (space.size() <= 4) {
       inner_ = std::make_unique<Exhaustive>();
-    } else if (cost_model_ && cost_model_->predict(space.at(0)).prediction) {
+    } else if (cost_model_ && predicts_any(space)) {
       inner_ = make_model_strategy(cost_model_);
     } else {
       inner_ = make_model_based_strategy(/*memory_frontier=*/true);
@@ -334,6 +334,17 @@ class Auto : public Strategy {
   std::string why_done() const override { return inner_->why_done(); }
 
  private:
+  // Whether the model predicts a configuration of the space: it covers the workload, though not
+  // every configuration (one of another world than the run's ranks, say) — the first is enough.
+  bool predicts_any(const space::CompiledSpace& space) const {
+    bool found = false;
+    space.for_each([&](const space::PointView& point) {
+      found = cost_model_->predict(point.to_config()).prediction.has_value();
+      return !found;
+    });
+    return found;
+  }
+
   CostModel* cost_model_;
   std::unique_ptr<Strategy> inner_;
 };

@@ -203,6 +203,24 @@ TEST(WorkloadCostModelTest, SplitKnobsAtOneTensorParallelPartShareAProfile) {
   EXPECT_NE(model.computation(other_batch), model.computation(gpipe));
 }
 
+// A run of two ranks per trial cannot run a configuration of one: it is not predicted (the model
+// strategy never proposes it) and nothing is profiled for it; a plan (any ranks) predicts it.
+TEST(WorkloadCostModelTest, AConfigurationOfAnotherWorldThanTheRunsIsNotPredicted) {
+  auto database = db::Database::in_memory();
+  WorkloadCostModel model(gpt_tiny(4), database.get());
+  model.set_ranks_per_trial(2);
+  Config one_rank;
+  one_rank.set("tp", Value(int64_t{1}));
+  one_rank.set("dp", Value(int64_t{1}));
+  const cost::Predicted p = model.predict(one_rank);
+  EXPECT_FALSE(p.prediction);
+  EXPECT_EQ(p.why_not, "the configuration (tp=1 dp=1 pp=1) needs 1 ranks; this run has 2");
+  EXPECT_EQ(model.computation(one_rank), "");
+  EXPECT_EQ(model.profile_seconds(), 0.0);
+  model.set_ranks_per_trial(0);
+  EXPECT_TRUE(model.predict(one_rank).prediction);
+}
+
 // A recording's profiles were stored under the keys of its revision: read back under the keys
 // this one writes (tp = 1 no longer named), table 3's — recorded with a tp knob — predict every
 // configuration of its space as they did, nothing measured.

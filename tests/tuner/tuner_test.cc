@@ -1081,6 +1081,25 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
   const auto auto_trials = a.database->trials(1, {TrialStatus::kOk});
   ASSERT_FALSE(auto_trials.empty());
   EXPECT_EQ(auto_trials[0].strategy, "auto/model");
+  // And when the space's first configuration is one it does not predict (a layout of another
+  // world than the run's ranks): the model covers the workload all the same.
+  class FirstUnpredicted : public FakeCostModel {
+   public:
+    FirstUnpredicted() : FakeCostModel(0.9) {}
+    cost::Predicted predict(const Config& c) override {
+      if (as_number(c.at("batch_size")) == 1) return {std::nullopt, "one sample is not predicted"};
+      return FakeCostModel::predict(c);
+    }
+  } first_unpredicted;
+  Bench d;
+  ASSERT_FALSE(first_unpredicted.predict(d.space.at(0)).prediction);
+  TunerOptions dopt;
+  dopt.trials = 3;
+  dopt.cost_model = &first_unpredicted;
+  tune(d.space, d.runner, *d.database, d.key, dopt);
+  const auto d_trials = d.database->trials(1, {TrialStatus::kOk});
+  ASSERT_FALSE(d_trials.empty());
+  EXPECT_EQ(d_trials[0].strategy, "auto/model");
   // Without a cost model, `model` is refused in one line.
   Bench c;
   TunerOptions co;
