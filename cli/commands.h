@@ -62,8 +62,9 @@ struct PlanOptions {
   bool reprofile = false;
   bool json = false;
   bool each_config = false;  // alike configurations each on a row of their own
+  int nproc = 0;             // 0: layouts of any number of ranks
   auto tie() const {
-    return std::tie(help, space, top, objective, minimize, db, reprofile, json, each_config);
+    return std::tie(help, space, top, objective, minimize, db, reprofile, json, each_config, nproc);
   }
 };
 PlanOptions parse_plan(const Args& args);

@@ -39,7 +39,8 @@ void declare(PlanOptions* o, OptionSet& set) {
       ("db", po::value<std::string>(&o->db), "keep profiles in this tuning database (default: measure, keep none)")
       ("reprofile", po::bool_switch(&o->reprofile), "measure the profiles again even when stored")
       ("json", po::bool_switch(&o->json), "print the plan as one JSON object")
-      ("each-config", po::bool_switch(&o->each_config), "rank every configuration on a row of its own, alike ones too");
+      ("each-config", po::bool_switch(&o->each_config), "rank every configuration on a row of its own, alike ones too")
+      ("nproc", po::value<int>(&o->nproc)->default_value(0, "any"), "only layouts of this many ranks (as a tuning run's --nproc); the others are counted as not predictable");
   // clang-format on
 }
 
@@ -64,6 +65,8 @@ PlanOptions parse_plan(const Args& args) {
   SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument, "plan: --space FILE is required");
   SLAPO_CHECK(o.top >= 1, ErrorCode::kInvalidArgument, "plan: --top ", o.top,
               ": print at least one configuration");
+  SLAPO_CHECK(o.nproc >= 0 && o.nproc <= 1024, ErrorCode::kInvalidArgument, "plan: --nproc ",
+              o.nproc, ": expected 1 to 1024 ranks (or 0: any)");
   if (!o.objective.empty()) {
     for_flag("--objective", o.objective,
              [&] { cost::predicted_metric(cost::Prediction{}, o.objective); });
@@ -80,6 +83,7 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
   auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
+  model->set_ranks_per_trial(o.nproc);
   cost::PlanOptions options;
   options.top = o.top;
   options.group_alike = !o.each_config;

@@ -320,6 +320,35 @@ attn_shard = { choice = ["col_row", "row_col"] }
   EXPECT_EQ(nlohmann::json::parse(last_line(each.out))["top"].size(), 4u);
 }
 
+// --nproc plans the layouts of that many ranks alone: the others are counted as not predictable,
+// with the first reason, and their keys are not profiled.
+TEST(CostCliTest, APlanForSomeRanksLeavesOutTheOtherLayouts) {
+  const std::string db = temp_db("plan-nproc");
+  const std::string space = write_temp("nproc.toml", R"(
+[workload]
+model = "gpt-tiny"
+batch_size = 8
+seq_len = 16
+threads = 2
+
+[knobs]
+dp = { values = [1, 2] }
+)");
+  const Outcome one = run("plan --space " + space + " --db " + db + " --nproc 1 --json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto j = nlohmann::json::parse(last_line(one.out));
+  ASSERT_EQ(j["top"].size(), 1u);
+  EXPECT_EQ(j["top"][0]["config"]["dp"], 1);
+  EXPECT_EQ(j["unpredictable"], 1);
+  EXPECT_EQ(j["unpredictable_reason"],
+            "the configuration (tp=1 dp=2 pp=1) needs 2 ranks; this run has 1");
+  EXPECT_EQ(one.err.find("collectives"), std::string::npos) << one.err;  // dp = 2 not profiled
+  const Outcome bad = run("plan --space " + space + " --nproc -1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("plan: --nproc -1: expected 1 to 1024 ranks"), std::string::npos)
+      << bad.err;
+}
+
 // Keys of a two-rank layout are profiled by a job of two ranks (each beside its peer): a base's
 // derived keys travel to the job together and come back as one profile each.
 TEST(CostCliTest, ThePipelinesAttentionVariantsAreProbedTogetherByOneJob) {
