@@ -71,6 +71,7 @@ class WorkloadCostModel : public tuner::CostModel {
   void set_ranks_per_trial(int ranks) {
     ranks_per_trial_ = ranks;
     mappings_.clear();
+    taken_batches_.reset();  // of the configurations the runs can run
   }
   // A stored profile's key as this revision writes it: its knobs only those that change the
   // computation (a recording's keys, from before tp = 1 and the split knobs at tp = 1 were left

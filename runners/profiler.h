@@ -37,7 +37,7 @@ namespace slapo::runners {
 
 struct ProfileRequest {
   Workload workload;  // its threads: one rank's
-  Config knobs;       // the knobs that change the computation, tp included
+  Config knobs;       // the knobs that change the computation, tp included when over 1
   int64_t batch_lo = 1, batch_hi = 1;
   // The micro-batches the space's configurations run on a rank (may be empty): the middle batch
   // is one of them when one lies between batch_lo and batch_hi (cost/profile_batches.h).

@@ -165,13 +165,14 @@ class ModelStrategy : public Strategy {
     for (const auto& [knob, value] : unordered_values(config)) {
       const std::vector<Value>& measured = measured_values_[knob];
       if (std::find(measured.begin(), measured.end(), value) != measured.end()) continue;
-      if (!measured.empty()) {
-        Config with_measured = config;
-        with_measured.set(knob, measured.front());
-        const std::string computes = model_->computation(config);
-        if (!computes.empty() && computes == model_->computation(with_measured)) continue;
-      }
-      return true;
+      const std::string computes = model_->computation(config);
+      const bool alike_a_measured =
+          !computes.empty() && std::any_of(measured.begin(), measured.end(), [&](const Value& had) {
+            Config with_it = config;
+            with_it.set(knob, had);
+            return model_->computation(with_it) == computes;
+          });
+      if (!alike_a_measured) return true;
     }
     return false;
   }
