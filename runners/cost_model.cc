@@ -642,8 +642,10 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
   if (it != mappings_.end()) return it->second;
   Mapping m;
   try {
-    const models::TemplateConfig tc =
-        models::parse_template_config(workload_.schedule_template(), workload_.spec(), config);
+    // With the run's ranks known, a configuration that names no dp fills them with data
+    // parallelism, as its trial will (models/templates.h).
+    const models::TemplateConfig tc = models::parse_template_config(
+        workload_.schedule_template(), workload_.spec(), config, ranks_per_trial_);
     const models::ParallelKnobs& p = tc.parallel;
     if (ranks_per_trial_ > 0) p.layout.check_world(ranks_per_trial_);
     m.key = profile_key(config, p.world());

@@ -65,9 +65,9 @@ class WorkloadCostModel : public tuner::CostModel {
   // Reuses stored profiles whatever machine and revision measured them: a recording replayed as
   // it was (benchmark/tuner_efficiency.cc), never a tuning run.
   void set_replaying(bool replaying) { replaying_ = replaying; }
-  // The ranks each trial of the run has (0: any, as a plan): a configuration of another world is
-  // not predicted — its trial could not run it ("needs 1 ranks; this run has 2") — and its key is
-  // not profiled.
+  // The ranks each trial of the run has (0: any, as a plan): a configuration that names no dp
+  // fills them with data parallelism, as its trial does; one of another world is not predicted —
+  // its trial could not run it ("needs 1 ranks; this run has 2") — and its key is not profiled.
   void set_ranks_per_trial(int ranks) {
     ranks_per_trial_ = ranks;
     mappings_.clear();

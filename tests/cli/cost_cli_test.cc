@@ -272,30 +272,30 @@ batch_size = { pow2 = [2, 8] }
       << zero.err;
 }
 
-// `slapo-tune plan --top N --json` of gpt-tiny (sequence 16, two threads) over `knobs` (the space
-// file from its [knobs] table on), written as NAME.toml, profiled into `db`.
-Outcome plan_of_gpt_tiny(const std::string& name, const std::string& knobs, const std::string& db,
-                         int top) {
-  const std::string space = write_temp(name + ".toml", R"(
+// A space file of gpt-tiny (8 samples, sequence 16, two threads) over `knobs` (the space file from
+// its [knobs] table on), written as NAME.toml: its path.
+std::string gpt_tiny_space(const std::string& name, const std::string& knobs) {
+  return write_temp(name + ".toml", R"(
 [workload]
 model = "gpt-tiny"
 batch_size = 8
 seq_len = 16
 threads = 2
 )" + knobs);
-  return run("plan --space " + space + " --db " + db + " --top " + std::to_string(top) + " --json");
+}
+
+// `slapo-tune plan --top N --json` of gpt_tiny_space(name, knobs), profiled into `db`.
+Outcome plan_of_gpt_tiny(const std::string& name, const std::string& knobs, const std::string& db,
+                         int top) {
+  return run("plan --space " + gpt_tiny_space(name, knobs) + " --db " + db + " --top " +
+             std::to_string(top) + " --json");
 }
 
 // How tp = 1 would split the model changes nothing: such configurations are one row of the plan,
 // with the knob that differs — or each its own with --each-config.
 TEST(CostCliTest, ConfigurationsPredictedAlikeAreOneRowOfThePlan) {
   const std::string db = temp_db("plan-alike");
-  const std::string space = write_temp("alike.toml", R"(
-[workload]
-model = "gpt-tiny"
-seq_len = 16
-threads = 2
-
+  const std::string space = gpt_tiny_space("alike", R"(
 [knobs]
 batch_size = { values = [4, 8] }
 tp = { values = [1] }
@@ -324,13 +324,7 @@ attn_shard = { choice = ["col_row", "row_col"] }
 // with the first reason, and their keys are not profiled.
 TEST(CostCliTest, APlanForSomeRanksLeavesOutTheOtherLayouts) {
   const std::string db = temp_db("plan-nproc");
-  const std::string space = write_temp("nproc.toml", R"(
-[workload]
-model = "gpt-tiny"
-batch_size = 8
-seq_len = 16
-threads = 2
-
+  const std::string space = gpt_tiny_space("nproc", R"(
 [knobs]
 dp = { values = [1, 2] }
 )");
@@ -478,8 +472,9 @@ TEST(CostCliTest, AutoTunesLayoutsWithTheModelFirst) {
   Outcome recorded = run("db trials --db " + db + " --format json");
   ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
   EXPECT_EQ(nlohmann::json::parse(recorded.out).at(0)["strategy"], "auto/model") << recorded.out;
-  // The first trial is the plan's best (the plan reads the profiles the run stored).
-  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json");
+  // The first trial is the best of the plan of two ranks (the plan reads the profiles the run
+  // stored; tp = pp = 1 is dp = 2 there, as in the run).
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json --nproc 2");
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   EXPECT_EQ(trials[0]["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
 }

@@ -204,7 +204,8 @@ TEST(WorkloadCostModelTest, SplitKnobsAtOneTensorParallelPartShareAProfile) {
 }
 
 // A run of two ranks per trial cannot run a configuration of one: it is not predicted (the model
-// strategy never proposes it) and nothing is profiled for it; a plan (any ranks) predicts it.
+// strategy never proposes it) and nothing is profiled for it; a plan (any ranks) predicts it. One
+// that names no dp is two data-parallel replicas there, as its trial runs it.
 TEST(WorkloadCostModelTest, AConfigurationOfAnotherWorldThanTheRunsIsNotPredicted) {
   auto database = db::Database::in_memory();
   WorkloadCostModel model(gpt_tiny(4), database.get());
@@ -217,6 +218,11 @@ TEST(WorkloadCostModelTest, AConfigurationOfAnotherWorldThanTheRunsIsNotPredicte
   EXPECT_EQ(p.why_not, "the configuration (tp=1 dp=1 pp=1) needs 1 ranks; this run has 2");
   EXPECT_EQ(model.computation(one_rank), "");
   EXPECT_EQ(model.profile_seconds(), 0.0);
+  // Naming no dp, data parallelism fills the run's ranks, as in its trial.
+  Config no_dp;
+  no_dp.set("tp", Value(int64_t{1}));
+  EXPECT_NE(model.computation(no_dp).find("\"dp\":2"), std::string::npos)
+      << model.computation(no_dp);
   model.set_ranks_per_trial(0);
   EXPECT_TRUE(model.predict(one_rank).prediction);
 }

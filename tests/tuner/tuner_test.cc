@@ -891,6 +891,23 @@ TEST(ModelStrategyTest, TheNoiseIsWhatTheTrialsOwnStepsShow) {
   }
 }
 
+// Proposes one configuration at a time, each measured ok at `measure`(config) with steps `spread`
+// apart, until the strategy stops or `at_most` trials: the configurations, in order.
+std::vector<Config> search(Strategy& strategy, std::set<std::string>& known, int at_most,
+                           const std::function<double(const Config&)>& measure, double spread) {
+  const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
+  std::vector<Config> proposed;
+  for (int trial = 0; trial < at_most; ++trial) {
+    const std::vector<Config> next = strategy.propose(1, is_known);
+    if (next.empty()) break;
+    const Config& c = next.front();
+    known.insert(c.canonical_json());
+    proposed.push_back(c);
+    strategy.observe({{c, TrialStatus::kOk, measure(c), spread}});
+  }
+  return proposed;
+}
+
 // A model exact for attention "a" (100 + x) that predicts "b" 10% below it (90 + x) where it runs
 // 20% above (120 + x). The trials of "a" say nothing of the error of "b": before the rule stops,
 // the best predicted configuration of the value no trial has had (a pruned point is none) is
@@ -915,23 +932,18 @@ TEST(ModelStrategyTest, EveryValueOfAnUnorderedKnobIsMeasuredOnceBeforeTheRuleSt
   std::unique_ptr<Strategy> strategy = make_model_strategy(&model);
   strategy->begin(space, 0, Objective{"samples_per_s", false});
   std::set<std::string> known;
-  const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
   // A point of "b" pruned (never run) does not count as a trial of it.
   Config pruned;
   pruned.set("x", Value(int64_t{1}));
   pruned.set("attn", Value(std::string("b")));
   known.insert(pruned.canonical_json());
   strategy->observe({{pruned, TrialStatus::kOom, std::nullopt, std::nullopt, /*ran=*/false}});
-  std::vector<Config> proposed;
-  for (int trial = 0; trial < 10; ++trial) {
-    const std::vector<Config> next = strategy->propose(1, is_known);
-    if (next.empty()) break;
-    const Config& c = next.front();
-    known.insert(c.canonical_json());
-    proposed.push_back(c);
-    const bool a = std::get<std::string>(c.at("attn")) == "a";
-    strategy->observe({{c, TrialStatus::kOk, (a ? 100 : 120) + as_number(c.at("x")), 0.05}});
-  }
+  const std::vector<Config> proposed = search(
+      *strategy, known, 10,
+      [](const Config& c) {
+        return (std::get<std::string>(c.at("attn")) == "a" ? 100 : 120) + as_number(c.at("x"));
+      },
+      0.05);
   ASSERT_FALSE(proposed.empty());
   EXPECT_EQ(std::get<std::string>(proposed.front().at("attn")), "a");
   const auto b = std::find_if(proposed.begin(), proposed.end(), [](const Config& c) {
@@ -962,16 +974,8 @@ TEST(ModelStrategyTest, WhatAMeasuredConfigurationComputesIsNotMeasuredAgain) {
     std::unique_ptr<Strategy> strategy = make_model_strategy(model);
     strategy->begin(space, 0, Objective{"samples_per_s", false});
     std::set<std::string> known;
-    const KnownFn is_known = [&](const Config& c) { return known.count(c.canonical_json()) > 0; };
-    std::vector<Config> proposed;
-    for (int trial = 0; trial < 20; ++trial) {
-      const std::vector<Config> next = strategy->propose(1, is_known);
-      if (next.empty()) break;
-      const Config& c = next.front();
-      known.insert(c.canonical_json());
-      proposed.push_back(c);
-      strategy->observe({{c, TrialStatus::kOk, 100 + as_number(c.at("x")), 0.01}});
-    }
+    const std::vector<Config> proposed = search(
+        *strategy, known, 20, [](const Config& c) { return 100 + as_number(c.at("x")); }, 0.01);
     ASSERT_FALSE(proposed.empty());
     std::set<double> xs;
     bool any_q = false;
