@@ -46,7 +46,8 @@ struct PredictOptions {
   std::string db;  // where profiles are kept (empty: measured and dropped)
   bool reprofile = false;
   bool json = false;
-  auto tie() const { return std::tie(help, space, config, db, reprofile, json); }
+  int nproc = 0;  // the job's ranks (0: the configuration's own layout)
+  auto tie() const { return std::tie(help, space, config, db, reprofile, json, nproc); }
 };
 PredictOptions parse_predict(const Args& args);
 int run_predict(const PredictOptions& options, std::ostream& out, std::ostream& err);

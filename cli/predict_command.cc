@@ -34,7 +34,8 @@ void declare(PredictOptions* o, OptionSet& set) {
       ("config", po::value<std::string>(&o->config), "the configuration: JSON text or @FILE")
       ("db", po::value<std::string>(&o->db), "keep profiles in this tuning database (default: measure, keep none)")
       ("reprofile", po::bool_switch(&o->reprofile), "measure the profile again even when one is stored")
-      ("json", po::bool_switch(&o->json), "print the prediction as one JSON object");
+      ("json", po::bool_switch(&o->json), "print the prediction as one JSON object")
+      ("nproc", po::value<int>(&o->nproc)->default_value(0, "its own layout"), "the job's ranks (as a tuning run's --nproc): without dp, data parallelism fills the ranks tp and pp leave");
   // clang-format on
 }
 
@@ -46,6 +47,8 @@ PredictOptions parse_predict(const Args& args) {
   SLAPO_CHECK(!o.space.file.empty(), ErrorCode::kInvalidArgument,
               "predict: --space FILE is required");
   SLAPO_CHECK(!o.config.empty(), ErrorCode::kInvalidArgument, "predict: --config JSON is required");
+  SLAPO_CHECK(o.nproc >= 0 && o.nproc <= 1024, ErrorCode::kInvalidArgument, "predict: --nproc ",
+              o.nproc, ": expected 1 to 1024 ranks (or 0: the configuration's own layout)");
   return o;
 }
 
@@ -59,6 +62,7 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
   auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
+  model->set_ranks_per_trial(o.nproc);
   const cost::Predicted p = model->predict(config);
   SLAPO_CHECK(p.prediction.has_value(), ErrorCode::kInvalidArgument,
               "predict: ", config.to_string(), " cannot be predicted: ", p.why_not);

@@ -337,6 +337,13 @@ dp = { values = [1, 2] }
   EXPECT_EQ(j["unpredictable_reason"],
             "the configuration (tp=1 dp=2 pp=1) needs 2 ranks; this run has 1");
   EXPECT_EQ(one.err.find("collectives"), std::string::npos) << one.err;  // dp = 2 not profiled
+  // predict --nproc: a configuration that names no dp is as many replicas as the ranks.
+  const std::string implicit = gpt_tiny_space("implicit-dp", "[knobs]\ntp = { values = [1] }\n");
+  const Outcome two = run("predict --space " + implicit + " --db " + db +
+                          " --config '{\"tp\": 1}' --nproc 2 --json");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  const auto replicas = nlohmann::json::parse(last_line(two.out));
+  EXPECT_GT(replicas["time_ms"]["collectives"].get<double>(), 0) << replicas.dump();  // dp's
   const Outcome bad = run("plan --space " + space + " --nproc -1");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("plan: --nproc -1: expected 1 to 1024 ranks"), std::string::npos)
