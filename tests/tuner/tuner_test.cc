@@ -1076,15 +1076,17 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
     return std::get<std::string>(p.config.at("attn")) == "naive";
   }));
   EXPECT_EQ(model.observed, static_cast<int>(summary.measured));
-  // auto uses the model when there is one.
-  Bench a;
-  TunerOptions ao;
-  ao.trials = 3;
-  ao.cost_model = &model;
-  tune(a.space, a.runner, *a.database, a.key, ao);
-  const auto auto_trials = a.database->trials(1, {TrialStatus::kOk});
-  ASSERT_FALSE(auto_trials.empty());
-  EXPECT_EQ(auto_trials[0].strategy, "auto/model");
+  // auto uses the model when there is one: the strategy its first measured trial records.
+  auto auto_strategy_with = [](CostModel* cost_model) {
+    Bench b;
+    TunerOptions o;
+    o.trials = 3;
+    o.cost_model = cost_model;
+    tune(b.space, b.runner, *b.database, b.key, o);
+    const auto trials = b.database->trials(1, {TrialStatus::kOk});
+    return trials.empty() ? std::string("no trial") : trials[0].strategy;
+  };
+  EXPECT_EQ(auto_strategy_with(&model), "auto/model");
   // And when the space's first configuration is one it does not predict (a layout of another
   // world than the run's ranks): the model covers the workload all the same.
   class FirstUnpredicted : public FakeCostModel {
@@ -1095,15 +1097,8 @@ TEST(ModelStrategyTest, MeasuresThePredictedBestFirstAndStopsWithinTheNoise) {
       return FakeCostModel::predict(c);
     }
   } first_unpredicted;
-  Bench d;
-  ASSERT_FALSE(first_unpredicted.predict(d.space.at(0)).prediction);
-  TunerOptions dopt;
-  dopt.trials = 3;
-  dopt.cost_model = &first_unpredicted;
-  tune(d.space, d.runner, *d.database, d.key, dopt);
-  const auto d_trials = d.database->trials(1, {TrialStatus::kOk});
-  ASSERT_FALSE(d_trials.empty());
-  EXPECT_EQ(d_trials[0].strategy, "auto/model");
+  ASSERT_FALSE(first_unpredicted.predict(Bench().space.at(0)).prediction);
+  EXPECT_EQ(auto_strategy_with(&first_unpredicted), "auto/model");
   // Without a cost model, `model` is refused in one line.
   Bench c;
   TunerOptions co;
