@@ -344,6 +344,12 @@ dp = { values = [1, 2] }
   ASSERT_EQ(two.exit_code, 0) << two.err;
   const auto replicas = nlohmann::json::parse(last_line(two.out));
   EXPECT_GT(replicas["time_ms"]["collectives"].get<double>(), 0) << replicas.dump();  // dp's
+  const Outcome bad_predict =
+      run("predict --space " + implicit + " --config '{\"tp\": 1}' --nproc 2000");
+  EXPECT_EQ(bad_predict.exit_code, 2);
+  EXPECT_NE(bad_predict.err.find("predict: --nproc 2000: expected 1 to 1024 ranks"),
+            std::string::npos)
+      << bad_predict.err;
   const Outcome bad = run("plan --space " + space + " --nproc -1");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("plan: --nproc -1: expected 1 to 1024 ranks"), std::string::npos)
