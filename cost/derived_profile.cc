@@ -90,7 +90,9 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   least.peak_bytes = fb.least_ratio * state_d;
   least.derived = true;
   out.points.push_back(least);
-  // Two GPipe micro-batches of the one-block variant: the loss keeps what the base's keeps.
+  // Two GPipe micro-batches of the one-block variant: the loss keeps what the base's keeps — where
+  // the base measured it (a profile of a space without them has none: runners/profiler.h).
+  if (!has_gpipe_step(base)) return out;
   const double x = memory.front().first;
   ProfilePoint gpipe;
   gpipe.layers = 1;

@@ -143,7 +143,7 @@ void search_cuts(const space::CompiledSpace& space, const ConfigComposer& compos
     Config chosen = config;
     chosen.set(knob, Value(found->cuts));
     const double value = predicted_metric(found->prediction, options.objective.metric);
-    top->offer({space.index_of(chosen), chosen, std::move(found->prediction), value});
+    top->offer({space.index_of(chosen), chosen, std::move(found->prediction), value, 0, {}});
     return true;
   });
   result->method = "the cut points of '" + knob + "' by dynamic programming for each of the " +
@@ -205,7 +205,7 @@ Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
       return true;
     }
     const double value = predicted_metric(*p.prediction, options.objective.metric);
-    top.offer({i, config, std::move(*p.prediction), value});
+    top.offer({i, config, std::move(*p.prediction), value, 0, {}});
     return true;
   });
   result.top = top.take();

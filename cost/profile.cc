@@ -108,4 +108,11 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
   return p;
 }
 
+bool has_gpipe_step(const Profile& profile) {
+  for (const ProfilePoint& q : profile.points) {
+    if (q.layers == 1 && q.ckpt_blocks == 0 && q.micro_batches == 2) return true;
+  }
+  return false;
+}
+
 }  // namespace slapo::cost

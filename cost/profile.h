@@ -71,4 +71,10 @@ struct Profile {
   static Profile from_json(const std::string& json, const std::string& origin);
 };
 
+// Whether `profile` has the one-block step in two GPipe micro-batches (measured or derived): what
+// the loss keeps per micro-batch in flight, which only configurations running GPipe in more than
+// one micro-batch read (cost/predictor.h). A profile measured for a space without them has none
+// (runners/profiler.h), and is extended by one that has them.
+bool has_gpipe_step(const Profile& profile);
+
 }  // namespace slapo::cost

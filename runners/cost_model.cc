@@ -168,7 +168,7 @@ WorkloadCostModel::~WorkloadCostModel() = default;
 
 void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
   mappings_.clear();  // the profile keys name the batches
-  taken_batches_.reset();
+  space_runs_.reset();
   space_ = &space;
   for (const space::KnobInfo& knob : space.knobs()) {
     // The knob's domain (ascending), not the walk over the space: as good a range to profile, and
@@ -261,7 +261,8 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.knobs = computation_knobs(config);
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
-  request.batches_taken = taken_batches();
+  request.batches_taken = space_runs().batches;
+  request.gpipe_step = space_runs().gpipe_micro_batches;
   std::vector<std::string> sibling_keys;
   if (m.input.tp == 1) {
     auto base = bases_.find(m.family);
@@ -315,21 +316,51 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   return profile;
 }
 
+void WorkloadCostModel::add_gpipe_step(cost::Profile& profile, const Config& config,
+                                       const std::string& key) {
+  const Mapping& m = mapping(config);
+  ProfileRequest request;
+  request.workload = workload_;
+  request.workload.threads = threads_per_rank(workload_, m.world());
+  request.knobs = computation_knobs(config);
+  request.batch_lo = batch_lo_;
+  request.batch_hi = batch_hi_;
+  request.extend = profile;
+  request.extend_gpipe_step = true;
+  cost::Profile extended = std::move(
+      measure_profiles_beside_peers(request, ranks_beside(m.world()), {self_executable(), "worker"})
+          .front());
+  const double seconds = extended.profile_s;
+  profile.points = std::move(extended.points);
+  profile.profile_s += seconds;
+  profile_seconds_ += seconds;
+  if (database_) database_->put_profile(key, profile.to_json());
+  if (on_note_) {
+    on_note_("added the GPipe step to the profile of " + profiled_what(config) + " in " +
+             std::to_string(static_cast<int>(seconds + 0.5)) + " s");
+  }
+}
+
 int64_t WorkloadCostModel::capped_batch() {
   if (workload_.memory_budget <= 0 || space_ == nullptr || !enumerable(*space_)) return 0;
   const int64_t middle = static_cast<int64_t>(
       std::llround(std::sqrt(static_cast<double>(batch_lo_) * static_cast<double>(batch_hi_))));
-  const int64_t cap = cost::taken_at_most(middle, 2 * batch_lo_, taken_batches());
+  const int64_t cap = cost::taken_at_most(middle, 2 * batch_lo_, space_runs().batches);
   return cap >= 2 * batch_lo_ && cap < batch_hi_ ? cap : 0;
 }
 
-const std::vector<int64_t>& WorkloadCostModel::taken_batches() {
-  if (taken_batches_) return *taken_batches_;
+const WorkloadCostModel::SpaceRuns& WorkloadCostModel::space_runs() {
+  if (space_runs_) return *space_runs_;
   std::set<int64_t> taken;
+  SpaceRuns runs;
   if (space_ != nullptr && enumerable(*space_)) {
+    runs.gpipe_micro_batches = false;
     space_->for_each([&](const space::PointView& point) {
       const Mapping& m = mapping(point.to_config());
-      if (m.why_not.empty()) taken.insert(micro_batch_per_rank(m.input));
+      if (!m.why_not.empty()) return true;
+      taken.insert(micro_batch_per_rank(m.input));
+      runs.gpipe_micro_batches =
+          runs.gpipe_micro_batches || (m.input.gpipe && m.input.micro_batches > 1);
       return true;
     });
   } else if (space_ != nullptr) {
@@ -340,8 +371,9 @@ const std::vector<int64_t>& WorkloadCostModel::taken_batches() {
       }
     }
   }
-  taken_batches_.emplace(taken.begin(), taken.end());
-  return *taken_batches_;
+  runs.batches.assign(taken.begin(), taken.end());
+  space_runs_.emplace(std::move(runs));
+  return *space_runs_;
 }
 
 cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Config& knobs,
@@ -609,6 +641,13 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     profile = reusable_profile(key, &not_reused);
     if (profile && on_note_) on_note_("profile reused for " + profiled_what(config));
     if (!not_reused.empty() && on_note_) on_note_(not_reused + ": profiling again");
+    // Measured for a space without GPipe micro-batches, reused by one with them: its GPipe step
+    // alone is measured now (before it is a base: the keys derived from it inherit the step).
+    if (profile && !cost::has_gpipe_step(*profile) && space_runs().gpipe_micro_batches) {
+      SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording's profile of ",
+                  profiled_what(config), " has no GPipe step");
+      add_gpipe_step(*profile, config, key);
+    }
   }
   if (!profile) {
     SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording holds no profile of ",

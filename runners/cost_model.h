@@ -71,7 +71,7 @@ class WorkloadCostModel : public tuner::CostModel {
   void set_ranks_per_trial(int ranks) {
     ranks_per_trial_ = ranks;
     mappings_.clear();
-    taken_batches_.reset();  // of the configurations the runs can run
+    space_runs_.reset();  // of the configurations the runs can run
   }
   // A stored profile's key as this revision writes it: its knobs only those that change the
   // computation (a recording's keys, from before tp = 1 and the split knobs at tp = 1 were left
@@ -152,6 +152,9 @@ class WorkloadCostModel : public tuner::CostModel {
   // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
   // profiled nor stored for reuse, with their knobs that change the computation.
   std::vector<std::pair<std::string, Config>> unprofiled_siblings(const Mapping& of);
+  // Measures the one-block GPipe step `profile` (of `config`'s `key`, reused) lacks, adds it, and
+  // stores the profile again.
+  void add_gpipe_step(cost::Profile& profile, const Config& config, const std::string& key);
   // The batch a profile of its own is first measured up to under a memory budget (the space's
   // middle batch, or the largest a rank runs below it: cost/profile_batches.h; extended later to
   // the largest that fits), or 0 when profiles are not capped.
@@ -159,10 +162,17 @@ class WorkloadCostModel : public tuner::CostModel {
   // The largest micro-batch (samples per rank and micro-batch) of the configurations of `of`'s
   // family and tp that `profile` predicts under the memory budget (with a margin).
   int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
-  // The micro-batches (samples per rank and micro-batch) the space's configurations run, ascending:
-  // of every configuration when the space is enumerable, else the batch knob's values. Walked
-  // once, when a profile is first measured (a plan over stored profiles never walks it).
-  const std::vector<int64_t>& taken_batches();
+  // What the space's configurations run, walked once, when a profile is first measured or reused
+  // (a plan over stored profiles that have all the space reads walks it once too):
+  struct SpaceRuns {
+    // the micro-batches (samples per rank and micro-batch), ascending: of every configuration
+    // when the space is enumerable, else the batch knob's values;
+    std::vector<int64_t> batches;
+    // whether any configuration runs GPipe in more than one micro-batch (assumed when the space
+    // is not enumerable or not known): else a profile measures no GPipe step.
+    bool gpipe_micro_batches = true;
+  };
+  const SpaceRuns& space_runs();
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
   // The profile stored for `key` when it may be reused (a database, no --reprofile, readable, of
@@ -198,7 +208,7 @@ class WorkloadCostModel : public tuner::CostModel {
   void share_memory_scale(const std::string& family, double scale);
   std::unordered_map<std::string, Mapping> mappings_;  // by canonical configuration
   int64_t batch_lo_ = 0, batch_hi_ = 0;
-  std::optional<std::vector<int64_t>> taken_batches_;
+  std::optional<SpaceRuns> space_runs_;
   const space::CompiledSpace* space_ = nullptr;  // use_batches_of's
   bool reprofile_ = false;
   int ranks_per_trial_ = 0;

@@ -296,6 +296,13 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs,
   return cost::shift_head(base, cost::head_differences(base, own), more_params);
 }
 
+// The smallest batch a profile measures above one sample: two batches above one, whatever the
+// space's (memory is fitted over them).
+int64_t smallest_batch(const ProfileRequest& request) {
+  const int64_t hi = std::max<int64_t>(request.batch_hi, 3);
+  return std::clamp<int64_t>(request.batch_lo, 2, hi - 1);
+}
+
 }  // namespace
 
 cost::Profile measure_profile(const ProfileRequest& request) {
@@ -315,6 +322,17 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   const models::TemplateConfig tc =
       models::parse_template_config(w.schedule_template(), w.spec(), request.knobs);
   const int tp = tc.parallel.layout.tp;
+  if (request.extend && request.extend_gpipe_step) {
+    // The one-block GPipe step alone, where a full profile would have measured it.
+    cost::Profile profile = *request.extend;
+    SLAPO_CHECK(!cost::has_gpipe_step(profile), ErrorCode::kInvalidArgument,
+                "extending a profile by its GPipe step: it has one");
+    for (const cost::ProfilePoint& q :
+         measure_sweep(w, request.knobs, tp, 1, 0, 2, {2 * smallest_batch(request)}, few, true))
+      profile.points.push_back(q);
+    profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return {profile};
+  }
   if (request.extend) {
     cost::Profile profile = *request.extend;
     int64_t deep = 0;
@@ -350,9 +368,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   }
   const int64_t layers = w.spec().layers;
   const int64_t deep = std::clamp<int64_t>(layers, 2, 8);
-  // Two batches above one sample, whatever the space's (memory is fitted over them).
   const int64_t hi = std::max<int64_t>(request.batch_hi, 3);
-  const int64_t lo = std::clamp<int64_t>(request.batch_lo, 2, hi - 1);
+  const int64_t lo = smallest_batch(request);
   const int64_t mid = cost::middle_batch(lo, hi, request.batches_taken);
 
   cost::Profile profile;
@@ -372,7 +389,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
       profile.points.push_back(q);
   };
   measure(1, 0, 1, {1, lo, hi});
-  measure(1, 0, 2, {2 * lo});
+  if (request.gpipe_step) measure(1, 0, 2, {2 * lo});
   std::vector<int64_t> deep_batches = {1, lo, hi};
   if (mid > lo && mid < hi) deep_batches.push_back(mid);
   measure(deep, 0, 1, deep_batches);
@@ -412,6 +429,8 @@ std::string ProfileRequest::to_json() const {
     j["extend"] = nlohmann::ordered_json::parse(extend->to_json());
     if (!extend_batches.empty()) j["extend_batches"] = extend_batches;
   }
+  if (!gpipe_step) j["gpipe_step"] = false;
+  if (extend_gpipe_step) j["extend_gpipe_step"] = true;
   return j.dump();
 }
 
@@ -466,6 +485,12 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
     r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
     r.extend_batches = batch_sizes(j, "extend_batches", origin);
   }
+  for (const char* flag : {"gpipe_step", "extend_gpipe_step"}) {
+    SLAPO_CHECK(!j.contains(flag) || j[flag].is_boolean(), ErrorCode::kInvalidArgument, origin,
+                ": a profile request's ", flag, " is true or false");
+  }
+  r.gpipe_step = j.value("gpipe_step", true);
+  r.extend_gpipe_step = j.value("extend_gpipe_step", false);
   return r;
 }
 

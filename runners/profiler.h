@@ -10,13 +10,15 @@
 //                  the largest batch with every block checkpointed
 //   one block      1 sample, the smallest and the largest batch without checkpointing; twice the
 //                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
-//                  until its backward, against what it needs only while running backward)
+//                  until its backward, against what it needs only while running backward), when
+//                  the space runs GPipe in more than one micro-batch (ProfileRequest::gpipe_step)
 //
 // With a base profile (ProfileRequest::base), only one block of the key and of each sibling alone,
 // in the same rounds as the base's block, at the base's batches (runners/block_probe.h): the rest
 // is derived (cost/derived_profile.h); with a base that differs only in the head
 // (ProfileRequest::head), only the key's one-block steps, where the base's ran. With a profile
-// to extend (ProfileRequest::extend), only the deep variant at batch_hi, added to it.
+// to extend (ProfileRequest::extend), only the deep variant at batch_hi, added to it (or the
+// one-block GPipe step it lacks).
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
@@ -62,6 +64,13 @@ struct ProfileRequest {
   // one sweep (ascending), when given.
   std::optional<cost::Profile> extend;
   std::vector<int64_t> extend_batches;
+  // Whether the one-block step in two GPipe micro-batches is measured: only configurations that
+  // run GPipe in more than one micro-batch read it (what the loss keeps per micro-batch in
+  // flight), and it is about a twelfth of a profile (docs/cost-model.md).
+  bool gpipe_step = true;
+  // With `extend`: only that step is measured, and added — a profile of a space without GPipe
+  // micro-batches, reused by one with them.
+  bool extend_gpipe_step = false;
 
   std::string to_json() const;
   // Throws Error(kInvalidArgument) naming `origin` for text that is not a request.

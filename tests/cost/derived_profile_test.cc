@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "cost/derived_profile.h"
 #include "cost/predictor.h"
@@ -159,6 +161,39 @@ TEST(DerivedProfileTest, ABlockWithMoreParametersOrALargerTransientPeaksHigher) 
   // A batch the base was measured at without a difference is refused.
   none.erase(none.begin() + 1);
   EXPECT_THROW(deep_steps_from_blocks(base.profile(), none, base.profile().shape), Error);
+}
+
+// A base measured for a space without GPipe micro-batches has no GPipe step (runners/profiler.h):
+// the derived profile has none either — none is composed from what the base never measured — and
+// predicts everything else as before.
+TEST(DerivedProfileTest, ABaseWithoutAGPipeStepDerivesNone) {
+  const SyntheticWorkload base, other = other_block();
+  const Profile without = base.profile();
+  ASSERT_FALSE(has_gpipe_step(without));
+  // The base with its GPipe step: 8 samples in two micro-batches of one block, the loss keeping
+  // half of its activations per micro-batch in flight.
+  Profile with = without;
+  ProfilePoint gpipe = base.point(1, 8, 0);
+  gpipe.micro_batches = 2;
+  gpipe.peak_bytes = base.peak(1, 4, 0) + 4 * (base.block_act_mb + base.outside_act_mb / 2) * kMB;
+  with.points.push_back(gpipe);
+  ASSERT_TRUE(has_gpipe_step(with));
+
+  const Profile derived = derive_profile(without, deep_steps(other), without.shape);
+  EXPECT_FALSE(has_gpipe_step(derived));
+  const Profile full = derive_profile(with, deep_steps(other), with.shape);
+  EXPECT_TRUE(has_gpipe_step(full));
+  EXPECT_EQ(derived.points.size() + 1, full.points.size());
+  // Without GPipe micro-batches, the same predictions.
+  const Predictor a(derived), b(full);
+  for (int64_t batch : {2, 8, 64}) {
+    for (int64_t ckpt : {int64_t{0}, int64_t{1}}) {
+      EXPECT_DOUBLE_EQ(a.predict(input(batch, ckpt, 1)).peak_bytes,
+                       b.predict(input(batch, ckpt, 1)).peak_bytes);
+      EXPECT_DOUBLE_EQ(a.predict(input(batch, ckpt, 1)).step_ms,
+                       b.predict(input(batch, ckpt, 1)).step_ms);
+    }
+  }
 }
 
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {

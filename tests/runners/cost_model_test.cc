@@ -298,5 +298,63 @@ TEST(WorkloadCostModelTest, AProfileMeasuresAtBatchesTheSpaceRuns) {
   EXPECT_EQ(deep.count(300), 1u);  // extended: everything fits in a GiB
 }
 
+// Only configurations that run GPipe in more than one micro-batch read the one-block GPipe step: a
+// space without them is profiled without it, and a later space with them that reuses the profile
+// adds the step alone — and then predicts their peak as a profile measured whole does, to the
+// byte (the tracking allocator's peaks are exact).
+TEST(WorkloadCostModelTest, AGPipeStepIsMeasuredOnlyWhereTheSpaceRunsGPipeMicroBatches) {
+  const Workload w = gpt_tiny(8);
+  auto compiled = [](const std::string& knobs) {
+    return space::CompiledSpace::compile(
+        space::parse_space("[knobs]\nbatch_size = { values = [4, 8] }\n" + knobs, "test.toml"));
+  };
+  const space::CompiledSpace plain = compiled("");
+  const space::CompiledSpace gpipe = compiled(
+      "micro_batches = { values = [1, 2] }\npipeline_schedule = { choice = [\"gpipe\"] }\n");
+  Config config;
+  config.set("batch_size", Value(int64_t{8}));
+  config.set("micro_batches", Value(int64_t{2}));
+  config.set("pipeline_schedule", Value(std::string("gpipe")));
+  auto stored_has_gpipe_step = [](db::Database& database) {
+    const std::vector<db::StoredProfile> stored = database.profiles();
+    EXPECT_EQ(stored.size(), 1u);
+    return cost::has_gpipe_step(cost::Profile::from_json(stored.front().profile_json, "test"));
+  };
+
+  auto database = db::Database::in_memory();
+  {
+    WorkloadCostModel model(w, database.get());
+    model.use_batches_of(plain);
+    Config four;
+    four.set("batch_size", Value(int64_t{4}));
+    ASSERT_TRUE(model.predict(four).prediction);
+  }
+  EXPECT_FALSE(stored_has_gpipe_step(*database));
+
+  std::vector<std::string> notes;
+  WorkloadCostModel extended(w, database.get(), [&](const std::string& n) { notes.push_back(n); });
+  extended.use_batches_of(gpipe);
+  const cost::Predicted from_extended = extended.predict(config);
+  ASSERT_TRUE(from_extended.prediction) << from_extended.why_not;
+  EXPECT_GT(extended.profile_seconds(), 0);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("added the GPipe step"), std::string::npos) << notes[1];
+  EXPECT_TRUE(stored_has_gpipe_step(*database));
+
+  auto whole_database = db::Database::in_memory();
+  WorkloadCostModel whole(w, whole_database.get());
+  whole.use_batches_of(gpipe);
+  const cost::Predicted from_whole = whole.predict(config);
+  ASSERT_TRUE(from_whole.prediction) << from_whole.why_not;
+  EXPECT_TRUE(stored_has_gpipe_step(*whole_database));
+  EXPECT_EQ(from_extended.prediction->peak_bytes, from_whole.prediction->peak_bytes);
+
+  // Stored with its step: reused as it is.
+  WorkloadCostModel later(w, database.get());
+  later.use_batches_of(gpipe);
+  ASSERT_TRUE(later.predict(config).prediction);
+  EXPECT_EQ(later.profile_seconds(), 0.0);
+}
+
 }  // namespace
 }  // namespace slapo::runners

@@ -81,5 +81,42 @@ TEST(ProfilerTest, AProfileIsExtendedAtEveryBatchAsked) {
   EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
 }
 
+// A space without GPipe micro-batches is profiled without the GPipe step; a profile extended by
+// it gets exactly the step a full profile measures — its peak to the byte (the request read back
+// from its JSON, as a job of two ranks receives it); a flag that is not true or false is refused.
+TEST(ProfilerTest, TheGPipeStepIsMeasuredOnlyWhenAskedAndAddedLater) {
+  ProfileRequest r;
+  r.workload = tiny();
+  r.batch_lo = 2;
+  r.batch_hi = 4;
+  const cost::Profile full = measure_profile(r);
+  ASSERT_TRUE(cost::has_gpipe_step(full));
+  r.gpipe_step = false;
+  const cost::Profile without = measure_profile(ProfileRequest::from_json(r.to_json(), "test"));
+  EXPECT_FALSE(cost::has_gpipe_step(without));
+  EXPECT_EQ(without.points.size() + 1, full.points.size());
+
+  r.extend = without;
+  r.extend_gpipe_step = true;
+  const ProfileRequest back = ProfileRequest::from_json(r.to_json(), "test");
+  EXPECT_TRUE(back.extend_gpipe_step);
+  const cost::Profile extended = measure_profile(back);
+  ASSERT_EQ(extended.points.size(), full.points.size());
+  const cost::ProfilePoint& added = extended.points.back();
+  for (const cost::ProfilePoint& q : full.points) {
+    if (q.micro_batches != 2) continue;
+    EXPECT_EQ(added.layers, q.layers);
+    EXPECT_EQ(added.batch, q.batch);
+    EXPECT_EQ(added.micro_batches, 2);
+    EXPECT_EQ(added.peak_bytes, q.peak_bytes);
+  }
+  // A profile that has the step is not extended by another.
+  r.extend = full;
+  EXPECT_THROW(measure_profile(r), Error);
+  std::string bad = r.to_json();
+  bad.replace(bad.find("\"extend_gpipe_step\":true"), 24, "\"extend_gpipe_step\":1");
+  EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
+}
+
 }  // namespace
 }  // namespace slapo::runners
