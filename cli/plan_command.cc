@@ -40,8 +40,19 @@ void declare(PlanOptions* o, OptionSet& set) {
       ("reprofile", po::bool_switch(&o->reprofile), "measure the profiles again even when stored")
       ("json", po::bool_switch(&o->json), "print the plan as one JSON object")
       ("each-config", po::bool_switch(&o->each_config), "rank every configuration on a row of its own, alike ones too")
-      ("nproc", po::value<int>(&o->nproc)->default_value(0, "any"), "only layouts of this many ranks (as a tuning run's --nproc); the others are counted as not predictable");
+      ("nproc", po::value<int>(&o->nproc)->default_value(0, "any"), "only layouts of this many ranks (as a tuning run's --nproc); the others are counted as invalid");
   // clang-format on
+}
+
+// ", N invalid (why), M not predictable (why)": what the plan left out besides what is predicted
+// out of memory, each kind with its first reason (invalid only when there are some).
+std::string left_out(const cost::Plan& plan) {
+  std::string out;
+  if (plan.invalid > 0)
+    out += ", " + std::to_string(plan.invalid) + " invalid (" + plan.invalid_reason + ")";
+  out += ", " + std::to_string(plan.unpredictable) + " not predictable";
+  if (plan.unpredictable > 0) out += " (" + plan.unpredictable_reason + ")";
+  return out;
 }
 
 // Why a plan ranks no configuration, in one line.
@@ -51,9 +62,7 @@ std::string nothing_planned(const std::string& file, const cost::Plan& plan,
   why += options.memory_budget_bytes > 0
              ? "to fit its memory budget of " + format_bytes(options.memory_budget_bytes)
              : std::string("at all");
-  why += ": " + std::to_string(plan.predicted_oom) + " predicted out of memory, " +
-         std::to_string(plan.unpredictable) + " not predictable";
-  if (plan.unpredictable > 0) why += " (" + plan.unpredictable_reason + ")";
+  why += ": " + std::to_string(plan.predicted_oom) + " predicted out of memory" + left_out(plan);
   return why;
 }
 
@@ -111,6 +120,8 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
     j["top"] = top;
     j["considered"] = plan.considered;
     j["predicted_oom"] = plan.predicted_oom;
+    j["invalid"] = plan.invalid;
+    j["invalid_reason"] = plan.invalid_reason;
     j["unpredictable"] = plan.unpredictable;
     j["unpredictable_reason"] = plan.unpredictable_reason;
     j["method"] = plan.method;
@@ -123,9 +134,7 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
       << plan.considered << " predicted, " << plan.predicted_oom << " predicted out of memory";
   if (options.memory_budget_bytes > 0)
     out << " (budget " << format_bytes(options.memory_budget_bytes) << ")";
-  out << ", " << plan.unpredictable << " not predictable";
-  if (plan.unpredictable > 0) out << " (" << plan.unpredictable_reason << ")";
-  out << "\n"
+  out << left_out(plan) << "\n"
       << std::fixed << std::setprecision(2) << "method: " << plan.method << " (" << plan.seconds
       << " s; profiling " << profile_s << " s)\n\n";
   out << std::right << std::setw(4) << "rank" << std::setw(12) << "samples/s" << std::setw(11)

@@ -65,7 +65,8 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
   model->set_ranks_per_trial(o.nproc);
   const cost::Predicted p = model->predict(config);
   SLAPO_CHECK(p.prediction.has_value(), ErrorCode::kInvalidArgument,
-              "predict: ", config.to_string(), " cannot be predicted: ", p.why_not);
+              "predict: ", config.to_string(),
+              p.invalid ? " is invalid (no trial runs it): " : " cannot be predicted: ", p.why_not);
   const cost::Prediction& pr = *p.prediction;
   const double budget = static_cast<double>(model->workload().memory_budget);
   if (o.json) {

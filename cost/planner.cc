@@ -113,6 +113,15 @@ class TopK {
   std::unordered_multimap<double, size_t> by_objective_;  // positions in ranked_
 };
 
+// Counts `count` configurations without a prediction: invalid ones (no trial could run them) apart
+// from those the model cannot predict, each kind with its first reason.
+void left_out(bool invalid, const std::string& why, uint64_t count, Plan* result) {
+  uint64_t& counted = invalid ? result->invalid : result->unpredictable;
+  std::string& reason = invalid ? result->invalid_reason : result->unpredictable_reason;
+  if (counted == 0) reason = why;
+  counted += count;
+}
+
 void search_cuts(const space::CompiledSpace& space, const ConfigComposer& composer,
                  const PlanOptions& options, Plan* result, TopK* top) {
   const std::string knob = space.cut_knob();
@@ -123,8 +132,7 @@ void search_cuts(const space::CompiledSpace& space, const ConfigComposer& compos
     ++families;
     const Composable c = composer(config);
     if (!c.predictor) {
-      if (result->unpredictable == 0) result->unpredictable_reason = c.why_not;
-      result->unpredictable += count;
+      left_out(c.invalid, c.why_not, count, result);
       return true;
     }
     std::optional<CutSearch> found;
@@ -196,7 +204,7 @@ Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
     const Config config = point.to_config();
     Predicted p = predictor(config);
     if (!p.prediction) {
-      if (result.unpredictable++ == 0) result.unpredictable_reason = p.why_not;
+      left_out(p.invalid, p.why_not, 1, &result);
       return true;
     }
     ++result.considered;

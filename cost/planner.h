@@ -22,6 +22,10 @@ namespace slapo::cost {
 struct Predicted {
   std::optional<Prediction> prediction;
   std::string why_not;
+  // Without a prediction: whether no trial could run the configuration either — the template
+  // refuses it, or the run's ranks are not its layout's —, as against one the model cannot
+  // predict. Its trial would be recorded invalid.
+  bool invalid = false;
   // Whether a measured trial of the same profile key had calibrated its time when it was predicted:
   // a key no trial has touched yet is predicted as uncertainly as the first trials were.
   bool time_calibrated = false;
@@ -34,6 +38,7 @@ struct Composable {
   const Predictor* predictor = nullptr;
   PredictInput input;
   std::string why_not;
+  bool invalid = false;  // as Predicted::invalid
 };
 using ConfigComposer = std::function<Composable(const Config& config)>;
 
@@ -67,6 +72,8 @@ struct Plan {
   std::vector<PlannedConfig> top;    // best first, alike configurations one plan each
   uint64_t considered = 0;           // configurations predicted
   uint64_t predicted_oom = 0;        // left out: over the memory budget
+  uint64_t invalid = 0;              // left out: no trial could run them (Predicted::invalid)
+  std::string invalid_reason;        // the first one's
   uint64_t unpredictable = 0;        // left out: the model cannot predict them
   std::string unpredictable_reason;  // the first one's
   std::string method;                // how the plan was found, and what it guarantees

@@ -683,10 +683,17 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
   try {
     // With the run's ranks known, a configuration that names no dp fills them with data
     // parallelism, as its trial will (models/templates.h).
-    const models::TemplateConfig tc = models::parse_template_config(
-        workload_.schedule_template(), workload_.spec(), config, ranks_per_trial_);
+    std::optional<models::TemplateConfig> parsed;
+    try {
+      parsed = models::parse_template_config(workload_.schedule_template(), workload_.spec(),
+                                             config, ranks_per_trial_);
+      if (ranks_per_trial_ > 0) parsed->parallel.layout.check_world(ranks_per_trial_);
+    } catch (const Error&) {
+      m.invalid = true;  // what its trial would say too
+      throw;
+    }
+    const models::TemplateConfig& tc = *parsed;
     const models::ParallelKnobs& p = tc.parallel;
-    if (ranks_per_trial_ > 0) p.layout.check_world(ranks_per_trial_);
     m.key = profile_key(config, p.world());
     m.family = family_key(config, p.world());
     m.input.batch = workload_.batch_size_for(config);
@@ -726,6 +733,7 @@ cost::Predicted WorkloadCostModel::predict(const Config& config) {
   const cost::Composable c = compose(config);
   if (!c.predictor) {
     out.why_not = c.why_not;
+    out.invalid = c.invalid;
     return out;
   }
   try {
@@ -742,6 +750,7 @@ cost::Composable WorkloadCostModel::compose(const Config& config) {
   const Mapping& m = mapping(config);
   if (!m.why_not.empty()) {
     out.why_not = m.why_not;
+    out.invalid = m.invalid;
     return out;
   }
   try {

@@ -120,6 +120,7 @@ class WorkloadCostModel : public tuner::CostModel {
     cost::PredictInput input;
     int world() const { return static_cast<int>(input.tp * input.pp * input.dp); }
     std::string why_not;
+    bool invalid = false;  // why_not is the template's or the run's ranks': no trial runs it
   };
   // The profile key of `config` on `world` ranks, and its family: the keys that differ from it
   // only inside the blocks (a profile of one of them is the others' base).

@@ -320,8 +320,8 @@ attn_shard = { choice = ["col_row", "row_col"] }
   EXPECT_EQ(nlohmann::json::parse(last_line(each.out))["top"].size(), 4u);
 }
 
-// --nproc plans the layouts of that many ranks alone: the others are counted as not predictable,
-// with the first reason, and their keys are not profiled.
+// --nproc plans the layouts of that many ranks alone: the others are counted as invalid (their
+// trial could not run in such a run), with the first reason, and their keys are not profiled.
 TEST(CostCliTest, APlanForSomeRanksLeavesOutTheOtherLayouts) {
   const std::string db = temp_db("plan-nproc");
   const std::string space = gpt_tiny_space("nproc", R"(
@@ -333,9 +333,10 @@ dp = { values = [1, 2] }
   const auto j = nlohmann::json::parse(last_line(one.out));
   ASSERT_EQ(j["top"].size(), 1u);
   EXPECT_EQ(j["top"][0]["config"]["dp"], 1);
-  EXPECT_EQ(j["unpredictable"], 1);
-  EXPECT_EQ(j["unpredictable_reason"],
+  EXPECT_EQ(j["invalid"], 1);
+  EXPECT_EQ(j["invalid_reason"],
             "the configuration (tp=1 dp=2 pp=1) needs 2 ranks; this run has 1");
+  EXPECT_EQ(j["unpredictable"], 0);
   EXPECT_EQ(one.err.find("collectives"), std::string::npos) << one.err;  // dp = 2 not profiled
   // predict --nproc: a configuration that names no dp is as many replicas as the ranks.
   const std::string implicit = gpt_tiny_space("implicit-dp", "[knobs]\ntp = { values = [1] }\n");
@@ -354,6 +355,49 @@ dp = { values = [1, 2] }
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("plan: --nproc -1: expected 1 to 1024 ranks"), std::string::npos)
       << bad.err;
+}
+
+// A configuration the template refuses is counted apart from what the model cannot predict: its
+// trial would be invalid too. `predict` says so in one line (exit 2).
+TEST(CostCliTest, ConfigurationsNoTrialRunsAreCountedInvalidNotUnpredictable) {
+  const std::string db = temp_db("plan-invalid");
+  const std::string space = write_temp("invalid.toml", R"(
+[workload]
+model = "gpt-neo-tiny"
+template = "gpt_neo"
+seq_len = 16
+
+[knobs]
+batch_size            = { values = [4] }
+tp                    = { values = [1, 2] }
+fuse_bias_dropout_add = { values = [false, true] }
+
+[constraints]
+fused = "fuse_bias_dropout_add == true"
+)");
+  const Outcome plan = run("plan --space " + space + " --db " + db + " --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto j = nlohmann::json::parse(last_line(plan.out));
+  EXPECT_EQ(j["top"].size(), 1u);
+  EXPECT_EQ(j["invalid"], 1);
+  EXPECT_NE(j["invalid_reason"].get<std::string>().find(
+                "knob 'fuse_bias_dropout_add': not with tp > 1 yet"),
+            std::string::npos)
+      << j.dump();
+  EXPECT_EQ(j["unpredictable"], 0);
+  const Outcome text = run("plan --space " + space + " --db " + db);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("1 predicted, 0 predicted out of memory, 1 invalid (knob "
+                          "'fuse_bias_dropout_add': not with tp > 1 yet"),
+            std::string::npos)
+      << text.out;
+  const Outcome predict =
+      run("predict --space " + space + " --db " + db +
+          " --config '{\"batch_size\": 4, \"tp\": 2, \"fuse_bias_dropout_add\": true}'");
+  EXPECT_EQ(predict.exit_code, 2);
+  EXPECT_NE(predict.err.find("is invalid (no trial runs it): knob 'fuse_bias_dropout_add'"),
+            std::string::npos)
+      << predict.err;
 }
 
 // Keys of a two-rank layout are profiled by a job of two ranks (each beside its peer): a base's

@@ -1207,7 +1207,9 @@ TEST(TunerTest, ARunWhoseTrialsAllFailAlikeStopsAndKeepsThem) {
     return true;
   };
   EXPECT_TRUE(every_knob_varies(recorded.size()));
-  if (recorded.size() > 5) EXPECT_FALSE(every_knob_varies(recorded.size() - 1));
+  if (recorded.size() > 5) {
+    EXPECT_FALSE(every_knob_varies(recorded.size() - 1));
+  }
   for (const auto& t : recorded) EXPECT_EQ(t.result.error, "exit code 127: sh: train: not found");
 
   // Told to measure on regardless: the next 12 are measured.
