@@ -36,8 +36,10 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   for (const auto& [batch, q] : plain) {
     if (batch > 1) memory.emplace_back(static_cast<double>(batch), q->peak_bytes);
   }
-  SLAPO_CHECK(memory.size() >= 2 && checkpointed && checkpointed->batch > 1 &&
-                  plain.count(checkpointed->batch),
+  // A base of a space that checkpoints nothing has no checkpointed step: then neither has this.
+  const bool checkpoints = has_checkpointed_step(base);
+  SLAPO_CHECK(memory.size() >= 2 && (!checkpoints || (checkpointed && checkpointed->batch > 1 &&
+                                                      plain.count(checkpointed->batch))),
               ErrorCode::kInvalidArgument,
               "a derived profile needs deep steps at two batches above one sample and one with "
               "every block checkpointed at one of them");
@@ -80,16 +82,18 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   }
   // One sample, every block checkpointed: the least peak (the optimizer step's own need), and
   // the measured recompute share.
-  const ProfilePoint& at = *plain.at(checkpointed->batch);
-  const double recompute_ms = std::max(0.0, checkpointed->step_ms - at.step_ms);
-  const double share = new_block_ms(at) > 0 ? recompute_ms / (d * new_block_ms(at)) : 0.0;
-  const ProfilePoint& smallest = *plain.begin()->second;
-  ProfilePoint least = smallest;
-  least.ckpt_blocks = deep;
-  least.step_ms += d * share * new_block_ms(smallest);
-  least.peak_bytes = fb.least_ratio * state_d;
-  least.derived = true;
-  out.points.push_back(least);
+  if (checkpointed && plain.count(checkpointed->batch)) {
+    const ProfilePoint& at = *plain.at(checkpointed->batch);
+    const double recompute_ms = std::max(0.0, checkpointed->step_ms - at.step_ms);
+    const double share = new_block_ms(at) > 0 ? recompute_ms / (d * new_block_ms(at)) : 0.0;
+    const ProfilePoint& smallest = *plain.begin()->second;
+    ProfilePoint least = smallest;
+    least.ckpt_blocks = deep;
+    least.step_ms += d * share * new_block_ms(smallest);
+    least.peak_bytes = fb.least_ratio * state_d;
+    least.derived = true;
+    out.points.push_back(least);
+  }
   // Two GPipe micro-batches of the one-block variant: the loss keeps what the base's keeps — where
   // the base measured it (a profile of a space without them has none: runners/profiler.h).
   if (!has_gpipe_step(base)) return out;
@@ -167,10 +171,11 @@ std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
       checkpointed = &q;
     }
   }
-  SLAPO_CHECK(checkpointed != nullptr, ErrorCode::kInvalidArgument,
+  // A base of a space that checkpoints nothing has none: then neither has the new key.
+  SLAPO_CHECK(checkpointed != nullptr || !has_checkpointed_step(base), ErrorCode::kInvalidArgument,
               "deriving a profile from its blocks: the base has no measured step with every block "
               "checkpointed");
-  steps.push_back(compose(*checkpointed, difference(checkpointed->batch, true)));
+  if (checkpointed) steps.push_back(compose(*checkpointed, difference(checkpointed->batch, true)));
   return steps;
 }
 

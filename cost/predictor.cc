@@ -284,19 +284,26 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
     if (q.ckpt_blocks == deep && (!all_checkpointed || q.batch > all_checkpointed->batch))
       all_checkpointed = &q;
   }
-  SLAPO_CHECK(all_checkpointed != nullptr && all_checkpointed->batch > 1 &&
-                  plain_at.count(all_checkpointed->batch),
+  // A profile of a space that checkpoints nothing has no checkpointed step (runners/profiler.h):
+  // then checkpointed blocks are not predicted (check_layout).
+  SLAPO_CHECK(!has_checkpointed_step(profile_) ||
+                  (all_checkpointed != nullptr && all_checkpointed->batch > 1 &&
+                   plain_at.count(all_checkpointed->batch)),
               ErrorCode::kInvalidArgument,
               "profile: needs a step with every block checkpointed at a batch of two or more also "
               "profiled without checkpointing");
+  fit_.checkpointed = all_checkpointed != nullptr;
   // A block too small to time (B(x) = 0 within the noise) recomputes in no measurable time.
   fit_.recompute_share = share_den > 0 ? std::max(0.0, share_num / share_den) : 0.0;
   // What a checkpointed block keeps: a block's activations less what checkpointing every block
   // saved at that batch, against the step without checkpointing measured there.
-  const double x = static_cast<double>(all_checkpointed->batch);
-  const double saved =
-      plain_at.at(all_checkpointed->batch)->peak_bytes - all_checkpointed->peak_bytes;
-  fit_.ckpt_block_kept = std::max(0.0, fit_.block_act - saved / (d * x));
+  fit_.ckpt_block_kept = fit_.block_act;
+  if (all_checkpointed) {
+    const double x = static_cast<double>(all_checkpointed->batch);
+    const double saved =
+        plain_at.at(all_checkpointed->batch)->peak_bytes - all_checkpointed->peak_bytes;
+    fit_.ckpt_block_kept = std::max(0.0, fit_.block_act - saved / (d * x));
+  }
   fit_.least_ratio = state_d > 0 ? std::max(1.0, least_peak / state_d) : 1.0;
 }
 
@@ -311,6 +318,9 @@ double Predictor::outside_ms(double samples) const {
 }
 
 void Predictor::check_layout(const PredictInput& in) const {
+  SLAPO_CHECK(in.ckpt_blocks == 0 || fit_.checkpointed, ErrorCode::kInvalidArgument,
+              "checkpointed blocks: the profile has no checkpointed step (it was measured for a "
+              "space that checkpoints none)");
   SLAPO_CHECK(std::max<int64_t>(1, in.tp) == profile_.tp, ErrorCode::kInvalidArgument,
               "tp = ", in.tp, " is not the profile's tp = ", profile_.tp);
   const int64_t world = profile_.tp * std::max<int64_t>(1, in.pp) * std::max<int64_t>(1, in.dp);

@@ -119,6 +119,9 @@ class Predictor {
     // Of outside_act, what the loss keeps from its forward to its backward (the rest it needs only
     // while running backward): a GPipe last stage keeps it for every micro-batch.
     double outside_kept = 0;
+    // Whether the profile has a checkpointed step (cost::has_checkpointed_step): else no
+    // configuration with checkpointed blocks is predicted, and the two below are not known.
+    bool checkpointed = false;
     double ckpt_block_kept = 0;  // bytes per sample a checkpointed block keeps
     double least_ratio = 1;      // the least peak (1 sample, all checkpointed) over the state
     // By batch, how far each peak of the deep variant without checkpointing (above its one-sample

@@ -115,4 +115,11 @@ bool has_gpipe_step(const Profile& profile) {
   return false;
 }
 
+bool has_checkpointed_step(const Profile& profile) {
+  for (const ProfilePoint& q : profile.points) {
+    if (q.layers > 1 && q.ckpt_blocks > 0 && q.micro_batches == 1) return true;
+  }
+  return false;
+}
+
 }  // namespace slapo::cost

@@ -76,5 +76,9 @@ struct Profile {
 // one micro-batch read (cost/predictor.h). A profile measured for a space without them has none
 // (runners/profiler.h), and is extended by one that has them.
 bool has_gpipe_step(const Profile& profile);
+// Whether `profile` has a step of its deep variant with checkpointed blocks (measured or derived):
+// only configurations that checkpoint blocks read it. A profile measured for a space that
+// checkpoints none has none (runners/profiler.h), and is extended by one that does.
+bool has_checkpointed_step(const Profile& profile);
 
 }  // namespace slapo::cost

@@ -255,14 +255,10 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
     *derived_how =
         "derived from a profile that differs only inside the blocks: one block of each measured "
         "alone";
-  ProfileRequest request;
-  request.workload = workload_;
-  request.workload.threads = threads_per_rank(workload_, m.world());
-  request.knobs = computation_knobs(config);
-  request.batch_lo = batch_lo_;
-  request.batch_hi = batch_hi_;
+  ProfileRequest request = request_of(computation_knobs(config), m);
   request.batches_taken = space_runs().batches;
   request.gpipe_step = space_runs().gpipe_micro_batches;
+  request.checkpointed_step = space_runs().checkpoints;
   std::vector<std::string> sibling_keys;
   if (m.input.tp == 1) {
     auto base = bases_.find(m.family);
@@ -316,27 +312,55 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   return profile;
 }
 
-void WorkloadCostModel::add_gpipe_step(cost::Profile& profile, const Config& config,
-                                       const std::string& key) {
-  const Mapping& m = mapping(config);
+ProfileRequest WorkloadCostModel::request_of(const Config& knobs, const Mapping& of) const {
   ProfileRequest request;
   request.workload = workload_;
-  request.workload.threads = threads_per_rank(workload_, m.world());
-  request.knobs = computation_knobs(config);
+  request.workload.threads = threads_per_rank(workload_, of.world());
+  request.knobs = knobs;
   request.batch_lo = batch_lo_;
   request.batch_hi = batch_hi_;
-  request.extend = profile;
-  request.extend_gpipe_step = true;
-  cost::Profile extended = std::move(
-      measure_profiles_beside_peers(request, ranks_beside(m.world()), {self_executable(), "worker"})
-          .front());
-  const double seconds = extended.profile_s;
-  profile.points = std::move(extended.points);
+  return request;
+}
+
+void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& config,
+                                         const std::string& key) {
+  const SpaceRuns& runs = space_runs();
+  const bool gpipe = runs.gpipe_micro_batches && !cost::has_gpipe_step(profile);
+  const bool checkpointed = runs.checkpoints && !cost::has_checkpointed_step(profile);
+  if (!gpipe && !checkpointed) return;
+  SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording's profile of ",
+              profiled_what(config), " has no ", gpipe ? "GPipe" : "checkpointed", " step");
+  const Mapping& m = mapping(config);
+  double seconds = 0;
+  auto extend = [&](ProfileRequest request) {
+    request.extend = profile;
+    cost::Profile extended =
+        std::move(measure_profiles_beside_peers(request, ranks_beside(m.world()),
+                                                {self_executable(), "worker"})
+                      .front());
+    seconds += extended.profile_s;
+    profile.points = std::move(extended.points);
+  };
+  if (gpipe) {
+    ProfileRequest request = request_of(computation_knobs(config), m);
+    request.extend_gpipe_step = true;
+    extend(std::move(request));
+  }
+  if (checkpointed) {
+    ProfileRequest request = request_of(computation_knobs(config), m);
+    if (const int64_t cap = capped_batch(); cap > 0) request.batch_hi = cap;  // as first measured
+    request.extend_checkpointed_step = true;
+    extend(std::move(request));
+  }
   profile.profile_s += seconds;
   profile_seconds_ += seconds;
   if (database_) database_->put_profile(key, profile.to_json());
   if (on_note_) {
-    on_note_("added the GPipe step to the profile of " + profiled_what(config) + " in " +
+    on_note_(std::string("added the ") +
+             (gpipe && checkpointed ? "GPipe and the checkpointed steps"
+              : gpipe               ? "GPipe step"
+                                    : "checkpointed step") +
+             " to the profile of " + profiled_what(config) + " in " +
              std::to_string(static_cast<int>(seconds + 0.5)) + " s");
   }
 }
@@ -354,13 +378,14 @@ const WorkloadCostModel::SpaceRuns& WorkloadCostModel::space_runs() {
   std::set<int64_t> taken;
   SpaceRuns runs;
   if (space_ != nullptr && enumerable(*space_)) {
-    runs.gpipe_micro_batches = false;
+    runs.gpipe_micro_batches = runs.checkpoints = false;
     space_->for_each([&](const space::PointView& point) {
       const Mapping& m = mapping(point.to_config());
       if (!m.why_not.empty()) return true;
       taken.insert(micro_batch_per_rank(m.input));
       runs.gpipe_micro_batches =
           runs.gpipe_micro_batches || (m.input.gpipe && m.input.micro_batches > 1);
+      runs.checkpoints = runs.checkpoints || m.input.ckpt_blocks > 0;
       return true;
     });
   } else if (space_ != nullptr) {
@@ -378,12 +403,7 @@ const WorkloadCostModel::SpaceRuns& WorkloadCostModel::space_runs() {
 
 cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Config& knobs,
                                                    const Mapping& of) {
-  ProfileRequest request;
-  request.workload = workload_;
-  request.workload.threads = threads_per_rank(workload_, of.world());
-  request.knobs = knobs;
-  request.batch_lo = batch_lo_;
-  request.batch_hi = batch_hi_;
+  ProfileRequest request = request_of(knobs, of);
   request.base = base.profile;
   request.base_knobs = base.knobs;
   request.head = true;
@@ -641,13 +661,11 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     profile = reusable_profile(key, &not_reused);
     if (profile && on_note_) on_note_("profile reused for " + profiled_what(config));
     if (!not_reused.empty() && on_note_) on_note_(not_reused + ": profiling again");
-    // Measured for a space without GPipe micro-batches, reused by one with them: its GPipe step
-    // alone is measured now (before it is a base: the keys derived from it inherit the step).
-    if (profile && !cost::has_gpipe_step(*profile) && space_runs().gpipe_micro_batches) {
-      SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording's profile of ",
-                  profiled_what(config), " has no GPipe step");
-      add_gpipe_step(*profile, config, key);
-    }
+    // Measured for a space without GPipe micro-batches or checkpointing, reused by one with them:
+    // the step it lacks alone is measured now (before it is a base: the keys derived from it
+    // inherit the step).
+    if (profile && (!cost::has_gpipe_step(*profile) || !cost::has_checkpointed_step(*profile)))
+      complete_profile(*profile, config, key);
   }
   if (!profile) {
     SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording holds no profile of ",

@@ -36,6 +36,7 @@
 #include "cost/planner.h"
 #include "cost/predictor.h"
 #include "db/database.h"
+#include "runners/profiler.h"
 #include "runners/workload.h"
 #include "space/compiled_space.h"
 #include "tuner/cost_model.h"
@@ -153,9 +154,12 @@ class WorkloadCostModel : public tuner::CostModel {
   // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
   // profiled nor stored for reuse, with their knobs that change the computation.
   std::vector<std::pair<std::string, Config>> unprofiled_siblings(const Mapping& of);
-  // Measures the one-block GPipe step `profile` (of `config`'s `key`, reused) lacks, adds it, and
-  // stores the profile again.
-  void add_gpipe_step(cost::Profile& profile, const Config& config, const std::string& key);
+  // A request to profile `knobs` (those that change the computation) as a rank of `of`'s layout,
+  // at this model's batches.
+  ProfileRequest request_of(const Config& knobs, const Mapping& of) const;
+  // Measures the steps the space reads that `profile` (of `config`'s `key`, reused) lacks — the
+  // one-block GPipe step, the deep checkpointed step —, adds them, and stores the profile again.
+  void complete_profile(cost::Profile& profile, const Config& config, const std::string& key);
   // The batch a profile of its own is first measured up to under a memory budget (the space's
   // middle batch, or the largest a rank runs below it: cost/profile_batches.h; extended later to
   // the largest that fits), or 0 when profiles are not capped.
@@ -163,15 +167,18 @@ class WorkloadCostModel : public tuner::CostModel {
   // The largest micro-batch (samples per rank and micro-batch) of the configurations of `of`'s
   // family and tp that `profile` predicts under the memory budget (with a margin).
   int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
-  // What the space's configurations run, walked once, when a profile is first measured or reused
-  // (a plan over stored profiles that have all the space reads walks it once too):
+  // What the space's configurations run, walked once: when a profile is first measured, or a
+  // stored one without the GPipe or the checkpointed step is reused (a plan over stored profiles
+  // that have both never walks the space):
   struct SpaceRuns {
     // the micro-batches (samples per rank and micro-batch), ascending: of every configuration
     // when the space is enumerable, else the batch knob's values;
     std::vector<int64_t> batches;
-    // whether any configuration runs GPipe in more than one micro-batch (assumed when the space
-    // is not enumerable or not known): else a profile measures no GPipe step.
+    // whether any configuration runs GPipe in more than one micro-batch, and whether any
+    // checkpoints blocks (both assumed when the space is not enumerable or not known): else a
+    // profile measures no GPipe step, no checkpointed step.
     bool gpipe_micro_batches = true;
+    bool checkpoints = true;
   };
   const SpaceRuns& space_runs();
   // The machine's collectives, measured or loaded once.

@@ -333,6 +333,27 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
   }
+  if (request.extend && request.extend_checkpointed_step) {
+    // The deep variant with every block checkpointed, where a whole profile would have measured it:
+    // the largest batch of its plain steps (the predictor reads both at one batch).
+    cost::Profile profile = *request.extend;
+    SLAPO_CHECK(!cost::has_checkpointed_step(profile), ErrorCode::kInvalidArgument,
+                "extending a profile by its checkpointed step: it has one");
+    int64_t deep = 0, at = 0;
+    for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
+    for (const cost::ProfilePoint& q : profile.points) {
+      if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 &&
+          q.batch <= request.batch_hi)
+        at = std::max(at, q.batch);
+    }
+    SLAPO_CHECK(deep > 1 && at > 1, ErrorCode::kInvalidArgument,
+                "extending a profile by its checkpointed step: no deep step above one sample");
+    for (const cost::ProfilePoint& q :
+         measure_sweep(w, request.knobs, tp, deep, deep, 1, {at}, few, false))
+      profile.points.push_back(q);
+    profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return {profile};
+  }
   if (request.extend) {
     cost::Profile profile = *request.extend;
     int64_t deep = 0;
@@ -399,7 +420,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   // alone: the recompute's share is fitted with weights growing as the square of a block's time
   // (a one-sample step weighed 1% of it on gpt-mini), and the least peak of the deep variant is
   // its one-sample step's without checkpointing (the optimizer step's, the same bytes).
-  measure(deep, deep, 1, {hi});
+  if (request.checkpointed_step) measure(deep, deep, 1, {hi});
   const cost::ModelShape& s = profile.shape;
   profile.optimizer_ms_per_param =
       optimizer_ms_per_param(w, tc, s.variant_params(static_cast<double>(deep)));
@@ -431,6 +452,8 @@ std::string ProfileRequest::to_json() const {
   }
   if (!gpipe_step) j["gpipe_step"] = false;
   if (extend_gpipe_step) j["extend_gpipe_step"] = true;
+  if (!checkpointed_step) j["checkpointed_step"] = false;
+  if (extend_checkpointed_step) j["extend_checkpointed_step"] = true;
   return j.dump();
 }
 
@@ -485,12 +508,15 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
     r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
     r.extend_batches = batch_sizes(j, "extend_batches", origin);
   }
-  for (const char* flag : {"gpipe_step", "extend_gpipe_step"}) {
+  for (const char* flag :
+       {"gpipe_step", "extend_gpipe_step", "checkpointed_step", "extend_checkpointed_step"}) {
     SLAPO_CHECK(!j.contains(flag) || j[flag].is_boolean(), ErrorCode::kInvalidArgument, origin,
                 ": a profile request's ", flag, " is true or false");
   }
   r.gpipe_step = j.value("gpipe_step", true);
   r.extend_gpipe_step = j.value("extend_gpipe_step", false);
+  r.checkpointed_step = j.value("checkpointed_step", true);
+  r.extend_checkpointed_step = j.value("extend_checkpointed_step", false);
   return r;
 }
 

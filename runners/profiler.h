@@ -7,7 +7,8 @@
 //
 //   deep variant   1 sample, the smallest, a middle and the largest batch without checkpointing
 //                  (the middle: one the space runs, where one is near: cost/profile_batches.h);
-//                  the largest batch with every block checkpointed
+//                  the largest batch with every block checkpointed, when the space checkpoints
+//                  blocks (ProfileRequest::checkpointed_step)
 //   one block      1 sample, the smallest and the largest batch without checkpointing; twice the
 //                  smallest batch in two GPipe micro-batches (what the loss keeps per micro-batch
 //                  until its backward, against what it needs only while running backward), when
@@ -18,7 +19,7 @@
 // is derived (cost/derived_profile.h); with a base that differs only in the head
 // (ProfileRequest::head), only the key's one-block steps, where the base's ran. With a profile
 // to extend (ProfileRequest::extend), only the deep variant at batch_hi, added to it (or the
-// one-block GPipe step it lacks).
+// one-block GPipe step or the checkpointed deep step it lacks).
 //
 // Under tensor parallelism each step is one rank of the group, alone (runners/simulated_group.h),
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
@@ -71,6 +72,12 @@ struct ProfileRequest {
   // With `extend`: only that step is measured, and added — a profile of a space without GPipe
   // micro-batches, reused by one with them.
   bool extend_gpipe_step = false;
+  // Likewise the deep variant's step with every block checkpointed: only configurations that
+  // checkpoint blocks read it (the recompute, what a checkpointed block keeps), about a seventh
+  // of a profile (docs/cost-model.md); with `extend`, that step alone, at the largest batch the
+  // deep variant was measured at without checkpointing (up to batch_hi).
+  bool checkpointed_step = true;
+  bool extend_checkpointed_step = false;
 
   std::string to_json() const;
   // Throws Error(kInvalidArgument) naming `origin` for text that is not a request.

@@ -196,6 +196,39 @@ TEST(DerivedProfileTest, ABaseWithoutAGPipeStepDerivesNone) {
   }
 }
 
+// A base measured for a space that checkpoints nothing has no checkpointed step: the new key's
+// deep steps need none (from its own steps or from the blocks alone), its derived profile has none,
+// and it predicts the steps without checkpointing as the whole derivation does.
+TEST(DerivedProfileTest, ABaseWithoutACheckpointedStepDerivesNone) {
+  const SyntheticWorkload base, other = other_block();
+  auto plain_only = [](std::vector<ProfilePoint> points) {
+    points.erase(std::remove_if(points.begin(), points.end(),
+                                [](const ProfilePoint& q) { return q.ckpt_blocks > 0; }),
+                 points.end());
+    return points;
+  };
+  Profile without = base.profile();
+  without.points = plain_only(without.points);
+  ASSERT_FALSE(has_checkpointed_step(without));
+  const Profile derived = derive_profile(without, plain_only(deep_steps(other)), without.shape);
+  EXPECT_FALSE(has_checkpointed_step(derived));
+  const Profile whole = derive_profile(base.profile(), deep_steps(other), base.profile().shape);
+  const Predictor a(derived), b(whole);
+  for (int64_t batch : {2, 8, 64}) {
+    EXPECT_NEAR(a.predict(input(batch, 0, 1)).step_ms, b.predict(input(batch, 0, 1)).step_ms,
+                1e-9 * b.predict(input(batch, 0, 1)).step_ms);
+  }
+  EXPECT_THROW(a.predict(input(8, 1, 1)), Error);
+  // From the blocks alone: no checkpointed difference is needed, none composed.
+  std::vector<BlockDifference> plain_differences = block_differences(base, other);
+  plain_differences.pop_back();  // the checkpointed one
+  const std::vector<ProfilePoint> steps =
+      deep_steps_from_blocks(without, plain_differences, without.shape);
+  EXPECT_TRUE(std::none_of(steps.begin(), steps.end(),
+                           [](const ProfilePoint& q) { return q.ckpt_blocks > 0; }));
+  EXPECT_FALSE(steps.empty());
+}
+
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {
   const SyntheticWorkload base;
   Profile tensor_parallel = base.profile();

@@ -313,9 +313,35 @@ TEST(PredictorTest, AProfileWithoutWhatTheModelNeedsIsRefused) {
   Profile shallow_only = synthetic_profile();
   shallow_only.points.erase(shallow_only.points.begin() + 3, shallow_only.points.end());
   EXPECT_THROW(Predictor{shallow_only}, Error);
-  Profile no_checkpointing = synthetic_profile();
-  no_checkpointing.points.resize(7);
-  EXPECT_THROW(Predictor{no_checkpointing}, Error);
+  // A checkpointed step at one sample alone: what a checkpointed block keeps is not known.
+  Profile checkpointed_at_one = synthetic_profile();
+  checkpointed_at_one.points.erase(checkpointed_at_one.points.begin() + 7);
+  ASSERT_TRUE(has_checkpointed_step(checkpointed_at_one));
+  EXPECT_THROW(Predictor{checkpointed_at_one}, Error);
+}
+
+// A profile of a space that checkpoints nothing has no checkpointed step (runners/profiler.h): it
+// predicts what it was measured for as the whole profile does, and refuses checkpointed blocks in
+// one line rather than guess their recompute.
+TEST(PredictorTest, AProfileWithoutACheckpointedStepPredictsNoCheckpointing) {
+  Profile plain = synthetic_profile();
+  plain.points.resize(7);
+  ASSERT_FALSE(has_checkpointed_step(plain));
+  const Predictor without(plain), whole(synthetic_profile());
+  EXPECT_FALSE(without.fit().checkpointed);
+  EXPECT_TRUE(whole.fit().checkpointed);
+  for (int64_t batch : {2, 8, 32, 64}) {
+    const PredictInput in{batch, 0, 1};
+    EXPECT_DOUBLE_EQ(without.predict(in).step_ms, whole.predict(in).step_ms) << batch;
+    EXPECT_DOUBLE_EQ(without.predict(in).peak_bytes, whole.predict(in).peak_bytes) << batch;
+  }
+  try {
+    without.predict({8, 2, 1});
+    ADD_FAILURE() << "checkpointed blocks predicted without a checkpointed step";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the profile has no checkpointed step"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(PredictorTest, BlocksTooSmallToTimeRecomputeInNoTime) {

@@ -298,62 +298,104 @@ TEST(WorkloadCostModelTest, AProfileMeasuresAtBatchesTheSpaceRuns) {
   EXPECT_EQ(deep.count(300), 1u);  // extended: everything fits in a GiB
 }
 
-// Only configurations that run GPipe in more than one micro-batch read the one-block GPipe step: a
-// space without them is profiled without it, and a later space with them that reuses the profile
-// adds the step alone — and then predicts their peak as a profile measured whole does, to the
-// byte (the tracking allocator's peaks are exact).
-TEST(WorkloadCostModelTest, AGPipeStepIsMeasuredOnlyWhereTheSpaceRunsGPipeMicroBatches) {
-  const Workload w = gpt_tiny(8);
-  auto compiled = [](const std::string& knobs) {
-    return space::CompiledSpace::compile(
-        space::parse_space("[knobs]\nbatch_size = { values = [4, 8] }\n" + knobs, "test.toml"));
-  };
-  const space::CompiledSpace plain = compiled("");
-  const space::CompiledSpace gpipe = compiled(
-      "micro_batches = { values = [1, 2] }\npipeline_schedule = { choice = [\"gpipe\"] }\n");
-  Config config;
-  config.set("batch_size", Value(int64_t{8}));
-  config.set("micro_batches", Value(int64_t{2}));
-  config.set("pipeline_schedule", Value(std::string("gpipe")));
-  auto stored_has_gpipe_step = [](db::Database& database) {
-    const std::vector<db::StoredProfile> stored = database.profiles();
-    EXPECT_EQ(stored.size(), 1u);
-    return cost::has_gpipe_step(cost::Profile::from_json(stored.front().profile_json, "test"));
-  };
+// A space of batches of 4 and 8 samples and `knobs`.
+space::CompiledSpace batches_and(const std::string& knobs) {
+  return space::CompiledSpace::compile(
+      space::parse_space("[knobs]\nbatch_size = { values = [4, 8] }\n" + knobs, "test.toml"));
+}
 
+// The one profile `database` holds.
+cost::Profile the_stored_profile(db::Database& database) {
+  const std::vector<db::StoredProfile> stored = database.profiles();
+  EXPECT_EQ(stored.size(), 1u);
+  return cost::Profile::from_json(stored.front().profile_json, "test");
+}
+
+// A profile measured for a space of batches alone (no GPipe micro-batches, no checkpointing), then
+// reused by a model of `space`, which adds what it lacks; `config`'s peak predicted from it and
+// from a profile measured whole for `space`, and the model's notes.
+struct Completed {
+  cost::Profile plain, completed;
+  double completed_peak = 0, whole_peak = 0;
+  std::vector<std::string> notes;
+  double seconds = 0, later_seconds = -1;
+};
+Completed complete_for(const space::CompiledSpace& space, const Config& config) {
+  const Workload w = gpt_tiny(8);
+  const space::CompiledSpace plain = batches_and("");
+  Completed out;
   auto database = db::Database::in_memory();
   {
     WorkloadCostModel model(w, database.get());
     model.use_batches_of(plain);
     Config four;
     four.set("batch_size", Value(int64_t{4}));
-    ASSERT_TRUE(model.predict(four).prediction);
+    EXPECT_TRUE(model.predict(four).prediction);
   }
-  EXPECT_FALSE(stored_has_gpipe_step(*database));
-
-  std::vector<std::string> notes;
-  WorkloadCostModel extended(w, database.get(), [&](const std::string& n) { notes.push_back(n); });
-  extended.use_batches_of(gpipe);
-  const cost::Predicted from_extended = extended.predict(config);
-  ASSERT_TRUE(from_extended.prediction) << from_extended.why_not;
-  EXPECT_GT(extended.profile_seconds(), 0);
-  ASSERT_EQ(notes.size(), 2u);
-  EXPECT_NE(notes[1].find("added the GPipe step"), std::string::npos) << notes[1];
-  EXPECT_TRUE(stored_has_gpipe_step(*database));
-
+  out.plain = the_stored_profile(*database);
+  WorkloadCostModel completing(w, database.get(),
+                               [&](const std::string& n) { out.notes.push_back(n); });
+  completing.use_batches_of(space);
+  const cost::Predicted completed = completing.predict(config);
+  EXPECT_TRUE(completed.prediction) << completed.why_not;
+  out.seconds = completing.profile_seconds();
+  out.completed = the_stored_profile(*database);
   auto whole_database = db::Database::in_memory();
   WorkloadCostModel whole(w, whole_database.get());
-  whole.use_batches_of(gpipe);
+  whole.use_batches_of(space);
   const cost::Predicted from_whole = whole.predict(config);
-  ASSERT_TRUE(from_whole.prediction) << from_whole.why_not;
-  EXPECT_TRUE(stored_has_gpipe_step(*whole_database));
-  EXPECT_EQ(from_extended.prediction->peak_bytes, from_whole.prediction->peak_bytes);
-
-  // Stored with its step: reused as it is.
+  EXPECT_TRUE(from_whole.prediction) << from_whole.why_not;
+  if (!completed.prediction || !from_whole.prediction) return out;
+  out.completed_peak = completed.prediction->peak_bytes;
+  out.whole_peak = from_whole.prediction->peak_bytes;
+  // Stored with what it lacked: reused as it is.
   WorkloadCostModel later(w, database.get());
-  later.use_batches_of(gpipe);
-  ASSERT_TRUE(later.predict(config).prediction);
-  EXPECT_EQ(later.profile_seconds(), 0.0);
+  later.use_batches_of(space);
+  EXPECT_TRUE(later.predict(config).prediction);
+  out.later_seconds = later.profile_seconds();
+  return out;
+}
+
+// Only configurations that run GPipe in more than one micro-batch read the one-block GPipe step: a
+// space without them is profiled without it, and a later space with them that reuses the profile
+// adds the step alone — and then predicts their peak as a profile measured whole does, to the
+// byte (the tracking allocator's peaks are exact).
+TEST(WorkloadCostModelTest, AGPipeStepIsMeasuredOnlyWhereTheSpaceRunsGPipeMicroBatches) {
+  Config config;
+  config.set("batch_size", Value(int64_t{8}));
+  config.set("micro_batches", Value(int64_t{2}));
+  config.set("pipeline_schedule", Value(std::string("gpipe")));
+  const Completed c = complete_for(batches_and("micro_batches = { values = [1, 2] }\n"
+                                               "pipeline_schedule = { choice = [\"gpipe\"] }\n"),
+                                   config);
+  EXPECT_FALSE(cost::has_gpipe_step(c.plain));
+  EXPECT_TRUE(cost::has_gpipe_step(c.completed));
+  EXPECT_FALSE(cost::has_checkpointed_step(c.completed));  // not read there either
+  EXPECT_GT(c.seconds, 0);
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_NE(c.notes[1].find("added the GPipe step to the profile of"), std::string::npos)
+      << c.notes[1];
+  EXPECT_EQ(c.completed_peak, c.whole_peak);
+  EXPECT_EQ(c.later_seconds, 0.0);
+}
+
+// Likewise the deep variant's checkpointed step, read only by configurations that checkpoint
+// blocks: measured alone when a space that does reuses the profile, at the batch a whole profile
+// measures it, so that their peak is predicted to the byte as from the whole profile.
+TEST(WorkloadCostModelTest, ACheckpointedStepIsMeasuredOnlyWhereTheSpaceCheckpoints) {
+  Config config;
+  config.set("batch_size", Value(int64_t{8}));
+  config.set("ckpt_layers", Value(int64_t{1}));
+  const Completed c = complete_for(batches_and("ckpt_layers = { values = [0, 1] }\n"), config);
+  EXPECT_FALSE(cost::has_checkpointed_step(c.plain));
+  EXPECT_TRUE(cost::has_checkpointed_step(c.completed));
+  EXPECT_FALSE(cost::has_gpipe_step(c.completed));
+  EXPECT_GT(c.seconds, 0);
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_NE(c.notes[1].find("added the checkpointed step to the profile of"), std::string::npos)
+      << c.notes[1];
+  EXPECT_EQ(c.completed_peak, c.whole_peak);
+  EXPECT_EQ(c.later_seconds, 0.0);
 }
 
 }  // namespace

@@ -57,14 +57,20 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
                           [](const cost::ProfilePoint& q) { return q.batch == 8; }));
 }
 
-// A profile to extend at several batches: the deep variant's steps at each, in one sweep, added to
-// it — the request read back from its JSON as a job of two ranks receives it; batches that are
-// not batch sizes are refused.
-TEST(ProfilerTest, AProfileIsExtendedAtEveryBatchAsked) {
+// gpt-tiny profiled at 2 and 4 samples.
+ProfileRequest tiny_request() {
   ProfileRequest r;
   r.workload = tiny();
   r.batch_lo = 2;
   r.batch_hi = 4;
+  return r;
+}
+
+// A profile to extend at several batches: the deep variant's steps at each, in one sweep, added to
+// it — the request read back from its JSON as a job of two ranks receives it; batches that are
+// not batch sizes are refused.
+TEST(ProfilerTest, AProfileIsExtendedAtEveryBatchAsked) {
+  ProfileRequest r = tiny_request();
   const cost::Profile profile = measure_profile(r);
   r.extend = profile;
   r.extend_batches = {6, 3};
@@ -85,10 +91,7 @@ TEST(ProfilerTest, AProfileIsExtendedAtEveryBatchAsked) {
 // it gets exactly the step a full profile measures — its peak to the byte (the request read back
 // from its JSON, as a job of two ranks receives it); a flag that is not true or false is refused.
 TEST(ProfilerTest, TheGPipeStepIsMeasuredOnlyWhenAskedAndAddedLater) {
-  ProfileRequest r;
-  r.workload = tiny();
-  r.batch_lo = 2;
-  r.batch_hi = 4;
+  ProfileRequest r = tiny_request();
   const cost::Profile full = measure_profile(r);
   ASSERT_TRUE(cost::has_gpipe_step(full));
   r.gpipe_step = false;
@@ -116,6 +119,40 @@ TEST(ProfilerTest, TheGPipeStepIsMeasuredOnlyWhenAskedAndAddedLater) {
   std::string bad = r.to_json();
   bad.replace(bad.find("\"extend_gpipe_step\":true"), 24, "\"extend_gpipe_step\":1");
   EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
+}
+
+// Likewise the deep variant's checkpointed step: left out when not asked for, and added alone at
+// the largest batch of the deep variant's plain steps — where a whole profile measures it, with the
+// same peak to the byte.
+TEST(ProfilerTest, TheCheckpointedStepIsMeasuredOnlyWhenAskedAndAddedLater) {
+  ProfileRequest r = tiny_request();
+  r.gpipe_step = false;
+  const cost::Profile full = measure_profile(r);
+  ASSERT_TRUE(cost::has_checkpointed_step(full));
+  r.checkpointed_step = false;
+  const cost::Profile without = measure_profile(ProfileRequest::from_json(r.to_json(), "test"));
+  EXPECT_FALSE(cost::has_checkpointed_step(without));
+  EXPECT_EQ(without.points.size() + 1, full.points.size());
+
+  r.extend = without;
+  r.extend_checkpointed_step = true;
+  const ProfileRequest back = ProfileRequest::from_json(r.to_json(), "test");
+  EXPECT_TRUE(back.extend_checkpointed_step);
+  const cost::Profile extended = measure_profile(back);
+  ASSERT_EQ(extended.points.size(), full.points.size());
+  const cost::ProfilePoint& added = extended.points.back();
+  size_t compared = 0;
+  for (const cost::ProfilePoint& q : full.points) {
+    if (q.ckpt_blocks == 0) continue;
+    EXPECT_EQ(added.layers, q.layers);
+    EXPECT_EQ(added.ckpt_blocks, q.ckpt_blocks);
+    EXPECT_EQ(added.batch, q.batch);
+    EXPECT_EQ(added.peak_bytes, q.peak_bytes);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 1u);
+  r.extend = full;
+  EXPECT_THROW(measure_profile(r), Error);  // it has one
 }
 
 }  // namespace
