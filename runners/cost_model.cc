@@ -324,12 +324,10 @@ ProfileRequest WorkloadCostModel::request_of(const Config& knobs, const Mapping&
 
 void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& config,
                                          const std::string& key) {
-  const SpaceRuns& runs = space_runs();
-  const bool gpipe = runs.gpipe_micro_batches && !cost::has_gpipe_step(profile);
-  const bool checkpointed = runs.checkpoints && !cost::has_checkpointed_step(profile);
-  if (!gpipe && !checkpointed) return;
+  const Missing missing = missing_steps(profile);
+  if (!missing.gpipe && !missing.checkpointed) return;
   SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording's profile of ",
-              profiled_what(config), " has no ", gpipe ? "GPipe" : "checkpointed", " step");
+              profiled_what(config), " has not ", missing.what());
   const Mapping& m = mapping(config);
   double seconds = 0;
   auto extend = [&](ProfileRequest request) {
@@ -341,12 +339,12 @@ void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& c
     seconds += extended.profile_s;
     profile.points = std::move(extended.points);
   };
-  if (gpipe) {
+  if (missing.gpipe) {
     ProfileRequest request = request_of(computation_knobs(config), m);
     request.extend_gpipe_step = true;
     extend(std::move(request));
   }
-  if (checkpointed) {
+  if (missing.checkpointed) {
     ProfileRequest request = request_of(computation_knobs(config), m);
     if (const int64_t cap = capped_batch(); cap > 0) request.batch_hi = cap;  // as first measured
     request.extend_checkpointed_step = true;
@@ -356,11 +354,7 @@ void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& c
   profile_seconds_ += seconds;
   if (database_) database_->put_profile(key, profile.to_json());
   if (on_note_) {
-    on_note_(std::string("added the ") +
-             (gpipe && checkpointed ? "GPipe and the checkpointed steps"
-              : gpipe               ? "GPipe step"
-                                    : "checkpointed step") +
-             " to the profile of " + profiled_what(config) + " in " +
+    on_note_("added " + missing.what() + " to the profile of " + profiled_what(config) + " in " +
              std::to_string(static_cast<int>(seconds + 0.5)) + " s");
   }
 }
@@ -581,19 +575,44 @@ int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& prof
 }
 
 std::optional<cost::Profile> WorkloadCostModel::reusable_profile(const std::string& key,
-                                                                 std::string* not_reused) const {
+                                                                 std::string* not_reused) {
   if (!database_ || reprofile_) return std::nullopt;
   const std::optional<std::string> stored = database_->profile(key);
   if (!stored) return std::nullopt;
   try {
     cost::Profile p = cost::Profile::from_json(*stored, "the stored profile");
     const std::string stale = why_stale(p.fingerprint_json, p.code_revision);
-    if (stale.empty()) return p;
-    *not_reused = "a stored profile " + stale;
+    if (!stale.empty()) {
+      *not_reused = "a stored profile " + stale;
+      return std::nullopt;
+    }
+    // A derived profile is not completed by a step of its own key measured alone: against its
+    // composed steps that step is noise (a measured checkpointed step ran faster than the composed
+    // plain one, and the recompute came out as none). It is derived again from its base, completed.
+    const Missing missing = missing_steps(p);
+    if (is_derived(p) && (missing.gpipe || missing.checkpointed)) {
+      *not_reused = "a stored profile derived without " + missing.what() + " this space reads";
+      return std::nullopt;
+    }
+    return p;
   } catch (const Error& e) {
     *not_reused = e.what();
   }
   return std::nullopt;
+}
+
+WorkloadCostModel::Missing WorkloadCostModel::missing_steps(const cost::Profile& profile) {
+  Missing out;
+  if (cost::has_gpipe_step(profile) && cost::has_checkpointed_step(profile)) return out;
+  const SpaceRuns& runs = space_runs();
+  out.gpipe = runs.gpipe_micro_batches && !cost::has_gpipe_step(profile);
+  out.checkpointed = runs.checkpoints && !cost::has_checkpointed_step(profile);
+  return out;
+}
+
+std::string WorkloadCostModel::Missing::what() const {
+  if (gpipe && checkpointed) return "the GPipe and the checkpointed steps";
+  return gpipe ? "the GPipe step" : checkpointed ? "the checkpointed step" : "nothing";
 }
 
 std::string WorkloadCostModel::why_stale(const std::string& fingerprint,
@@ -662,10 +681,9 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     if (profile && on_note_) on_note_("profile reused for " + profiled_what(config));
     if (!not_reused.empty() && on_note_) on_note_(not_reused + ": profiling again");
     // Measured for a space without GPipe micro-batches or checkpointing, reused by one with them:
-    // the step it lacks alone is measured now (before it is a base: the keys derived from it
-    // inherit the step).
-    if (profile && (!cost::has_gpipe_step(*profile) || !cost::has_checkpointed_step(*profile)))
-      complete_profile(*profile, config, key);
+    // the step it lacks alone is measured now (before it is a base: the keys derived from it are
+    // derived again, with the step).
+    if (profile) complete_profile(*profile, config, key);
   }
   if (!profile) {
     SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording holds no profile of ",

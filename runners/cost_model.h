@@ -157,8 +157,9 @@ class WorkloadCostModel : public tuner::CostModel {
   // A request to profile `knobs` (those that change the computation) as a rank of `of`'s layout,
   // at this model's batches.
   ProfileRequest request_of(const Config& knobs, const Mapping& of) const;
-  // Measures the steps the space reads that `profile` (of `config`'s `key`, reused) lacks — the
-  // one-block GPipe step, the deep checkpointed step —, adds them, and stores the profile again.
+  // Measures the steps the space reads that `profile` (of `config`'s `key`, reused, measured: a
+  // derived one is not reused without them) lacks — the one-block GPipe step, the deep
+  // checkpointed step —, adds them, and stores the profile again.
   void complete_profile(cost::Profile& profile, const Config& config, const std::string& key);
   // The batch a profile of its own is first measured up to under a memory budget (the space's
   // middle batch, or the largest a rank runs below it: cost/profile_batches.h; extended later to
@@ -184,9 +185,16 @@ class WorkloadCostModel : public tuner::CostModel {
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
   // The profile stored for `key` when it may be reused (a database, no --reprofile, readable, of
-  // this machine and revision); else none, and `not_reused` says why when one was stored.
-  std::optional<cost::Profile> reusable_profile(const std::string& key,
-                                                std::string* not_reused) const;
+  // this machine and revision, and — derived — with every step the space reads); else none, and
+  // `not_reused` says why when one was stored.
+  std::optional<cost::Profile> reusable_profile(const std::string& key, std::string* not_reused);
+  // The steps the space reads that `profile` lacks (runners/profiler.h: a profile measured for a
+  // space that neither runs GPipe micro-batches nor checkpoints has neither).
+  struct Missing {
+    bool gpipe = false, checkpointed = false;
+    std::string what() const;  // "the GPipe step", ... for the notes
+  };
+  Missing missing_steps(const cost::Profile& profile);
   // A stored record's machine and revision: empty when it may be reused, else why not.
   std::string why_stale(const std::string& fingerprint, const std::string& revision) const;
 

@@ -398,5 +398,52 @@ TEST(WorkloadCostModelTest, ACheckpointedStepIsMeasuredOnlyWhereTheSpaceCheckpoi
   EXPECT_EQ(c.later_seconds, 0.0);
 }
 
+// A derived profile that lacks a step its space reads is not completed by that step of its own key
+// measured alone — against its composed steps that is noise (a measured checkpointed step ran
+// faster than the composed plain one: no recompute) — but derived again from its base, completed.
+TEST(WorkloadCostModelTest, ADerivedProfileWithoutAStepTheSpaceReadsIsDerivedAgain) {
+  const Workload w = gpt_tiny(8);
+  const space::CompiledSpace plain =
+      batches_and("attn = { choice = [\"naive\", \"fused_qkv\"] }\n");
+  const space::CompiledSpace checkpointing = batches_and(
+      "attn = { choice = [\"naive\", \"fused_qkv\"] }\nckpt_layers = { values = [0, 1] }\n");
+  auto at = [](const char* attn, int64_t ckpt) {
+    Config c;
+    c.set("batch_size", Value(int64_t{8}));
+    c.set("attn", Value(std::string(attn)));
+    if (ckpt >= 0) c.set("ckpt_layers", Value(ckpt));
+    return c;
+  };
+  auto database = db::Database::in_memory();
+  {
+    WorkloadCostModel model(w, database.get());
+    model.use_batches_of(plain);
+    ASSERT_TRUE(model.predict(at("naive", -1)).prediction);
+    ASSERT_TRUE(model.predict(at("fused_qkv", -1)).prediction);
+  }
+  std::vector<std::string> notes;
+  WorkloadCostModel model(w, database.get(), [&](const std::string& n) { notes.push_back(n); });
+  model.use_batches_of(checkpointing);
+  ASSERT_TRUE(model.predict(at("naive", 1)).prediction);
+  const cost::Predicted derived = model.predict(at("fused_qkv", 1));
+  ASSERT_TRUE(derived.prediction) << derived.why_not;
+  bool said = false;
+  for (const std::string& n : notes)
+    said = said || n.find(
+                       "a stored profile derived without the checkpointed step this space "
+                       "reads") != std::string::npos;
+  EXPECT_TRUE(said);
+  size_t checked = 0;
+  for (const db::StoredProfile& stored : database->profiles()) {
+    const cost::Profile p = cost::Profile::from_json(stored.profile_json, "test");
+    EXPECT_TRUE(cost::has_checkpointed_step(p)) << stored.key;
+    if (stored.key.find("fused_qkv") == std::string::npos) continue;
+    for (const cost::ProfilePoint& q : p.points)
+      EXPECT_TRUE(q.derived) << q.layers << " block(s), " << q.ckpt_blocks << " checkpointed";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 1u);
+}
+
 }  // namespace
 }  // namespace slapo::runners
