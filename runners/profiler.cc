@@ -335,15 +335,16 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   }
   if (request.extend && request.extend_checkpointed_step) {
     // The deep variant with every block checkpointed, where a whole profile would have measured it:
-    // the largest batch of its plain steps (the predictor reads both at one batch).
+    // the largest batch of its plain steps up to batch_hi (at least 3, as below; the predictor
+    // reads both at one batch).
     cost::Profile profile = *request.extend;
     SLAPO_CHECK(!cost::has_checkpointed_step(profile), ErrorCode::kInvalidArgument,
                 "extending a profile by its checkpointed step: it has one");
+    const int64_t hi = std::max<int64_t>(request.batch_hi, 3);
     int64_t deep = 0, at = 0;
     for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
     for (const cost::ProfilePoint& q : profile.points) {
-      if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 &&
-          q.batch <= request.batch_hi)
+      if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 && q.batch <= hi)
         at = std::max(at, q.batch);
     }
     SLAPO_CHECK(deep > 1 && at > 1, ErrorCode::kInvalidArgument,
