@@ -327,7 +327,7 @@ void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& c
   const Missing missing = missing_steps(profile);
   if (!missing.gpipe && !missing.checkpointed) return;
   SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording's profile of ",
-              profiled_what(config), " has not ", missing.what());
+              profiled_what(config), " lacks ", missing.what());
   const Mapping& m = mapping(config);
   double seconds = 0;
   auto extend = [&](ProfileRequest request) {

@@ -356,6 +356,16 @@ Completed complete_for(const space::CompiledSpace& space, const Config& config) 
   return out;
 }
 
+// The step was measured (`note` says which), the completed profile predicts the peak the whole
+// one does, and stored, it is reused with nothing measured.
+void expect_completed_alone(const Completed& c, const std::string& note) {
+  EXPECT_GT(c.seconds, 0);
+  ASSERT_EQ(c.notes.size(), 2u);
+  EXPECT_NE(c.notes[1].find(note), std::string::npos) << c.notes[1];
+  EXPECT_EQ(c.completed_peak, c.whole_peak);
+  EXPECT_EQ(c.later_seconds, 0.0);
+}
+
 // Only configurations that run GPipe in more than one micro-batch read the one-block GPipe step: a
 // space without them is profiled without it, and a later space with them that reuses the profile
 // adds the step alone — and then predicts their peak as a profile measured whole does, to the
@@ -371,12 +381,7 @@ TEST(WorkloadCostModelTest, AGPipeStepIsMeasuredOnlyWhereTheSpaceRunsGPipeMicroB
   EXPECT_FALSE(cost::has_gpipe_step(c.plain));
   EXPECT_TRUE(cost::has_gpipe_step(c.completed));
   EXPECT_FALSE(cost::has_checkpointed_step(c.completed));  // not read there either
-  EXPECT_GT(c.seconds, 0);
-  ASSERT_EQ(c.notes.size(), 2u);
-  EXPECT_NE(c.notes[1].find("added the GPipe step to the profile of"), std::string::npos)
-      << c.notes[1];
-  EXPECT_EQ(c.completed_peak, c.whole_peak);
-  EXPECT_EQ(c.later_seconds, 0.0);
+  expect_completed_alone(c, "added the GPipe step to the profile of");
 }
 
 // Likewise the deep variant's checkpointed step, read only by configurations that checkpoint
@@ -390,12 +395,7 @@ TEST(WorkloadCostModelTest, ACheckpointedStepIsMeasuredOnlyWhereTheSpaceCheckpoi
   EXPECT_FALSE(cost::has_checkpointed_step(c.plain));
   EXPECT_TRUE(cost::has_checkpointed_step(c.completed));
   EXPECT_FALSE(cost::has_gpipe_step(c.completed));
-  EXPECT_GT(c.seconds, 0);
-  ASSERT_EQ(c.notes.size(), 2u);
-  EXPECT_NE(c.notes[1].find("added the checkpointed step to the profile of"), std::string::npos)
-      << c.notes[1];
-  EXPECT_EQ(c.completed_peak, c.whole_peak);
-  EXPECT_EQ(c.later_seconds, 0.0);
+  expect_completed_alone(c, "added the checkpointed step to the profile of");
 }
 
 // A derived profile that lacks a step its space reads is not completed by that step of its own key
