@@ -150,7 +150,8 @@ class Predictor {
   // of them as a prior of weight one. One trial rescales every prediction alike; more trials
   // correct their neighbours most (a CPU's error is not the same at 2 samples as at 64).
   double time_scale(const PredictInput& in) const;
-  // Throws Error(kInvalidArgument) for a layout this predictor cannot compose (cuts aside).
+  // Throws Error(kInvalidArgument) for a layout this predictor cannot compose (cuts aside), and
+  // for checkpointed blocks when the profile has no checkpointed step (Fit::checkpointed).
   void check_layout(const PredictInput& in) const;
   // B(x) and E(x) + P(x): a block's and the rest's forward and backward of x samples.
   double block_ms(double samples) const;
