@@ -9,10 +9,20 @@
 
 namespace slapo::cost {
 
+namespace {
+
+// The collectives of one micro-batch of `x` samples outside the blocks, as `fit` reads them.
+CollectiveTally outside_collectives(const Predictor::Fit& fit, double x) {
+  const Predictor::CommLine& ar = fit.outside_all_reduce;
+  const Predictor::CommLine& ag = fit.outside_all_gather;
+  return {ar.calls, ar.bytes_at0 + ar.bytes_per_sample * x, ag.calls,
+          ag.bytes_at0 + ag.bytes_per_sample * x};
+}
+
+}  // namespace
+
 Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& deep_steps,
                        const ModelShape& shape) {
-  SLAPO_CHECK(base.tp == 1, ErrorCode::kInvalidArgument,
-              "a derived profile needs a base of tp = 1, not ", base.tp);
   const Predictor predictor(base);
   const Predictor::Fit& fb = predictor.fit();
   const int64_t deep = fb.deep_layers;
@@ -65,11 +75,12 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
 
   Profile out;
   out.layers = base.layers;
-  out.tp = 1;
+  out.tp = base.tp;
   out.shape = shape;
   out.optimizer_ms_per_param = base.optimizer_ms_per_param;
   out.prologue_ms_per_sample = base.prologue_ms_per_sample;
   out.points = deep_steps;
+  std::map<int64_t, CollectiveTally> one_block_collectives;  // by batch
   for (const auto& [batch, q] : plain) {
     ProfilePoint one;
     one.layers = 1;
@@ -77,6 +88,10 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
     one.step_ms = one_block_ms(*q);
     one.peak_bytes =
         q->peak_bytes - (d - 1) * (block_state + block_act * static_cast<double>(batch));
+    // The rest's collectives and one of the deep variant's D blocks'.
+    const CollectiveTally rest = outside_collectives(fb, static_cast<double>(batch));
+    one.collectives = rest + (q->collectives - rest) * (1 / d);
+    one_block_collectives[batch] = one.collectives;
     one.derived = true;
     out.points.push_back(one);
   }
@@ -91,6 +106,12 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
     least.ckpt_blocks = deep;
     least.step_ms += d * share * new_block_ms(smallest);
     least.peak_bytes = fb.least_ratio * state_d;
+    // The recompute's collectives: as many calls, bytes in proportion to the samples.
+    const CollectiveTally more = checkpointed->collectives - at.collectives;
+    const double scale = static_cast<double>(smallest.batch) / static_cast<double>(at.batch);
+    least.collectives = smallest.collectives +
+                        CollectiveTally{more.all_reduce_calls, more.all_reduce_bytes * scale,
+                                        more.all_gather_calls, more.all_gather_bytes * scale};
     least.derived = true;
     out.points.push_back(least);
   }
@@ -105,6 +126,7 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   // Two micro-batches' forward and backward, one optimizer step.
   gpipe.step_ms = 2 * one_block_ms(*plain.at(static_cast<int64_t>(x))) - optimizer_ms(1);
   gpipe.peak_bytes = state_1 + act_1 * x + x * (block_act + fb.outside_kept);
+  gpipe.collectives = one_block_collectives.at(gpipe.batch / 2) * 2;
   gpipe.derived = true;
   out.points.push_back(gpipe);
   return out;
@@ -116,6 +138,7 @@ BlockDifference checkpointed_from_plain(const BlockDifference& plain) {
   out.ms = plain.ms + plain.forward_ms;
   out.kept_bytes = 0;
   out.transient_bytes = plain.kept_bytes + plain.transient_bytes;
+  out.collectives = plain.collectives + plain.forward_collectives;
   return out;
 }
 
@@ -144,6 +167,7 @@ std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
   };
   auto compose = [&](const ProfilePoint& q, const BlockDifference& b) {
     ProfilePoint out = q;
+    out.collectives = q.collectives + b.collectives * d;
     // A block is at best free, and a step takes at least its optimizer step: a difference larger
     // than the base's block is the probe's noise (bert-tiny's blocks of 1–2 ms, stalled by 4–8 ms
     // every other run), and composed as measured it made a derived key's steps take −5 ms and its

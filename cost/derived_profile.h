@@ -9,6 +9,11 @@
 //   state, act per block: likewise, from the deep variants' fitted memory lines
 //   ρ', kept': the deep variant with every block checkpointed, measured
 //
+// Under tensor parallelism the base and the new key are one rank of the same group (the same
+// splits): the new key's collectives are the base's and what its blocks make more, per block —
+// for an attention variant, none (the splits decide them) — counted by the probe on a simulated
+// group (runners/simulated_group.h), composed into every point as the times are.
+//
 // (The difference of the deep variants, not of the one-block ones: a one-block difference would
 // be multiplied by D − 1 in every prediction, and the one-block step is mostly the rest's.) The
 // one-block variant's points are then composed — as the profiler would have measured them if the
@@ -28,18 +33,19 @@ namespace slapo::cost {
 
 // `deep_steps`: the new key's deep variant (the base's depth) without checkpointing at two or
 // more batches above one sample — the base's batches, for the difference to be measured, not
-// interpolated — and once with every block checkpointed (micro_batches 1, tp 1). `shape`: the new
-// key's parameters. The result has the base's depth, optimizer and embeddings' times, `shape`, the
-// measured points and the composed ones; key, fingerprint, revision and profile_s are the
-// caller's. Throws Error(kInvalidArgument) when the base is of tp > 1 (its collectives are not
-// derived) or the steps lack what is needed.
+// interpolated — and once with every block checkpointed (micro_batches 1, the base's tp, with
+// their collectives). `shape`: the new key's parameters. The result has the base's depth, tp,
+// optimizer and embeddings' times, `shape`, the measured points and the composed ones; key,
+// fingerprint, revision and profile_s are the caller's. Throws Error(kInvalidArgument) when the
+// steps lack what is needed.
 Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& deep_steps,
                        const ModelShape& shape);
 
 // What one block of the new key costs more than one block of the base (negative: less), measured
 // on the two blocks alone at `batch` samples, plain or checkpointed: forward and backward time,
 // the bytes its forward keeps for backward, the bytes its backward needs above them at once, the
-// forward's time alone, and the block's parameters (the same at every batch).
+// forward's time alone, and the block's parameters (the same at every batch); under tensor
+// parallelism the collectives of its forward and backward, and of its forward alone.
 struct BlockDifference {
   int64_t batch = 0;
   bool checkpointed = false;
@@ -48,6 +54,7 @@ struct BlockDifference {
   double transient_bytes = 0;
   double forward_ms = 0;
   double params = 0;
+  CollectiveTally collectives, forward_collectives;
 };
 
 // The checkpointed difference at `plain`'s batch, composed from the plain one rather than measured:
@@ -56,6 +63,7 @@ struct BlockDifference {
 // plus what the plain backward needs above it:
 //
 //   ms = Δms + Δforward_ms      kept = 0      transient = Δkept + Δtransient
+//   collectives = Δcollectives + Δforward_collectives
 //
 // The composed bytes are those of the checkpointed blocks measured (three attention variants:
 // tests/runners/block_probe_test.cc); what it saves is a warm-up and three rounds of both blocks
@@ -69,6 +77,7 @@ BlockDifference checkpointed_from_plain(const BlockDifference& plain);
 //
 //   step' = step + D · Δms + the optimizer over D · Δparameters
 //   peak' = peak + D · (Δstate + Δkept) + max(0, Δtransient)
+//   collectives' = collectives + D · Δcollectives
 //
 // — every block keeps its own activations until its backward, one block's backward runs at a
 // time; a transient that shrinks is not counted (the step's peak may lie elsewhere, at the loss:

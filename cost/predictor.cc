@@ -69,9 +69,9 @@ Predictor::CommLine comm_line(const std::vector<const ProfilePoint*>& points, bo
   std::vector<double> calls;
   std::vector<std::pair<double, double>> bytes;
   for (const ProfilePoint* q : points) {
-    calls.push_back(all_reduce ? q->all_reduce_calls : q->all_gather_calls);
-    bytes.emplace_back(static_cast<double>(q->batch),
-                       all_reduce ? q->all_reduce_bytes : q->all_gather_bytes);
+    calls.push_back(all_reduce ? q->collectives.all_reduce_calls : q->collectives.all_gather_calls);
+    bytes.emplace_back(static_cast<double>(q->batch), all_reduce ? q->collectives.all_reduce_bytes
+                                                                 : q->collectives.all_gather_bytes);
   }
   const auto [at0, per_sample] = fit_line(bytes);
   return {median(calls), at0, per_sample};
@@ -277,8 +277,9 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
       share_den += k_b * k_b;
       const double extra = static_cast<double>(q.ckpt_blocks);
       const CommLine extra_line{
-          (q.all_reduce_calls - plain->second->all_reduce_calls) / extra, 0,
-          (q.all_reduce_bytes - plain->second->all_reduce_bytes) / (extra * x)};
+          (q.collectives.all_reduce_calls - plain->second->collectives.all_reduce_calls) / extra, 0,
+          (q.collectives.all_reduce_bytes - plain->second->collectives.all_reduce_bytes) /
+              (extra * x)};
       fit_.recompute_all_reduce = extra_line;
     }
     if (q.ckpt_blocks == deep && (!all_checkpointed || q.batch > all_checkpointed->batch))

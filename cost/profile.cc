@@ -20,10 +20,10 @@ void for_each_field(P& p, F&& f) {
   f("micro_batches", p.micro_batches);
   f("step_ms", p.step_ms);
   f("peak_bytes", p.peak_bytes);
-  f("all_reduce_calls", p.all_reduce_calls);
-  f("all_reduce_bytes", p.all_reduce_bytes);
-  f("all_gather_calls", p.all_gather_calls);
-  f("all_gather_bytes", p.all_gather_bytes);
+  f("all_reduce_calls", p.collectives.all_reduce_calls);
+  f("all_reduce_bytes", p.collectives.all_reduce_bytes);
+  f("all_gather_calls", p.collectives.all_gather_calls);
+  f("all_gather_bytes", p.collectives.all_gather_bytes);
 }
 
 template <typename S, typename F>
@@ -37,12 +37,28 @@ void for_each_shape_field(S& s, F&& f) {
 
 }  // namespace
 
+CollectiveTally CollectiveTally::operator+(const CollectiveTally& o) const {
+  return {all_reduce_calls + o.all_reduce_calls, all_reduce_bytes + o.all_reduce_bytes,
+          all_gather_calls + o.all_gather_calls, all_gather_bytes + o.all_gather_bytes};
+}
+
+CollectiveTally CollectiveTally::operator-(const CollectiveTally& o) const {
+  return *this + o * -1.0;
+}
+
+CollectiveTally CollectiveTally::operator*(double k) const {
+  return {all_reduce_calls * k, all_reduce_bytes * k, all_gather_calls * k, all_gather_bytes * k};
+}
+
+bool CollectiveTally::operator==(const CollectiveTally& o) const {
+  return std::tie(all_reduce_calls, all_reduce_bytes, all_gather_calls, all_gather_bytes) ==
+         std::tie(o.all_reduce_calls, o.all_reduce_bytes, o.all_gather_calls, o.all_gather_bytes);
+}
+
 bool ProfilePoint::operator==(const ProfilePoint& o) const {
-  return std::tie(layers, batch, ckpt_blocks, micro_batches, step_ms, peak_bytes, all_reduce_calls,
-                  all_reduce_bytes, all_gather_calls, all_gather_bytes,
+  return std::tie(layers, batch, ckpt_blocks, micro_batches, step_ms, peak_bytes, collectives,
                   derived) == std::tie(o.layers, o.batch, o.ckpt_blocks, o.micro_batches, o.step_ms,
-                                       o.peak_bytes, o.all_reduce_calls, o.all_reduce_bytes,
-                                       o.all_gather_calls, o.all_gather_bytes, o.derived);
+                                       o.peak_bytes, o.collectives, o.derived);
 }
 
 bool ModelShape::operator==(const ModelShape& o) const {

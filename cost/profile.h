@@ -15,6 +15,16 @@
 
 namespace slapo::cost {
 
+// The tensor-parallel collectives of one step: calls and payload bytes. Tallies add and scale: a
+// derived key's are its base's and what its blocks make more (cost/derived_profile.h).
+struct CollectiveTally {
+  double all_reduce_calls = 0, all_reduce_bytes = 0, all_gather_calls = 0, all_gather_bytes = 0;
+  CollectiveTally operator+(const CollectiveTally& o) const;
+  CollectiveTally operator-(const CollectiveTally& o) const;
+  CollectiveTally operator*(double k) const;
+  bool operator==(const CollectiveTally& o) const;
+};
+
 // One measured step of `batch` samples of the variant of `layers` blocks, the first `ckpt_blocks`
 // checkpointed, in one process, in `micro_batches` GPipe micro-batches.
 struct ProfilePoint {
@@ -25,8 +35,7 @@ struct ProfilePoint {
   double step_ms = 0;     // median over the timed steps
   double peak_bytes = 0;  // the tracking allocator's peak: parameters, gradients, optimizer state,
                           // activations
-  // The tensor-parallel collectives of one step (0 at tp = 1): calls and payload bytes.
-  double all_reduce_calls = 0, all_reduce_bytes = 0, all_gather_calls = 0, all_gather_bytes = 0;
+  CollectiveTally collectives;  // none at tp = 1
   // Composed from the measured points and a base profile, not measured (cost/derived_profile.h).
   bool derived = false;
   bool operator==(const ProfilePoint& o) const;

@@ -14,8 +14,9 @@
 
 #include "core/error.h"
 #include "core/stats.h"
-#include "dist/world.h"
+#include "models/templates.h"
 #include "runners/parallel_trainer.h"
+#include "runners/simulated_group.h"
 #include "runners/sweep_steps.h"
 #include "runners/tracking_allocator.h"
 #include "schedule/kernels/dropout_key.h"
@@ -42,9 +43,12 @@ class ProbedBlock {
     Config c = knobs;
     c.set("ckpt_layers", Value(int64_t{checkpointed ? 1 : 0}));
     try {
+      // Under tensor parallelism, one rank of the group, alone (runners/simulated_group.h).
+      const int tp =
+          models::parse_template_config(w.schedule_template(), spec, knobs).parallel.layout.tp;
       trainer_ = std::make_unique<ParallelTrainer>(
           TrainerSetup{spec, w.schedule_template(), c, w.seed, w.optimizer, w.lr, {}},
-          dist::local_groups());
+          simulated_groups(tp, &group_));
     } catch (const Error& e) {
       SLAPO_FAIL(ErrorCode::kRuntime, "probing the block of ", knobs.to_string(), ": ", e.what());
     }
@@ -83,11 +87,13 @@ class ProbedBlock {
   // kept and needed above them.
   struct Run {
     double ms = 0, forward_ms = 0, kept_bytes = 0, transient_bytes = 0;
+    cost::CollectiveTally collectives, forward_collectives;
   };
   Run run(uint64_t step) {
     TrackingAllocator& memory = TrackingAllocator::instance();
     const double before = static_cast<double>(memory.live_bytes());
     memory.reset_peak();
+    if (group_) group_->reset_tally();
     const auto start = Clock::now();
     Run r;
     {
@@ -95,14 +101,17 @@ class ProbedBlock {
       const schedule::Values y = body_->forward_values(inputs_, 0, 1);
       r.forward_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       r.kept_bytes = static_cast<double>(memory.live_bytes()) - before;
+      if (group_) r.forward_collectives = group_->tally();
       torch::autograd::backward({y.at(0)}, {output_grad_});
     }
     r.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     r.transient_bytes = static_cast<double>(memory.peak_bytes()) - before - r.kept_bytes;
+    if (group_) r.collectives = group_->tally();
     return r;
   }
 
  private:
+  std::shared_ptr<SimulatedGroup> group_;  // tp > 1 only
   std::unique_ptr<ParallelTrainer> trainer_;
   schedule::Pipelined* pipelined_ = nullptr;
   schedule::SequenceImpl* body_ = nullptr;
@@ -136,6 +145,8 @@ std::vector<cost::BlockDifference> run_round(ProbedBlock& base,
     d.forward_ms = runs[i].forward_ms - a.forward_ms;
     d.kept_bytes = runs[i].kept_bytes - a.kept_bytes;
     d.transient_bytes = runs[i].transient_bytes - a.transient_bytes;
+    d.collectives = runs[i].collectives - a.collectives;
+    d.forward_collectives = runs[i].forward_collectives - a.forward_collectives;
   }
   return out;
 }

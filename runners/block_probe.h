@@ -36,8 +36,9 @@
 
 namespace slapo::runners {
 
-// The differences of each of `knobs`' blocks from `base_knobs`' block (all of tp = 1, the knobs
-// that change the computation) at every batch of `batches`, plain, and at `checkpointed_batch`
+// The differences of each of `knobs`' blocks from `base_knobs`' block (the knobs that change the
+// computation; of one tp, each block one rank of its group on a simulated group, its collectives
+// counted) at every batch of `batches`, plain, and at `checkpointed_batch`
 // with the blocks checkpointed (0: none — cost::checkpointed_from_plain composes it from the
 // plain ones). Every key's block runs in every round, the base's once for all of them: the keys a
 // profiled one is the base of are probed together. `workload`'s threads are used. Throws

@@ -260,15 +260,12 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.gpipe_step = space_runs().gpipe_micro_batches;
   request.checkpointed_step = space_runs().checkpoints;
   std::vector<std::string> sibling_keys;
-  if (m.input.tp == 1) {
-    auto base = bases_.find(m.family);
-    if (base != bases_.end()) {
-      request.base = base->second.profile;
-      request.base_knobs = base->second.knobs;
-      for (const auto& [sibling_key, knobs] : unprofiled_siblings(m)) {
-        sibling_keys.push_back(sibling_key);
-        request.siblings.push_back(knobs);
-      }
+  if (auto base = bases_.find(m.family); base != bases_.end()) {
+    request.base = base->second.profile;
+    request.base_knobs = base->second.knobs;
+    for (const auto& [sibling_key, knobs] : unprofiled_siblings(m)) {
+      sibling_keys.push_back(sibling_key);
+      request.siblings.push_back(knobs);
     }
   }
   // Under a memory budget the space's largest batches often fit in no configuration: profiled
@@ -540,7 +537,7 @@ std::vector<std::pair<std::string, Config>> WorkloadCostModel::unprofiled_siblin
   space_->for_each([&](const space::PointView& point) {
     const Config config = point.to_config();
     const Mapping& m = mapping(config);
-    if (!m.why_not.empty() || m.family != of.family || m.input.tp != 1) return true;
+    if (!m.why_not.empty() || m.family != of.family) return true;
     if (!seen.insert(m.key).second || predictors_.count(m.key) || measured_ahead_.count(m.key))
       return true;
     std::string not_reused;
@@ -698,8 +695,9 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
                (is_derived(*profile) ? " (" + derived_how + ")" : ""));
     }
   }
-  // A measured profile of one rank is the base of the keys that differ only inside the blocks.
-  if (profile->tp == 1 && !is_derived(*profile))
+  // A measured profile is the base of the keys that differ only inside the blocks (the family
+  // names the tp and the splits).
+  if (!is_derived(*profile))
     bases_.emplace(mapping(config).family, Base{*profile, computation_knobs(config)});
   std::optional<cost::CollectiveModel> comm;
   if (ranks) comm = collectives();

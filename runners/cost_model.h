@@ -11,10 +11,11 @@
 // (runners/collective_profile.h) and stored beside the profiles. A stored profile from another
 // machine or another revision of slapo is not reused: it is measured again, and `on_note` says so.
 //
-// A key that differs from a profiled one of one rank only inside the blocks (the attention
-// variant, the MLP's fusions) is derived from that one (cost/derived_profile.h): one block of it
-// is probed beside one of the base (runners/block_probe.h) — with every other such key of the
-// space at once, the base's block run once per round for all of them.
+// A key that differs from a profiled one only inside the blocks (the attention variant, the MLP's
+// fusions; the same tp and splits) is derived from that one (cost/derived_profile.h): one block
+// of it is probed beside one of the base (runners/block_probe.h; under tensor parallelism one
+// rank's block on a simulated group) — with every other such key of the space at once, the base's
+// block run once per round for all of them.
 //
 // A key that differs from a profiled one of one rank only in the head (fused_lm_loss) is that one
 // shifted by what the head differs by (cost/head_difference.h), read off the key's own one-block

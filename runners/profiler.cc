@@ -52,17 +52,6 @@ double median_ms(int repeats, F&& f) {
   return median(ms);
 }
 
-// The groups of one process that computes what rank 0 of a tensor-parallel group of `tp` does.
-dist::ParallelGroups simulated_groups(int tp, std::shared_ptr<SimulatedGroup>* group) {
-  dist::ParallelGroups g = dist::local_groups();
-  if (tp > 1) {
-    *group = std::make_shared<SimulatedGroup>(tp);
-    g.tp = *group;
-    g.layout.tp = tp;
-  }
-  return g;
-}
-
 int64_t numel(const std::vector<std::pair<std::string, torch::Tensor>>& params) {
   int64_t n = 0;
   for (const auto& [name, t] : params) n += t.numel();
@@ -197,7 +186,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
         continue;
       }
       tracker.reset_peak();
-      if (group) group->reset_tallies();
+      if (group) group->reset_tally();
       std::vector<double> ms = {run(batch)};
       // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
       // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of
@@ -213,12 +202,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       p.micro_batches = micro;
       p.step_ms = median(ms);
       p.peak_bytes = static_cast<double>(tracker.peak_bytes()) - baseline;
-      if (group) {
-        p.all_reduce_calls = static_cast<double>(group->all_reduces().calls) / steps;
-        p.all_reduce_bytes = group->all_reduces().bytes / steps;
-        p.all_gather_calls = static_cast<double>(group->all_gathers().calls) / steps;
-        p.all_gather_bytes = group->all_gathers().bytes / steps;
-      }
+      if (group) p.collectives = group->tally() * (1.0 / steps);
       points.push_back(p);
     }
   } catch (const Error&) {
@@ -378,7 +362,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
   }
-  if (request.base && tp == 1) {
+  if (request.base) {
     std::vector<Config> knobs = {request.knobs};
     knobs.insert(knobs.end(), request.siblings.begin(), request.siblings.end());
     std::vector<cost::Profile> profiles =

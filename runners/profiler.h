@@ -45,7 +45,8 @@ struct ProfileRequest {
   // The micro-batches the space's configurations run on a rank (may be empty): the middle batch
   // is one of them when one lies between batch_lo and batch_hi (cost/profile_batches.h).
   std::vector<int64_t> batches_taken;
-  // A profiled key that differs from this one only inside the blocks (tp = 1), and its knobs: then
+  // A profiled key that differs from this one only inside the blocks (of the same tp and splits),
+  // and its knobs: then
   // only what one block of this key differs by from one of the base's is measured, at the base's
   // batches (checkpointed: composed), and the profile is derived from the base's
   // (cost/derived_profile.h).
@@ -58,7 +59,7 @@ struct ProfileRequest {
   // inside the blocks: then only this key's one-block steps are run, at every batch and
   // micro-batch count the base's were, for their bytes (their time is the base's: what the head
   // saves shows at depth, where runners/cost_model.h measures the deep steps), and the profile is
-  // the base's shifted by what they differ by. No siblings.
+  // the base's shifted by what they differ by. No siblings; tp = 1 only.
   bool head = false;
   // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
   // checkpointing is measured, and added to it — or its steps at each of `extend_batches`, in

@@ -12,13 +12,13 @@ SimulatedGroup::SimulatedGroup(int size, std::string name) : size_(size), name_(
 
 void SimulatedGroup::all_reduce(at::Tensor& tensor, schedule::ReduceOp) {
   lingering_.reset();
-  ++all_reduce_.calls;
-  all_reduce_.bytes += static_cast<double>(tensor.nbytes());
+  tally_.all_reduce_calls += 1;
+  tally_.all_reduce_bytes += static_cast<double>(tensor.nbytes());
 }
 
 std::vector<at::Tensor> SimulatedGroup::all_gather(const at::Tensor& tensor) {
-  ++all_gather_.calls;
-  all_gather_.bytes += static_cast<double>(tensor.nbytes());
+  tally_.all_gather_calls += 1;
+  tally_.all_gather_bytes += static_cast<double>(tensor.nbytes());
   // What the real group allocates, so that the rank's peak is the real one's: an output per rank
   // (dist/gloo_communicator.cc), and inside Gloo's all-gather one flat buffer of every rank's part,
   // copied out when the gather is done.
@@ -44,6 +44,16 @@ std::unique_ptr<schedule::SendHandle> SimulatedGroup::send(const at::Tensor&, in
 void SimulatedGroup::recv(at::Tensor&, int peer, int) {
   SLAPO_FAIL(ErrorCode::kInvalidArgument, "recv from rank ", peer, " in the simulated group '",
              name_, "'");
+}
+
+dist::ParallelGroups simulated_groups(int tp, std::shared_ptr<SimulatedGroup>* group) {
+  dist::ParallelGroups g = dist::local_groups();
+  if (tp > 1) {
+    *group = std::make_shared<SimulatedGroup>(tp);
+    g.tp = *group;
+    g.layout.tp = tp;
+  }
+  return g;
 }
 
 }  // namespace slapo::runners

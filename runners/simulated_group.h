@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "cost/profile.h"
+#include "dist/world.h"
 #include "schedule/runtime/communicator.h"
 
 namespace slapo::runners {
@@ -31,21 +33,21 @@ class SimulatedGroup : public schedule::Communicator {
   void recv(at::Tensor& tensor, int peer, int tag) override;
   void barrier() override {}
 
-  // What the rank would have sent, by collective, since the last reset: calls and payload bytes
+  // What the rank would have sent since the last reset: calls and payload bytes by collective
   // (the tensor's bytes on this rank; all-gather: the rank's own part).
-  struct Tally {
-    int64_t calls = 0;
-    double bytes = 0;
-  };
-  const Tally& all_reduces() const { return all_reduce_; }
-  const Tally& all_gathers() const { return all_gather_; }
-  void reset_tallies() { all_reduce_ = all_gather_ = {}; }
+  const cost::CollectiveTally& tally() const { return tally_; }
+  void reset_tally() { tally_ = {}; }
 
  private:
   int size_;
   std::string name_;
-  Tally all_reduce_, all_gather_;
+  cost::CollectiveTally tally_;
   std::optional<at::Tensor> lingering_;  // all_gather's: what the real group frees late
 };
+
+// The groups of one process that computes what rank 0 of a tensor-parallel group of `tp` ranks
+// does: this process's local groups, with a SimulatedGroup of `tp` as the tensor-parallel one
+// (set in `*group`) when tp > 1 — the profiler's whole steps and the block probe alike.
+dist::ParallelGroups simulated_groups(int tp, std::shared_ptr<SimulatedGroup>* group);
 
 }  // namespace slapo::runners

@@ -468,6 +468,47 @@ micro = "micro_batches == pp"
   EXPECT_EQ(whole, 2u) << plan.err;   // the base of each world
 }
 
+// Under tensor parallelism too, keys that differ only inside the blocks are derived from one
+// measured whole: one rank's block of each probed on a simulated group, beside the base's — and
+// their collectives are the base's (an attention variant's splits make the same ones).
+TEST(CostCliTest, KeysOfTwoRanksThatDifferOnlyInsideTheBlocksAreDerived) {
+  const std::string db = temp_db("tp-derived");
+  const std::string space = gpt_tiny_space("tp-derived", R"(
+[knobs]
+batch_size = { values = [4, 8], mem = "up" }
+tp         = { values = [2] }
+attn       = { choice = ["naive", "fused_qkv", "memory_efficient"] }
+)");
+  const Outcome plan = run("plan --space " + space + " --db " + db + " --top 6 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto j = nlohmann::json::parse(last_line(plan.out));
+  EXPECT_EQ(j["considered"], 6);
+  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
+  size_t derived = 0, whole = 0;
+  std::istringstream notes(plan.err);
+  for (std::string line; std::getline(notes, line);) {
+    if (line.find("cost model: profiled tp=2") == std::string::npos) continue;
+    if (line.find("differs only inside the blocks") != std::string::npos)
+      ++derived;
+    else
+      ++whole;
+  }
+  EXPECT_EQ(derived, 2u) << plan.err;
+  EXPECT_EQ(whole, 1u) << plan.err;
+  auto collectives_ms = [&](const char* attn) {
+    const Outcome p =
+        run("predict --space " + space + " --db " + db +
+            " --config '{\"batch_size\": 8, \"tp\": 2, \"attn\": \"" + attn + "\"}' --json");
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.err.find("cost model: profiled"), std::string::npos) << p.err;  // all stored
+    return nlohmann::json::parse(last_line(p.out))["time_ms"]["collectives"].get<double>();
+  };
+  const double naive = collectives_ms("naive");
+  EXPECT_GT(naive, 0);
+  for (const char* attn : {"fused_qkv", "memory_efficient"})
+    EXPECT_NEAR(collectives_ms(attn), naive, 1e-6 * naive) << attn;
+}
+
 TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   const std::string parallel =
       std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-parallel.toml";

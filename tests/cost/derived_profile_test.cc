@@ -86,11 +86,16 @@ std::vector<BlockDifference> block_differences(const SyntheticWorkload& base,
     const double x = static_cast<double>(batch);
     out.push_back({batch, false, other.block_ms(x) - base.block_ms(x),
                    (other.block_act_mb - base.block_act_mb) * kMB * x, 0});
+    // One block's collectives: one block less of each variant.
+    out.back().collectives = (other.collectives(1, batch, 0) - other.collectives(0, batch, 0)) -
+                             (base.collectives(1, batch, 0) - base.collectives(0, batch, 0));
   }
   out.push_back(
       {32, true,
        (1 + other.recompute) * other.block_ms(32) - (1 + base.recompute) * base.block_ms(32),
        (other.ckpt_kept_mb - base.ckpt_kept_mb) * kMB * 32, 0});
+  out.back().collectives = (other.collectives(1, 32, 1) - other.collectives(0, 32, 0)) -
+                           (base.collectives(1, 32, 1) - base.collectives(0, 32, 0));
   return out;
 }
 
@@ -229,11 +234,62 @@ TEST(DerivedProfileTest, ABaseWithoutACheckpointedStepDerivesNone) {
   EXPECT_FALSE(steps.empty());
 }
 
+double collectives_ms(const Prediction& p) {
+  for (const auto& [name, ms] : p.time_ms) {
+    if (name == "collectives") return ms;
+  }
+  return -1;
+}
+
+// Under tensor parallelism the base and the new key are one rank of one group: the new key's
+// collectives are the base's and what its blocks make more (here two all-reduces a block more, one
+// of them in the forward), composed into every point — from its deep steps, or from the blocks
+// alone — so that it predicts what its full profile predicts, collectives included.
+TEST(DerivedProfileTest, UnderTensorParallelismTheBlocksCollectivesAreComposedToo) {
+  SyntheticWorkload base, other = other_block();
+  for (SyntheticWorkload* w : {&base, &other}) {
+    w->tp = 2;
+    w->outside_all_reduces = 2;
+    w->block_all_reduces = 4;
+  }
+  other.block_all_reduces = 6;
+  const Predictor from_full(other.profile(), testing::synthetic_collectives());
+  const std::vector<ProfilePoint> composed =
+      deep_steps_from_blocks(base.profile(), block_differences(base, other), base.profile().shape);
+  const std::vector<ProfilePoint> measured = deep_steps(other);
+  ASSERT_EQ(composed.size(), measured.size());
+  for (size_t i = 0; i < measured.size(); ++i)
+    EXPECT_EQ(composed[i].collectives, measured[i].collectives) << i;
+  for (const std::vector<ProfilePoint>& steps : {measured, composed}) {
+    const Profile derived = derive_profile(base.profile(), steps, base.profile().shape);
+    EXPECT_EQ(derived.tp, 2);
+    const Predictor from_derived(derived, testing::synthetic_collectives());
+    for (int64_t batch : {2, 8, 64}) {
+      for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
+        for (int64_t pp : {1, 2}) {
+          PredictInput in = input(batch, ckpt, pp == 1 ? 1 : 2);
+          in.tp = 2;
+          in.pp = pp;
+          if (pp == 2) in.cuts = {kLayers / 2};
+          const Prediction a = from_derived.predict(in), b = from_full.predict(in);
+          EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
+          EXPECT_NEAR(collectives_ms(a), collectives_ms(b), 1e-6 * collectives_ms(b))
+              << batch << " " << ckpt << " " << pp;
+          EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
+              << batch << " " << ckpt << " " << pp;
+        }
+      }
+    }
+  }
+  // The base's collectives alone are fewer: the check can fail.
+  const Predictor from_base(base.profile(), testing::synthetic_collectives());
+  PredictInput in = input(8, 0, 1);
+  in.tp = 2;
+  EXPECT_LT(collectives_ms(from_base.predict(in)), 0.9 * collectives_ms(from_full.predict(in)));
+}
+
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {
   const SyntheticWorkload base;
-  Profile tensor_parallel = base.profile();
-  tensor_parallel.tp = 2;
-  EXPECT_THROW(derive_profile(tensor_parallel, deep_steps(base), base.profile().shape), Error);
   std::vector<ProfilePoint> no_checkpoint = deep_steps(base);
   no_checkpoint.pop_back();
   EXPECT_THROW(derive_profile(base.profile(), no_checkpoint, base.profile().shape), Error);

@@ -257,8 +257,8 @@ TEST(PredictorTest, TensorParallelCollectivesArePricedFromTheRanksCalls) {
   // Per step: 4 all-reduces of x·1000 bytes per block, 2 of x·2000 outside the blocks; a
   // checkpointed block repeats 2 of its own.
   for (ProfilePoint& q : profile.points) {
-    q.all_reduce_calls = 4.0 * static_cast<double>(q.layers) + 2 + 2.0 * q.ckpt_blocks;
-    q.all_reduce_bytes =
+    q.collectives.all_reduce_calls = 4.0 * static_cast<double>(q.layers) + 2 + 2.0 * q.ckpt_blocks;
+    q.collectives.all_reduce_bytes =
         static_cast<double>(q.batch) * (4000.0 * q.layers + 4000 + 2000.0 * q.ckpt_blocks);
   }
   const Predictor predictor(profile, synthetic_collectives());
@@ -358,7 +358,7 @@ TEST(PredictorTest, BlocksTooSmallToTimeRecomputeInNoTime) {
 TEST(ProfileTest, RoundTripsThroughJson) {
   Profile p = synthetic_profile();
   p.tp = 2;
-  p.points[3].all_gather_bytes = 12.5;
+  p.points[3].collectives.all_gather_bytes = 12.5;
   const Profile back = Profile::from_json(p.to_json(), "p");
   EXPECT_EQ(back.points, p.points);
   EXPECT_EQ(back.shape, p.shape);

@@ -32,6 +32,13 @@ struct SyntheticWorkload {
   // logits): there at the head, gone by the time a checkpointed block is recomputed.
   double head_buffer_mb = 0;
 
+  // Under tensor parallelism (tp > 1; the profile is one rank's): all-reduces of one micro-batch,
+  // each of `message_bytes` a sample — a block's forward and backward make `block_all_reduces`, its
+  // forward half of them (made again by a checkpointed block's recompute), the rest
+  // `outside_all_reduces`.
+  int64_t tp = 1;
+  double block_all_reduces = 0, outside_all_reduces = 0, message_bytes = 1000;
+
   double block_ms(double x) const { return block_at0 + block_per_sample * x; }
   double outside_ms(double x) const { return outside_at0 + outside_per_sample * x; }
   static double optimizer_ms(double blocks) { return blocks + 2.5; }
@@ -52,6 +59,12 @@ struct SyntheticWorkload {
     const double recomputing = k > 0 ? samples * (c * ckpt_kept_mb + block_act_mb) : 0;
     return state_bytes(n) + std::max({at_head, recomputing, optimizer_peak_mb}) * kMB;
   }
+  CollectiveTally collectives(int64_t layers, int64_t x, int64_t k) const {
+    if (tp == 1) return {};
+    const double calls = outside_all_reduces + static_cast<double>(layers) * block_all_reduces +
+                         static_cast<double>(k) * block_all_reduces / 2;
+    return {calls, calls * message_bytes * static_cast<double>(x), 0, 0};
+  }
   ProfilePoint point(int64_t layers, int64_t batch, int64_t ckpt) const {
     ProfilePoint q;
     q.layers = layers;
@@ -59,6 +72,7 @@ struct SyntheticWorkload {
     q.ckpt_blocks = ckpt;
     q.step_ms = step(layers, batch, ckpt);
     q.peak_bytes = peak(layers, batch, ckpt);
+    q.collectives = collectives(layers, batch, ckpt);
     return q;
   }
   // The profile the profiler would measure of a model of `layers` blocks (variants of 1 and
@@ -68,6 +82,7 @@ struct SyntheticWorkload {
     p.key_json = "{\"model\":\"synthetic\"}";
     p.fingerprint_json = "{}";
     p.layers = layers;
+    p.tp = tp;
     p.shape = {1e6, 2e6, 2.5e6, 2e6, 1000};
     p.optimizer_ms_per_param = 1e-6;
     p.prologue_ms_per_sample = 0.5;

@@ -8,6 +8,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "cost/collectives.h"
 #include "cost/predictor.h"
 #include "models/model_spec.h"
 #include "runners/block_probe.h"
@@ -155,6 +156,57 @@ TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
   cost::PredictInput plain;
   plain.batch = 8;
   EXPECT_GT(naive.predict(plain).peak_bytes, 1.05 * a.predict(plain).peak_bytes);
+}
+
+// Under tensor parallelism a derived key is one rank of its base's group: its block probed on a
+// simulated group beside the base's (the same splits), its profile has the full profile's
+// collectives at every point — an attention variant makes the base's — and predicts its peak.
+TEST(BlockProbeTest, UnderTensorParallelismADerivedProfileCountsTheFullProfilesCollectives) {
+  auto two_ranks = [](ProfileRequest r) {
+    r.knobs.set("tp", Value(int64_t{2}));
+    return r;
+  };
+  const ProfileRequest full = two_ranks(request("memory_efficient"));
+  const cost::Profile own = measure_profile(full);
+  ProfileRequest derived = full;
+  const ProfileRequest base = two_ranks(request("naive"));
+  derived.base = measure_profile(base);
+  derived.base_knobs = base.knobs;
+  const cost::Profile from_blocks = measure_profile(derived);
+  EXPECT_EQ(from_blocks.tp, 2);
+  EXPECT_EQ(from_blocks.shape.block_params, own.shape.block_params);
+  size_t compared = 0;
+  for (const cost::ProfilePoint& q : own.points) {
+    for (const cost::ProfilePoint& p : from_blocks.points) {
+      if (p.layers != q.layers || p.batch != q.batch || p.ckpt_blocks != q.ckpt_blocks ||
+          p.micro_batches != q.micro_batches)
+        continue;
+      ++compared;
+      const cost::CollectiveTally &a = p.collectives, &b = q.collectives;
+      EXPECT_GT(b.all_reduce_calls, 0);
+      EXPECT_NEAR(a.all_reduce_calls, b.all_reduce_calls, 1e-9) << q.layers << " " << q.batch;
+      EXPECT_NEAR(a.all_reduce_bytes, b.all_reduce_bytes, 1e-6 * b.all_reduce_bytes)
+          << q.layers << " " << q.batch;
+      EXPECT_NEAR(a.all_gather_calls, b.all_gather_calls, 1e-9) << q.layers << " " << q.batch;
+      EXPECT_NEAR(a.all_gather_bytes, b.all_gather_bytes, 1e-6 * b.all_gather_bytes + 1e-9)
+          << q.layers << " " << q.batch;
+    }
+  }
+  EXPECT_GE(compared, 6u) << "the one-block and the deep steps, plain and checkpointed";
+  // Any collectives' costs will do: the peak is compared.
+  cost::CollectiveProfile measured;
+  for (const char* op : {"all_reduce", "all_gather", "send_recv"}) {
+    for (double bytes : {4096.0, 1e6}) measured.samples.push_back({op, bytes, 0.1 + bytes / 1e6});
+  }
+  const cost::Predictor a(own, cost::CollectiveModel(measured)),
+      b(from_blocks, cost::CollectiveModel(measured));
+  for (int64_t batch : {2, 6, 8}) {
+    cost::PredictInput in;
+    in.batch = batch;
+    in.tp = 2;
+    EXPECT_NEAR(b.predict(in).peak_bytes, a.predict(in).peak_bytes, 0.01 * a.predict(in).peak_bytes)
+        << batch;
+  }
 }
 
 // A derived key's request carries its base's knobs and its siblings to the worker that profiles

@@ -28,9 +28,9 @@ TEST(SimulatedGroupTest, AGathersPartOutlivesTheCallUntilTheNextCollective) {
   group.all_reduce(grad, schedule::ReduceOp::kSum);
   EXPECT_EQ(static_cast<double>(memory.live_bytes()) - before, grad.nbytes());
   EXPECT_TRUE(grad.equal(torch::ones({4})));  // moves nothing
-  EXPECT_EQ(group.all_gathers().calls, 1);
-  EXPECT_EQ(group.all_gathers().bytes, part.nbytes());
-  EXPECT_EQ(group.all_reduces().calls, 1);
+  EXPECT_EQ(group.tally().all_gather_calls, 1);
+  EXPECT_EQ(group.tally().all_gather_bytes, part.nbytes());
+  EXPECT_EQ(group.tally().all_reduce_calls, 1);
 }
 
 }  // namespace
