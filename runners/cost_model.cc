@@ -70,10 +70,13 @@ Config computation_knobs(const Config& config) {
 
 // Knobs that change the computation of the blocks and of nothing else (not the embeddings, the
 // final norm, the head, the loss or the optimizer): keys that differ only in them share what lies
-// outside the blocks, and one is derived from another's profile (cost/derived_profile.h).
+// outside the blocks, and one is derived from another's profile (cost/derived_profile.h). How
+// tensor parallelism splits attention and the MLP is among them: either way a block takes and
+// hands on whole hidden states; what differs — its kernels and collectives — the block probe
+// measures and counts.
 bool within_blocks(const std::string& knob) {
-  static const char* const kKnobs[] = {"attn", "fuse_bias_gelu", "fuse_bias_dropout_add",
-                                       "decompose"};
+  static const char* const kKnobs[] = {"attn",      "fuse_bias_gelu", "fuse_bias_dropout_add",
+                                       "decompose", "attn_shard",     "mlp_shard"};
   for (const char* k : kKnobs) {
     if (knob == k) return true;
   }

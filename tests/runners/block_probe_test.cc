@@ -158,6 +158,27 @@ TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
   EXPECT_GT(naive.predict(plain).peak_bytes, 1.05 * a.predict(plain).peak_bytes);
 }
 
+// Collectives' costs for a predictor of two ranks whose peaks are compared: any will do.
+cost::CollectiveModel any_collectives() {
+  cost::CollectiveProfile measured;
+  for (const char* op : {"all_reduce", "all_gather", "send_recv"}) {
+    for (double bytes : {4096.0, 1e6}) measured.samples.push_back({op, bytes, 0.1 + bytes / 1e6});
+  }
+  return cost::CollectiveModel(measured);
+}
+
+// A derived point's collectives `a` are the measured point `q`'s (`b`).
+void expect_same_collectives(const cost::CollectiveTally& a, const cost::CollectiveTally& b,
+                             const cost::ProfilePoint& q) {
+  EXPECT_GT(b.all_reduce_calls, 0);
+  EXPECT_NEAR(a.all_reduce_calls, b.all_reduce_calls, 1e-9) << q.layers << " " << q.batch;
+  EXPECT_NEAR(a.all_reduce_bytes, b.all_reduce_bytes, 1e-6 * b.all_reduce_bytes)
+      << q.layers << " " << q.batch;
+  EXPECT_NEAR(a.all_gather_calls, b.all_gather_calls, 1e-9) << q.layers << " " << q.batch;
+  EXPECT_NEAR(a.all_gather_bytes, b.all_gather_bytes, 1e-6 * b.all_gather_bytes + 1e-9)
+      << q.layers << " " << q.batch;
+}
+
 // Under tensor parallelism a derived key is one rank of its base's group: its block probed on a
 // simulated group beside the base's (the same splits), its profile has the full profile's
 // collectives at every point — an attention variant makes the base's — and predicts its peak.
@@ -182,24 +203,11 @@ TEST(BlockProbeTest, UnderTensorParallelismADerivedProfileCountsTheFullProfilesC
           p.micro_batches != q.micro_batches)
         continue;
       ++compared;
-      const cost::CollectiveTally &a = p.collectives, &b = q.collectives;
-      EXPECT_GT(b.all_reduce_calls, 0);
-      EXPECT_NEAR(a.all_reduce_calls, b.all_reduce_calls, 1e-9) << q.layers << " " << q.batch;
-      EXPECT_NEAR(a.all_reduce_bytes, b.all_reduce_bytes, 1e-6 * b.all_reduce_bytes)
-          << q.layers << " " << q.batch;
-      EXPECT_NEAR(a.all_gather_calls, b.all_gather_calls, 1e-9) << q.layers << " " << q.batch;
-      EXPECT_NEAR(a.all_gather_bytes, b.all_gather_bytes, 1e-6 * b.all_gather_bytes + 1e-9)
-          << q.layers << " " << q.batch;
+      expect_same_collectives(p.collectives, q.collectives, q);
     }
   }
   EXPECT_GE(compared, 6u) << "the one-block and the deep steps, plain and checkpointed";
-  // Any collectives' costs will do: the peak is compared.
-  cost::CollectiveProfile measured;
-  for (const char* op : {"all_reduce", "all_gather", "send_recv"}) {
-    for (double bytes : {4096.0, 1e6}) measured.samples.push_back({op, bytes, 0.1 + bytes / 1e6});
-  }
-  const cost::Predictor a(own, cost::CollectiveModel(measured)),
-      b(from_blocks, cost::CollectiveModel(measured));
+  const cost::Predictor a(own, any_collectives()), b(from_blocks, any_collectives());
   for (int64_t batch : {2, 6, 8}) {
     cost::PredictInput in;
     in.batch = batch;
@@ -207,6 +215,48 @@ TEST(BlockProbeTest, UnderTensorParallelismADerivedProfileCountsTheFullProfilesC
     EXPECT_NEAR(b.predict(in).peak_bytes, a.predict(in).peak_bytes, 0.01 * a.predict(in).peak_bytes)
         << batch;
   }
+}
+
+// How tensor parallelism splits attention and the MLP changes a block's collectives: splitting
+// q, k, v by inputs and the MLP's first product likewise (row_col) makes all-gathers and more
+// all-reduces than Megatron's col_row. A key derived across the split from the blocks alone counts
+// what its full profile counts at every point.
+TEST(BlockProbeTest, ADerivedProfileAcrossTheSplitsCountsTheFullProfilesCollectives) {
+  auto split = [](const char* how) {
+    ProfileRequest r = request("naive");
+    r.knobs.set("tp", Value(int64_t{2}));
+    r.knobs.set("attn_shard", Value(std::string(how)));
+    r.knobs.set("mlp_shard", Value(std::string(how)));
+    return r;
+  };
+  const ProfileRequest full = split("row_col"), base = split("col_row");
+  const cost::Profile own = measure_profile(full);
+  ProfileRequest derived = full;
+  derived.base = measure_profile(base);
+  derived.base_knobs = base.knobs;
+  const cost::Profile from_blocks = measure_profile(derived);
+  size_t compared = 0;
+  for (const cost::ProfilePoint& q : own.points) {
+    for (const cost::ProfilePoint& p : from_blocks.points) {
+      if (p.layers != q.layers || p.batch != q.batch || p.ckpt_blocks != q.ckpt_blocks ||
+          p.micro_batches != q.micro_batches)
+        continue;
+      ++compared;
+      expect_same_collectives(p.collectives, q.collectives, q);
+    }
+  }
+  EXPECT_GE(compared, 6u);
+  const cost::Predictor a(own, any_collectives()), b(from_blocks, any_collectives());
+  for (int64_t batch : {2, 6, 8}) {
+    cost::PredictInput in;
+    in.batch = batch;
+    in.tp = 2;
+    EXPECT_NEAR(b.predict(in).peak_bytes, a.predict(in).peak_bytes, 0.01 * a.predict(in).peak_bytes)
+        << batch;
+  }
+  // And the splits differ: the check can fail.
+  EXPECT_GT(own.points.back().collectives.all_gather_calls,
+            derived.base->points.back().collectives.all_gather_calls);
 }
 
 // A derived key's request carries its base's knobs and its siblings to the worker that profiles
