@@ -32,6 +32,15 @@ Profile synthetic_profile(int64_t layers = kLayers) { return kWorkload.profile(l
 
 using testing::synthetic_collectives;
 
+// A configuration of one rank: `batch` samples, `ckpt` blocks checkpointed, `micro` micro-batches.
+PredictInput at(int64_t batch, int64_t ckpt = 0, int64_t micro = 1) {
+  PredictInput in;
+  in.batch = batch;
+  in.ckpt_blocks = ckpt;
+  in.micro_batches = micro;
+  return in;
+}
+
 TEST(PredictorTest, RecoversTheCostsOfABlockAndOfTheRest) {
   const Predictor predictor(synthetic_profile());
   const Predictor::Fit& f = predictor.fit();
@@ -67,7 +76,7 @@ TEST(PredictorTest, AProfileWithAStepOfNoTimeIsRefused) {
 TEST(PredictorTest, OneSlowStepOfTheDeepVariantIsReadOffTheLineThroughItsBatches) {
   const Predictor predictor(kWorkload.profile_with_one_slow_deep_step(11));
   for (int64_t b : {2, 4, 8, 11, 16, 20, 32}) {
-    EXPECT_NEAR(predictor.predict({b, 0, 1}).step_ms, true_step(kLayers, b, 0), 1e-6) << b;
+    EXPECT_NEAR(predictor.predict(at(b, 0, 1)).step_ms, true_step(kLayers, b, 0), 1e-6) << b;
   }
 }
 
@@ -77,7 +86,7 @@ TEST(PredictorTest, ASlowPlainStepWhereTheCheckpointedOneRanLeavesTheRecomputeAs
   const Predictor predictor(kWorkload.profile_with_one_slow_deep_step(32));
   for (int64_t b : {8, 16, 32, 64}) {
     for (int64_t n : {int64_t{1}, kLayers}) {
-      EXPECT_NEAR(predictor.predict({b, n, 1}).step_ms, true_step(kLayers, b, n), 1e-6)
+      EXPECT_NEAR(predictor.predict(at(b, n, 1)).step_ms, true_step(kLayers, b, n), 1e-6)
           << b << " " << n;
     }
   }
@@ -89,7 +98,7 @@ TEST(PredictorTest, OneRankIsTheProfiledModelAtAnyBatchCheckpointingAndMicroBatc
     for (int64_t n = 0; n <= kLayers; ++n) {
       for (int64_t m : {1, 2}) {
         if (b % m) continue;
-        const Prediction p = predictor.predict({b, n, m});
+        const Prediction p = predictor.predict(at(b, n, m));
         const int64_t x = b / m;
         // m micro-batches, the optimizer once.
         const double step =
@@ -101,7 +110,7 @@ TEST(PredictorTest, OneRankIsTheProfiledModelAtAnyBatchCheckpointingAndMicroBatc
     }
   }
   // The breakdown adds up.
-  const Prediction p = predictor.predict({16, 2, 2});
+  const Prediction p = predictor.predict(at(16, 2, 2));
   double ms = 0, bytes = 0;
   for (const auto& [name, v] : p.time_ms) ms += v;
   for (const auto& [name, v] : p.memory_bytes) bytes += v;
@@ -111,7 +120,7 @@ TEST(PredictorTest, OneRankIsTheProfiledModelAtAnyBatchCheckpointingAndMicroBatc
 
 TEST(PredictorTest, ADeeperModelIsComposedFromTheBlocks) {
   const Predictor predictor(synthetic_profile(/*layers=*/12));
-  const Prediction p = predictor.predict({8, 3, 1});
+  const Prediction p = predictor.predict(at(8, 3, 1));
   EXPECT_NEAR(p.step_ms, true_step(12, 8, 3), 1e-6);
   EXPECT_NEAR(p.peak_bytes, true_peak(12, 8, 3), 1);
   ASSERT_EQ(p.notes.size(), 1u);
@@ -130,14 +139,14 @@ TEST(PredictorTest, APredictionPastTheProfiledBatchesSaysSo) {
     });
   };
   const int64_t inside = static_cast<int64_t>(largest);
-  EXPECT_FALSE(extrapolated(predictor.predict({inside, 0, 1})));
-  const Prediction past = predictor.predict({2 * inside, 0, 1});
+  EXPECT_FALSE(extrapolated(predictor.predict(at(inside, 0, 1))));
+  const Prediction past = predictor.predict(at(2 * inside, 0, 1));
   EXPECT_TRUE(extrapolated(past));
   EXPECT_NE(past.notes.back().find(std::to_string(2 * inside) + " samples a micro-batch"),
             std::string::npos)
       << past.notes.back();
   // Per micro-batch: twice the batch in two micro-batches is inside again.
-  EXPECT_FALSE(extrapolated(predictor.predict({2 * inside, 0, 2})));
+  EXPECT_FALSE(extrapolated(predictor.predict(at(2 * inside, 0, 2))));
 }
 
 // A head whose buffer stops growing past 8 samples (the fused LM loss's chunk of logits) bends the
@@ -153,16 +162,16 @@ TEST(PredictorTest, OneStageIsNoLowerThanTheDeepVariantsMeasuredPeaksWhereTheyBe
   // At the measured batches: the measured peak (the line alone is below it at 11).
   for (const ProfilePoint& q : profile.points) {
     if (q.layers != kLayers || q.ckpt_blocks != 0 || q.batch == 1) continue;
-    EXPECT_GE(bent.predict({q.batch}).peak_bytes, q.peak_bytes - 1) << q.batch;
+    EXPECT_GE(bent.predict(at(q.batch)).peak_bytes, q.peak_bytes - 1) << q.batch;
   }
-  EXPECT_NEAR(bent.predict({11}).peak_bytes, true_peak(kLayers, 11, 0) + head_buffer(11), 1);
+  EXPECT_NEAR(bent.predict(at(11)).peak_bytes, true_peak(kLayers, 11, 0) + head_buffer(11), 1);
   // Between them, at least the measured curve's interpolation; beyond them, the nearest point's
   // excess over the line.
   const double at11 = true_peak(kLayers, 11, 0) + head_buffer(11);
   const double at32 = true_peak(kLayers, 32, 0) + head_buffer(32);
-  EXPECT_GE(bent.predict({16}).peak_bytes, at11 + (at32 - at11) * 5 / 21 - 1);
+  EXPECT_GE(bent.predict(at(16)).peak_bytes, at11 + (at32 - at11) * 5 / 21 - 1);
   // A straight curve adds nothing.
-  EXPECT_NEAR(straight.predict({16}).peak_bytes, true_peak(kLayers, 16, 0), 1);
+  EXPECT_NEAR(straight.predict(at(16)).peak_bytes, true_peak(kLayers, 16, 0), 1);
   for (const auto& [x, excess] : straight.fit().deep_bend) EXPECT_NEAR(excess, 0, 1) << x;
 }
 
@@ -182,7 +191,7 @@ TEST(PredictorTest, AStepThatPeaksInItsOptimizerStepSaysNothingOfTheActivations)
     EXPECT_NEAR(predictor.fit().outside_act, 30 * kMB, 1);
     for (int64_t b : {8, 16, 24, 64}) {
       for (int64_t k : {int64_t{0}, int64_t{2}, kLayers})
-        EXPECT_NEAR(predictor.predict({b, k}).peak_bytes, w.peak(kLayers, b, k), 1)
+        EXPECT_NEAR(predictor.predict(at(b, k)).peak_bytes, w.peak(kLayers, b, k), 1)
             << b << " " << k;
     }
   }
@@ -201,12 +210,12 @@ TEST(PredictorTest, WithTheFirstBlocksCheckpointedThePeakIsAtTheHeadOrAtTheTopRe
   const Predictor::Fit& f = predictor.fit();
   const double d = static_cast<double>(kLayers);
   for (int64_t b : {8, 16, 64}) {
-    EXPECT_NEAR(predictor.predict({b}).peak_bytes, w.peak(kLayers, b, 0), 1) << b;
+    EXPECT_NEAR(predictor.predict(at(b)).peak_bytes, w.peak(kLayers, b, 0), 1) << b;
     for (int64_t k = 1; k <= kLayers; ++k) {
       const double c = static_cast<double>(k), x = static_cast<double>(b);
       const double at_head = (d - c) * f.block_act + c * f.ckpt_block_kept + f.outside_act;
       const double recomputing = c * f.ckpt_block_kept + f.block_act;
-      const double p = predictor.predict({b, k}).peak_bytes;
+      const double p = predictor.predict(at(b, k)).peak_bytes;
       EXPECT_NEAR(p, d * f.block_state + f.outside_state + x * std::max(at_head, recomputing), 1)
           << b << " " << k;
       EXPECT_GE(p, w.peak(kLayers, b, k) - 1) << b << " " << k;
@@ -218,7 +227,7 @@ TEST(PredictorTest, WithTheFirstBlocksCheckpointedThePeakIsAtTheHeadOrAtTheTopRe
 TEST(PredictorTest, PipelineStagesDataParallelismAndTheirMessages) {
   const Predictor predictor(synthetic_profile(), synthetic_collectives());
   // Two stages of two blocks, 4 micro-batches of 4 samples, 1F1B.
-  PredictInput in{16, 0, 4};
+  PredictInput in = at(16, 0, 4);
   in.pp = 2;
   in.cuts = {2};
   const double x = 4, message = 0.1 + 1000 * x / 1e6;  // one sample's hidden states: 1000 bytes
@@ -239,14 +248,14 @@ TEST(PredictorTest, PipelineStagesDataParallelismAndTheirMessages) {
   EXPECT_NEAR(predictor.predict(in).stages[0].peak_bytes,
               (32 + 40 * 2 / 2.5) * kMB + 4 * x * 20 * kMB, 1);
   // Data parallelism: half the samples per rank, the gradients all-reduced once.
-  PredictInput dp{16, 0, 1};
+  PredictInput dp = at(16, 0, 1);
   dp.dp = 2;
   const double grads = 4 * (4e6 + 2.5e6);
   EXPECT_NEAR(predictor.predict(dp).step_ms, true_step(kLayers, 8, 0) + (0.1 + grads / 1e6) + loss,
               1e-9);
   // Without the collectives, a layout of two ranks is refused.
   EXPECT_THROW(Predictor(synthetic_profile()).predict(dp), Error);
-  PredictInput tp{16, 0, 1};
+  PredictInput tp = at(16, 0, 1);
   tp.tp = 2;
   EXPECT_THROW(predictor.predict(tp), Error);  // the profile is of tp = 1
 }
@@ -262,7 +271,7 @@ TEST(PredictorTest, TensorParallelCollectivesArePricedFromTheRanksCalls) {
         static_cast<double>(q.batch) * (4000.0 * q.layers + 4000 + 2000.0 * q.ckpt_blocks);
   }
   const Predictor predictor(profile, synthetic_collectives());
-  PredictInput in{8, 1, 1};
+  PredictInput in = at(8, 1, 1);
   in.tp = 2;
   const double calls = 4 * kLayers + 2 + 2, bytes = 8 * (4000.0 * kLayers + 4000 + 2000);
   EXPECT_NEAR(predictor.predict(in).step_ms,
@@ -271,39 +280,39 @@ TEST(PredictorTest, TensorParallelCollectivesArePricedFromTheRanksCalls) {
 
 TEST(PredictorTest, CalibrationRescalesAndNeverUnderPredictsAnObservedOom) {
   Predictor predictor(synthetic_profile());
-  const double step16 = predictor.predict({16, 0, 1}).step_ms;
-  const double peak16 = predictor.predict({16, 0, 1}).peak_bytes;
-  const double step8 = predictor.predict({8, 2, 1}).step_ms;
-  const double peak8 = predictor.predict({8, 2, 1}).peak_bytes;
+  const double step16 = predictor.predict(at(16, 0, 1)).step_ms;
+  const double peak16 = predictor.predict(at(16, 0, 1)).peak_bytes;
+  const double step8 = predictor.predict(at(8, 2, 1)).step_ms;
+  const double peak8 = predictor.predict(at(8, 2, 1)).peak_bytes;
   // This machine runs 10% slower than profiled, and a trial used 5% more memory than predicted.
-  predictor.calibrate({16, 0, 1}, 1.1 * step16, 1.05 * peak16);
-  EXPECT_NEAR(predictor.predict({8, 2, 1}).step_ms, 1.1 * step8, 1e-6);
-  EXPECT_NEAR(predictor.predict({8, 2, 1}).peak_bytes, 1.05 * peak8, 1);
+  predictor.calibrate(at(16, 0, 1), 1.1 * step16, 1.05 * peak16);
+  EXPECT_NEAR(predictor.predict(at(8, 2, 1)).step_ms, 1.1 * step8, 1e-6);
+  EXPECT_NEAR(predictor.predict(at(8, 2, 1)).peak_bytes, 1.05 * peak8, 1);
   // An over-prediction never lowers the memory (an under-prediction is an out-of-memory trial).
-  predictor.calibrate({16, 0, 1}, 1.1 * step16, 0.5 * peak16);
-  EXPECT_NEAR(predictor.predict({8, 2, 1}).peak_bytes, 1.05 * peak8, 1);
+  predictor.calibrate(at(16, 0, 1), 1.1 * step16, 0.5 * peak16);
+  EXPECT_NEAR(predictor.predict(at(8, 2, 1)).peak_bytes, 1.05 * peak8, 1);
   // A trial that ran out of memory under a budget is predicted over it from now on.
-  const double budget = 2 * predictor.predict({32, 0, 1}).peak_bytes;
-  predictor.calibrate_oom({32, 0, 1}, budget);
-  EXPECT_GT(predictor.predict({32, 0, 1}).peak_bytes, budget);
+  const double budget = 2 * predictor.predict(at(32, 0, 1)).peak_bytes;
+  predictor.calibrate_oom(at(32, 0, 1), budget);
+  EXPECT_GT(predictor.predict(at(32, 0, 1)).peak_bytes, budget);
 }
 
 TEST(PredictorTest, CalibrationCorrectsTheNeighboursOfAMeasurementMost) {
   // This machine runs small micro-batches as profiled and large ones 30% slower.
   Predictor predictor(synthetic_profile());
-  const double small = predictor.predict({4, 1, 1}).step_ms;
-  const double large = predictor.predict({32, 1, 1}).step_ms;
-  predictor.calibrate({4, 0, 1}, predictor.predict({4, 0, 1}).step_ms, 0);
-  predictor.calibrate({32, 0, 1}, 1.3 * predictor.predict({32, 0, 1}).step_ms, 0);
+  const double small = predictor.predict(at(4, 1, 1)).step_ms;
+  const double large = predictor.predict(at(32, 1, 1)).step_ms;
+  predictor.calibrate(at(4, 0, 1), predictor.predict(at(4, 0, 1)).step_ms, 0);
+  predictor.calibrate(at(32, 0, 1), 1.3 * predictor.predict(at(32, 0, 1)).step_ms, 0);
   // Near each measurement, its own ratio most: not one factor for all (which would be ~1.14).
-  const double small_scale = predictor.predict({4, 1, 1}).step_ms / small;
-  const double large_scale = predictor.predict({32, 1, 1}).step_ms / large;
+  const double small_scale = predictor.predict(at(4, 1, 1)).step_ms / small;
+  const double large_scale = predictor.predict(at(32, 1, 1)).step_ms / large;
   EXPECT_LT(small_scale, 1.1);
   EXPECT_GT(large_scale, 1.18);
   EXPECT_GT(large_scale, 1.0);
   EXPECT_GT(small_scale, 0.99);
   // Far from both (one sample per micro-batch, another layout), the median of the two.
-  PredictInput far{8, 0, 8};
+  PredictInput far = at(8, 0, 8);
   far.gpipe = true;
   const double prior = Predictor(synthetic_profile()).predict(far).step_ms;
   EXPECT_NEAR(predictor.predict(far).step_ms / prior, std::sqrt(1.3), 0.03);
@@ -331,12 +340,12 @@ TEST(PredictorTest, AProfileWithoutACheckpointedStepPredictsNoCheckpointing) {
   EXPECT_FALSE(without.fit().checkpointed);
   EXPECT_TRUE(whole.fit().checkpointed);
   for (int64_t batch : {2, 8, 32, 64}) {
-    const PredictInput in{batch, 0, 1};
+    const PredictInput in = at(batch, 0, 1);
     EXPECT_DOUBLE_EQ(without.predict(in).step_ms, whole.predict(in).step_ms) << batch;
     EXPECT_DOUBLE_EQ(without.predict(in).peak_bytes, whole.predict(in).peak_bytes) << batch;
   }
   try {
-    without.predict({8, 2, 1});
+    without.predict(at(8, 2, 1));
     ADD_FAILURE() << "checkpointed blocks predicted without a checkpointed step";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("the profile has no checkpointed step"), std::string::npos)
@@ -352,7 +361,7 @@ TEST(PredictorTest, BlocksTooSmallToTimeRecomputeInNoTime) {
   }
   const Predictor predictor(p);
   EXPECT_EQ(predictor.fit().recompute_share, 0);
-  EXPECT_GT(predictor.predict({8, 2, 1}).step_ms, 0);
+  EXPECT_GT(predictor.predict(at(8, 2, 1)).step_ms, 0);
 }
 
 TEST(ProfileTest, RoundTripsThroughJson) {
@@ -403,7 +412,7 @@ TEST(CutSearchTest, FindsTheSplitThatEnumerationFinds) {
   for (bool gpipe : {false, true}) {
     for (int64_t m : {1, 4}) {
       for (double budget : {0.0, 420 * kMB, 330 * kMB}) {
-        PredictInput in{32, 5, m};
+        PredictInput in = at(32, 5, m);
         in.pp = 3;
         in.gpipe = gpipe;
         const space::StageSplits splits(12, 3, 2, 6);
@@ -423,7 +432,9 @@ TEST(CutSearchTest, FindsTheSplitThatEnumerationFinds) {
         ASSERT_TRUE(found) << m << " " << budget;
         EXPECT_NEAR(found->prediction.step_ms, best, 1e-9) << gpipe << " " << m << " " << budget;
         EXPECT_TRUE(splits.contains(found->cuts));
-        if (budget > 0) EXPECT_LE(found->prediction.peak_bytes, budget);
+        if (budget > 0) {
+          EXPECT_LE(found->prediction.peak_bytes, budget);
+        }
       }
     }
   }
@@ -440,7 +451,7 @@ TEST(PlannerTest, RanksTheWholeSpaceAndLeavesOutWhatDoesNotFit) {
       out.why_not = "batch 2 is not predicted";
       return out;
     }
-    out.prediction = predictor.predict({b, std::get<int64_t>(*c.find("ckpt_layers")), 1});
+    out.prediction = predictor.predict(at(b, std::get<int64_t>(*c.find("ckpt_layers")), 1));
     return out;
   };
   PlanOptions options;
@@ -480,7 +491,7 @@ TEST(PlannerTest, ConfigurationsPredictedAlikeAreOnePlan) {
       "[knobs]\nbatch_size = { pow2 = [1, 64] }\nmode = { choice = [\"a\", \"b\", \"c\"] }\n",
       "s.toml"));
   const ConfigPredictor predict = [&](const Config& c) {
-    return Predicted{predictor.predict({batch(c), 0, 1}), ""};
+    return Predicted{predictor.predict(at(batch(c), 0, 1)), ""};
   };
   PlanOptions options;
   options.top = 3;
@@ -508,7 +519,7 @@ TEST(PlannerTest, ConfigurationsPredictedAlikeAreOnePlan) {
                          "cuts = { layers = 12, stages = \"pp\", min = 2, max = 7 }\n",
                          "s.toml"));
   auto input = [](const Config& c) {
-    PredictInput in{32, 0, 4};
+    PredictInput in = at(32, 0, 4);
     in.pp = std::get<int64_t>(*c.find("pp"));
     if (const Value* cuts = c.find("cuts")) in.cuts = std::get<IntList>(*cuts);
     return in;
@@ -535,7 +546,7 @@ TEST(PlannerTest, ChoosesCutPointsByTheSearchAsEnumerationWould) {
                          "s.toml"));
   const Predictor predictor(synthetic_profile(12), synthetic_collectives());
   auto input = [](const Config& c) {
-    PredictInput in{32, 5, std::get<int64_t>(*c.find("micro_batches"))};
+    PredictInput in = at(32, 5, std::get<int64_t>(*c.find("micro_batches")));
     in.pp = std::get<int64_t>(*c.find("pp"));
     if (const Value* cuts = c.find("cuts")) in.cuts = std::get<IntList>(*cuts);
     return in;
