@@ -535,18 +535,18 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
 std::vector<std::pair<std::string, Config>> WorkloadCostModel::unprofiled_siblings(
     const Mapping& of) {
   std::vector<std::pair<std::string, Config>> out;
-  if (space_ == nullptr || !enumerable(*space_)) return out;  // profiled as predicted
+  // A space too large to walk is profiled as predicted; one with a cut-point knob is walked
+  // without its cuts (which change no key), as profile_space walks it.
+  if (space_ == nullptr || (space_->cut_knob().empty() && !enumerable(*space_))) return out;
   std::set<std::string> seen = {of.key};
-  space_->for_each([&](const space::PointView& point) {
-    const Config config = point.to_config();
+  for_each_but_cuts(*space_, [&](const Config& config) {
     const Mapping& m = mapping(config);
-    if (!m.why_not.empty() || m.family != of.family) return true;
+    if (!m.why_not.empty() || m.family != of.family) return;
     if (!seen.insert(m.key).second || predictors_.count(m.key) || measured_ahead_.count(m.key))
-      return true;
+      return;
     std::string not_reused;
-    if (reusable_profile(m.key, &not_reused)) return true;
+    if (reusable_profile(m.key, &not_reused)) return;
     out.emplace_back(m.key, computation_knobs(config));
-    return true;
   });
   return out;
 }

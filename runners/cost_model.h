@@ -152,8 +152,9 @@ class WorkloadCostModel : public tuner::CostModel {
   // beside (measured at the base's two largest deep batches, and at the largest batch of the
   // family predicted to fit under a memory budget where that is beyond twice the largest of them).
   cost::Profile probe_across_head(const Base& base, const Config& knobs, const Mapping& of);
-  // The keys of the space (enumerable) of `of`'s family and tp = 1 other than `of`'s, neither
-  // profiled nor stored for reuse, with their knobs that change the computation.
+  // The keys of the space (enumerable, or with a cut-point knob: walked without the cuts) of
+  // `of`'s family other than `of`'s, neither profiled nor stored for reuse, with their knobs that
+  // change the computation.
   std::vector<std::pair<std::string, Config>> unprofiled_siblings(const Mapping& of);
   // A request to profile `knobs` (those that change the computation) as a rank of `of`'s layout,
   // at this model's batches.

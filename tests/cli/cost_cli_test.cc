@@ -509,6 +509,32 @@ attn       = { choice = ["naive", "fused_qkv", "memory_efficient"] }
     EXPECT_NEAR(collectives_ms(attn), naive, 1e-6 * naive) << attn;
 }
 
+// A space with a cut-point knob is walked without its cuts for the keys a base serves, as for its
+// profiles: the keys that differ from it only inside the blocks are probed together, one probe per
+// base, not one each.
+TEST(CostCliTest, KeysOfASpaceWithCutsAreProbedTogether) {
+  const Outcome plan = plan_of_gpt_tiny("cuts-together", R"(
+[knobs]
+batch_size    = { values = [4, 8], mem = "up" }
+pp            = { values = [1, 2] }
+micro_batches = { values = [2] }
+cuts          = { layers = 2, stages = "pp" }
+attn          = { choice = ["naive", "fused_qkv", "memory_efficient"] }
+)",
+                                        temp_db("cuts-together"), 4);
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  size_t beside = 0, alone = 0;
+  std::istringstream notes(plan.err);
+  for (std::string line; std::getline(notes, line);) {
+    if (line.find("probed beside") != std::string::npos) ++beside;
+    if (line.find("one block of each measured alone") != std::string::npos) ++alone;
+  }
+  // One base per world (pp = 1 on one rank, pp = 2 on two): two derived keys each, the first
+  // probing the second's block beside its own.
+  EXPECT_EQ(beside, 2u) << plan.err;
+  EXPECT_EQ(alone, 2u) << plan.err;
+}
+
 TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   const std::string parallel =
       std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-parallel.toml";

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "core/config.h"
 #include "core/error.h"
@@ -179,62 +180,19 @@ void expect_same_collectives(const cost::CollectiveTally& a, const cost::Collect
       << q.layers << " " << q.batch;
 }
 
-// Under tensor parallelism a derived key is one rank of its base's group: its block probed on a
-// simulated group beside the base's (the same splits), its profile has the full profile's
-// collectives at every point — an attention variant makes the base's — and predicts its peak.
-TEST(BlockProbeTest, UnderTensorParallelismADerivedProfileCountsTheFullProfilesCollectives) {
-  auto two_ranks = [](ProfileRequest r) {
-    r.knobs.set("tp", Value(int64_t{2}));
-    return r;
-  };
-  const ProfileRequest full = two_ranks(request("memory_efficient"));
+// The key of `full` (tp = 2) profiled whole, and derived from the blocks alone against `base`'s
+// whole profile: every point both have counts the same collectives — the one-block and the deep
+// steps, plain and checkpointed —, the peaks without checkpointing within 1%, the derived profile
+// of tp = 2 with the key's own parameters. Returns the two whole profiles (the key's, the base's).
+std::pair<cost::Profile, cost::Profile> expect_derived_as_whole(const ProfileRequest& full,
+                                                                const ProfileRequest& base) {
   const cost::Profile own = measure_profile(full);
   ProfileRequest derived = full;
-  const ProfileRequest base = two_ranks(request("naive"));
   derived.base = measure_profile(base);
   derived.base_knobs = base.knobs;
   const cost::Profile from_blocks = measure_profile(derived);
   EXPECT_EQ(from_blocks.tp, 2);
   EXPECT_EQ(from_blocks.shape.block_params, own.shape.block_params);
-  size_t compared = 0;
-  for (const cost::ProfilePoint& q : own.points) {
-    for (const cost::ProfilePoint& p : from_blocks.points) {
-      if (p.layers != q.layers || p.batch != q.batch || p.ckpt_blocks != q.ckpt_blocks ||
-          p.micro_batches != q.micro_batches)
-        continue;
-      ++compared;
-      expect_same_collectives(p.collectives, q.collectives, q);
-    }
-  }
-  EXPECT_GE(compared, 6u) << "the one-block and the deep steps, plain and checkpointed";
-  const cost::Predictor a(own, any_collectives()), b(from_blocks, any_collectives());
-  for (int64_t batch : {2, 6, 8}) {
-    cost::PredictInput in;
-    in.batch = batch;
-    in.tp = 2;
-    EXPECT_NEAR(b.predict(in).peak_bytes, a.predict(in).peak_bytes, 0.01 * a.predict(in).peak_bytes)
-        << batch;
-  }
-}
-
-// How tensor parallelism splits attention and the MLP changes a block's collectives: splitting
-// q, k, v by inputs and the MLP's first product likewise (row_col) makes all-gathers and more
-// all-reduces than Megatron's col_row. A key derived across the split from the blocks alone counts
-// what its full profile counts at every point.
-TEST(BlockProbeTest, ADerivedProfileAcrossTheSplitsCountsTheFullProfilesCollectives) {
-  auto split = [](const char* how) {
-    ProfileRequest r = request("naive");
-    r.knobs.set("tp", Value(int64_t{2}));
-    r.knobs.set("attn_shard", Value(std::string(how)));
-    r.knobs.set("mlp_shard", Value(std::string(how)));
-    return r;
-  };
-  const ProfileRequest full = split("row_col"), base = split("col_row");
-  const cost::Profile own = measure_profile(full);
-  ProfileRequest derived = full;
-  derived.base = measure_profile(base);
-  derived.base_knobs = base.knobs;
-  const cost::Profile from_blocks = measure_profile(derived);
   size_t compared = 0;
   for (const cost::ProfilePoint& q : own.points) {
     for (const cost::ProfilePoint& p : from_blocks.points) {
@@ -254,9 +212,37 @@ TEST(BlockProbeTest, ADerivedProfileAcrossTheSplitsCountsTheFullProfilesCollecti
     EXPECT_NEAR(b.predict(in).peak_bytes, a.predict(in).peak_bytes, 0.01 * a.predict(in).peak_bytes)
         << batch;
   }
+  return {own, *derived.base};
+}
+
+// Under tensor parallelism a derived key is one rank of its base's group: its block probed on a
+// simulated group beside the base's (the same splits), its profile has the full profile's
+// collectives at every point — an attention variant makes the base's — and predicts its peak.
+TEST(BlockProbeTest, UnderTensorParallelismADerivedProfileCountsTheFullProfilesCollectives) {
+  auto two_ranks = [](const char* attn) {
+    ProfileRequest r = request(attn);
+    r.knobs.set("tp", Value(int64_t{2}));
+    return r;
+  };
+  expect_derived_as_whole(two_ranks("memory_efficient"), two_ranks("naive"));
+}
+
+// How tensor parallelism splits attention and the MLP changes a block's collectives: splitting
+// q, k, v by inputs and the MLP's first product likewise (row_col) makes all-gathers and more
+// all-reduces than Megatron's col_row. A key derived across the split from the blocks alone counts
+// what its full profile counts at every point.
+TEST(BlockProbeTest, ADerivedProfileAcrossTheSplitsCountsTheFullProfilesCollectives) {
+  auto split = [](const char* how) {
+    ProfileRequest r = request("naive");
+    r.knobs.set("tp", Value(int64_t{2}));
+    r.knobs.set("attn_shard", Value(std::string(how)));
+    r.knobs.set("mlp_shard", Value(std::string(how)));
+    return r;
+  };
+  const auto [own, base] = expect_derived_as_whole(split("row_col"), split("col_row"));
   // And the splits differ: the check can fail.
   EXPECT_GT(own.points.back().collectives.all_gather_calls,
-            derived.base->points.back().collectives.all_gather_calls);
+            base.points.back().collectives.all_gather_calls);
 }
 
 // A derived key's request carries its base's knobs and its siblings to the worker that profiles
