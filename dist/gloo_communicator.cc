@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -14,6 +15,18 @@ namespace slapo::dist {
 namespace {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Waits for `work`, then until Gloo's worker thread has let go of it (microseconds after the wait
+// returns), so that what the work holds — an all-gather's input part, a contiguous copy — is freed
+// when the caller's reference goes, not whenever that thread gets to it: a rank's peak memory
+// then depends on no race (gpt-mini's tensor-parallel head held its logits' part, 8 MiB at 8
+// samples, past the step's peak in some trials and not in others: docs/cost-model.md).
+void wait_and_release(c10::intrusive_ptr<c10d::Work> work) {
+  work->wait();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  while (work.use_count() > 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+}
 
 class GlooSend : public schedule::SendHandle {
  public:
@@ -45,7 +58,7 @@ class GlooCommunicator : public schedule::Communicator {
     std::vector<at::Tensor> v{tensor};
     c10d::AllreduceOptions o;
     o.reduceOp = op == schedule::ReduceOp::kMax ? c10d::ReduceOp::MAX : c10d::ReduceOp::SUM;
-    run("all_reduce", tensor.nbytes(), [&] { pg_->allreduce(v, o)->wait(); });
+    run("all_reduce", tensor.nbytes(), [&] { wait_and_release(pg_->allreduce(v, o)); });
   }
 
   std::vector<at::Tensor> all_gather(const at::Tensor& tensor) override {
@@ -53,7 +66,7 @@ class GlooCommunicator : public schedule::Communicator {
     std::vector<std::vector<at::Tensor>> out(1);
     for (int i = 0; i < size(); ++i) out[0].push_back(at::empty_like(in[0]));
     run("all_gather", tensor.nbytes() * static_cast<size_t>(size()),
-        [&] { pg_->allgather(out, in)->wait(); });
+        [&] { wait_and_release(pg_->allgather(out, in)); });
     return out[0];
   }
 
@@ -61,7 +74,7 @@ class GlooCommunicator : public schedule::Communicator {
     std::vector<at::Tensor> v{tensor};
     c10d::BroadcastOptions o;
     o.rootRank = root;
-    run("broadcast", tensor.nbytes(), [&] { pg_->broadcast(v, o)->wait(); });
+    run("broadcast", tensor.nbytes(), [&] { wait_and_release(pg_->broadcast(v, o)); });
   }
 
   std::unique_ptr<schedule::SendHandle> send(const at::Tensor& tensor, int peer, int tag) override {
@@ -75,11 +88,11 @@ class GlooCommunicator : public schedule::Communicator {
   void recv(at::Tensor& tensor, int peer, int tag) override {
     std::vector<at::Tensor> v{tensor};
     run("recv from rank " + std::to_string(peer), tensor.nbytes(),
-        [&] { pg_->recv(v, peer, tag)->wait(); });
+        [&] { wait_and_release(pg_->recv(v, peer, tag)); });
   }
 
   void barrier() override {
-    run("barrier", 0, [&] { pg_->barrier()->wait(); });
+    run("barrier", 0, [&] { wait_and_release(pg_->barrier()); });
   }
 
  private:

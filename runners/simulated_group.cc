@@ -11,7 +11,6 @@ SimulatedGroup::SimulatedGroup(int size, std::string name) : size_(size), name_(
 }
 
 void SimulatedGroup::all_reduce(at::Tensor& tensor, schedule::ReduceOp) {
-  lingering_.reset();
   tally_.all_reduce_calls += 1;
   tally_.all_reduce_bytes += static_cast<double>(tensor.nbytes());
 }
@@ -21,15 +20,12 @@ std::vector<at::Tensor> SimulatedGroup::all_gather(const at::Tensor& tensor) {
   tally_.all_gather_bytes += static_cast<double>(tensor.nbytes());
   // What the real group allocates, so that the rank's peak is the real one's: an output per rank
   // (dist/gloo_communicator.cc), and inside Gloo's all-gather one flat buffer of every rank's part,
-  // copied out when the gather is done.
+  // copied out when the gather is done. Nothing outlives the call: the real group waits until
+  // Gloo's worker thread has let go of the gather's work (which holds the input part) before it
+  // returns.
   std::vector<at::Tensor> parts;
   for (int i = 0; i < size_; ++i) parts.push_back(tensor.clone());
   const at::Tensor flat = at::empty({size_ * tensor.numel()}, tensor.options());
-  // And a buffer of one rank's part that outlives the call: Gloo's worker thread releases the
-  // gather's work (which holds one) after the caller has gone on — gpt-mini's tensor-parallel
-  // head at batch 8 peaked 8 MiB (its logits' part) above the rank measured without it in four
-  // trials of six, not in two (docs/cost-model.md). Kept until the group's next collective.
-  lingering_ = at::empty_like(tensor);
   return parts;
 }
 

@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +41,6 @@ class SimulatedGroup : public schedule::Communicator {
   int size_;
   std::string name_;
   cost::CollectiveTally tally_;
-  std::optional<at::Tensor> lingering_;  // all_gather's: what the real group frees late
 };
 
 // The groups of one process that computes what rank 0 of a tensor-parallel group of `tp` ranks
