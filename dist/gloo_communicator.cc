@@ -21,7 +21,7 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 // when the caller's reference goes, not whenever that thread gets to it: a rank's peak memory
 // then depends on no race (gpt-mini's tensor-parallel head held its logits' part, 8 MiB at 8
 // samples, past the step's peak in some trials and not in others: docs/cost-model.md).
-void wait_and_release(c10::intrusive_ptr<c10d::Work> work) {
+void wait_and_release(const c10::intrusive_ptr<c10d::Work>& work) {
   work->wait();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
   while (work.use_count() > 1 && std::chrono::steady_clock::now() < deadline)
@@ -34,7 +34,7 @@ class GlooSend : public schedule::SendHandle {
       : work_(std::move(work)), what_(std::move(what)) {}
   void wait() override {
     try {
-      work_->wait();
+      wait_and_release(work_);
     } catch (const std::exception& e) {
       SLAPO_FAIL(ErrorCode::kRuntime, what_, " failed: ", first_line(e.what()));
     }

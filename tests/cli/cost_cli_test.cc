@@ -551,14 +551,15 @@ TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   EXPECT_NE(tp.err.find("profiled the collectives of 2 ranks"), std::string::npos) << tp.err;
   const auto t = nlohmann::json::parse(last_line(tp.out));
   EXPECT_GT(t["time_ms"]["collectives"].get<double>(), 0) << t.dump();
-  // The simulated rank keeps what a rank of the real job keeps. Beside the tensors, a real job's
-  // collectives allocate buffers of their own — a constant the 2-rank benchmark shows negligible
-  // at gpt-mini's size, a fifth of this tiny model's 0.7 MB peak.
+  // The simulated rank keeps what a rank of the real job keeps, now that nothing of a collective
+  // outlives its call by a race (dist/gloo_communicator.cc): within 1% (1.2 kB of 0.6 MB when
+  // written), where the job that let it (a gather's part held past the step's peak) measured 16%
+  // more, 700,424 bytes against 602,120.
   Outcome tp_job = run("trial --space " + parallel + config(2, 1, 1, 1) + " --nproc 2 --json");
   ASSERT_EQ(tp_job.exit_code, 0) << tp_job.err;
   const double tp_peak =
       nlohmann::json::parse(last_line(tp_job.out))["metrics"]["peak_bytes"].get<double>();
-  EXPECT_NEAR(t["peak_bytes"].get<double>(), tp_peak, 0.05 * tp_peak + 256 * 1024) << t.dump();
+  EXPECT_NEAR(t["peak_bytes"].get<double>(), tp_peak, 0.01 * tp_peak + 4096) << t.dump();
   // A pipeline of two stages: each stage's blocks and peak; the prediction is the larger.
   Outcome pp = run("predict --space " + parallel + config(1, 2, 1, 2) + " --db " + db + " --json");
   ASSERT_EQ(pp.exit_code, 0) << pp.err;
