@@ -284,6 +284,19 @@ threads = 2
 )" + knobs);
 }
 
+// The lines of `notes` that contain `with` and not `without` (when given).
+size_t lines_with(const std::string& notes, const std::string& with,
+                  const std::string& without = "") {
+  size_t n = 0;
+  std::istringstream in(notes);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(with) != std::string::npos &&
+        (without.empty() || line.find(without) == std::string::npos))
+      ++n;
+  }
+  return n;
+}
+
 // `slapo-tune plan --top N --json` of gpt_tiny_space(name, knobs), profiled into `db`.
 Outcome plan_of_gpt_tiny(const std::string& name, const std::string& knobs, const std::string& db,
                          int top) {
@@ -484,17 +497,8 @@ attn       = { choice = ["naive", "fused_qkv", "memory_efficient"] }
   const auto j = nlohmann::json::parse(last_line(plan.out));
   EXPECT_EQ(j["considered"], 6);
   EXPECT_EQ(j["unpredictable"], 0) << j.dump();
-  size_t derived = 0, whole = 0;
-  std::istringstream notes(plan.err);
-  for (std::string line; std::getline(notes, line);) {
-    if (line.find("cost model: profiled tp=2") == std::string::npos) continue;
-    if (line.find("differs only inside the blocks") != std::string::npos)
-      ++derived;
-    else
-      ++whole;
-  }
-  EXPECT_EQ(derived, 2u) << plan.err;
-  EXPECT_EQ(whole, 1u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "differs only inside the blocks"), 2u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "cost model: profiled tp=2", "derived"), 1u) << plan.err;
   auto collectives_ms = [&](const char* attn) {
     const Outcome p =
         run("predict --space " + space + " --db " + db +
@@ -523,16 +527,10 @@ attn          = { choice = ["naive", "fused_qkv", "memory_efficient"] }
 )",
                                         temp_db("cuts-together"), 4);
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  size_t beside = 0, alone = 0;
-  std::istringstream notes(plan.err);
-  for (std::string line; std::getline(notes, line);) {
-    if (line.find("probed beside") != std::string::npos) ++beside;
-    if (line.find("one block of each measured alone") != std::string::npos) ++alone;
-  }
   // One base per world (pp = 1 on one rank, pp = 2 on two): two derived keys each, the first
   // probing the second's block beside its own.
-  EXPECT_EQ(beside, 2u) << plan.err;
-  EXPECT_EQ(alone, 2u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "probed beside"), 2u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "one block of each measured alone"), 2u) << plan.err;
 }
 
 TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
