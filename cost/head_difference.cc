@@ -19,6 +19,21 @@ double along(const std::vector<std::pair<double, double>>& points, double x) {
   return points.size() == 1 ? points.front().second : polyline_at(points, x);
 }
 
+// The collectives of `differences` (by batch) at `x` samples, each count along the batch.
+CollectiveTally collectives_along(const std::map<int64_t, const HeadDifference*>& differences,
+                                  double x) {
+  std::vector<std::pair<double, double>> lines[4];
+  for (const auto& [batch, d] : differences) {
+    const CollectiveTally& c = d->collectives;
+    const double b = static_cast<double>(batch);
+    lines[0].emplace_back(b, c.all_reduce_calls);
+    lines[1].emplace_back(b, c.all_reduce_bytes);
+    lines[2].emplace_back(b, c.all_gather_calls);
+    lines[3].emplace_back(b, c.all_gather_bytes);
+  }
+  return {along(lines[0], x), along(lines[1], x), along(lines[2], x), along(lines[3], x)};
+}
+
 }  // namespace
 
 Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
@@ -80,6 +95,7 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
       const auto& [ms, peak] = line_of(q.layers);
       q.step_ms += along(ms, static_cast<double>(q.batch));
       q.peak_bytes += along(peak, static_cast<double>(q.batch));
+      q.collectives = q.collectives + collectives_along(one, static_cast<double>(q.batch));
     } else {
       auto it = several.find({q.micro_batches, q.batch});
       SLAPO_CHECK(it != several.end(), ErrorCode::kInvalidArgument,
@@ -87,6 +103,7 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
                   " samples in ", q.micro_batches, " micro-batches");
       q.step_ms += it->second->ms;
       q.peak_bytes += it->second->peak_bytes;
+      q.collectives = q.collectives + it->second->collectives;
     }
     // A step takes at least its optimizer step: a head's difference larger than a tiny model's
     // step is the machine's noise (gpt-tiny's 2-block steps shifted to −4 to −6 ms on a loaded
@@ -109,7 +126,7 @@ std::vector<HeadDifference> head_differences(const Profile& from, const Profile&
     auto it = of_to.find({q.micro_batches, q.batch});
     if (it == of_to.end()) continue;
     out.push_back({q.batch, 1, q.micro_batches, it->second->step_ms - q.step_ms,
-                   it->second->peak_bytes - q.peak_bytes});
+                   it->second->peak_bytes - q.peak_bytes, it->second->collectives - q.collectives});
     one = one || q.micro_batches == 1;
   }
   SLAPO_CHECK(one, ErrorCode::kInvalidArgument,
@@ -121,7 +138,12 @@ std::vector<HeadDifference> head_differences(const Profile& from, const Profile&
     if (q.layers == from.layers && q.ckpt_blocks == 0 && q.micro_batches == 1 && !q.derived)
       from_deep[q.batch] = &q;
   }
-  const Predictor predictor(from);
+  // One rank of a tensor-parallel group predicted as if alone: its steps' compute and memory, what
+  // the points measured (a simulated rank's step holds no collective's time); its collectives are
+  // differenced as counted.
+  Profile alone = from;
+  alone.tp = 1;
+  const Predictor predictor(alone);
   for (const ProfilePoint& q : to.points) {
     if (q.layers != from.layers || q.layers == 1 || q.ckpt_blocks != 0 || q.micro_batches != 1 ||
         q.derived)
@@ -134,13 +156,14 @@ std::vector<HeadDifference> head_differences(const Profile& from, const Profile&
       // The time against `from`'s step as the line through its steps reads it (the predictor's:
       // one slow step of the base is not what the head saves), the bytes against the measured.
       out.push_back({q.batch, q.layers, 1, q.step_ms - at.step_ms,
-                     q.peak_bytes - measured->second->peak_bytes});
+                     q.peak_bytes - measured->second->peak_bytes,
+                     q.collectives - measured->second->collectives});
       continue;
     }
     // Against a prediction: the peak (memory is fitted exactly, linear in the batch), not the time
     // (a step measured at another batch and moment than any of `from`'s: its difference from an
     // extrapolation was 0.3–1.8 ms a sample on table 5, not a head's).
-    out.push_back({q.batch, q.layers, 1, std::nan(""), q.peak_bytes - at.peak_bytes});
+    out.push_back({q.batch, q.layers, 1, std::nan(""), q.peak_bytes - at.peak_bytes, {}});
   }
   return out;
 }

@@ -37,13 +37,19 @@ struct HeadDifference {
   int64_t micro_batches = 1;
   double ms = 0;
   double peak_bytes = 0;
+  // Under tensor parallelism, the collectives a rank's step makes more (cost::CollectiveTally: the
+  // head's all-gather of the logits' parts against the fused loss's all-reduces of a few numbers a
+  // token). They do not depend on the blocks before the head: shift_head reads the one-block
+  // differences' (along the batch) at every depth, and a point's own in several micro-batches.
+  CollectiveTally collectives;
 };
 
 // `profile` with every point shifted by the difference at its batch and marked `derived`; its
 // shape's epilogue parameters `epilogue_params` more. In one micro-batch: the peak interpolated
 // along the batch between the one-block differences and those of the point's own depth,
 // extrapolated along the nearest segment beyond them; the time likewise between the depth's own
-// known ones alone where it has any (one: in proportion to the batch), else the one-block ones.
+// known ones alone where it has any (one: in proportion to the batch), else the one-block ones;
+// the collectives along the one-block ones.
 // In more micro-batches: the difference measured at that point. Throws Error(kInvalidArgument)
 // when no one-block difference of one micro-batch is given, or a point of several micro-batches
 // has none of its own.
@@ -54,9 +60,11 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
 // has too — the differences shift_head applied, recovered from a profile it derived (or from two
 // measured ones) —, and at `to`'s measured steps of the model's depth without checkpointing:
 // where `from` measured that batch, the time against its line there (its prediction, uncalibrated:
-// a slow step of `from`'s off the line is not the head's) and the peak against the measured one;
-// elsewhere the peak alone, against its prediction. Throws Error(kInvalidArgument) when they share
-// no one-block point of one micro-batch.
+// a slow step of `from`'s off the line is not the head's) and the peak and the collectives against
+// the measured ones; elsewhere the peak alone, against its prediction. Profiles of one rank of a
+// tensor-parallel group are compared as measured: its compute and memory (a simulated rank's steps
+// hold no collective's time) and the collectives it counted. Throws Error(kInvalidArgument) when
+// they share no one-block point of one micro-batch.
 std::vector<HeadDifference> head_differences(const Profile& from, const Profile& to);
 
 }  // namespace slapo::cost

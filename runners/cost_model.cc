@@ -245,7 +245,7 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   const Mapping& m = mapping(config);
   const int ranks = ranks_beside(m.world());
   const std::vector<std::string> worker = {self_executable(), "worker"};
-  if (m.input.tp == 1 && !bases_.count(m.family)) {
+  if (!bases_.count(m.family)) {
     if (std::optional<cost::Profile> shifted = derive_across_head(config, key, derived_how)) {
       // A composed profile is the shift of another key's: it is of this key, measured here now.
       shifted->key_json = key;
@@ -519,7 +519,7 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
   // measured, derived or stored; shifted by the pair's difference, nothing measured.
   const Config other = with_head_of(config, pair->second.from_knobs);
   const Mapping& o = mapping(other);
-  if (!o.why_not.empty() || o.input.tp != 1) return std::nullopt;
+  if (!o.why_not.empty() || o.input.tp != m.input.tp) return std::nullopt;
   const cost::Profile& from_side = predictor_for(o.key, other).profile();
   const HeadPair& p = pair->second;
   cost::Profile out = cost::shift_head(from_side, cost::head_differences(p.from, p.to),

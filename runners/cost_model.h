@@ -17,8 +17,9 @@
 // rank's block on a simulated group) — with every other such key of the space at once, the base's
 // block run once per round for all of them.
 //
-// A key that differs from a profiled one of one rank only in the head (fused_lm_loss) is that one
-// shifted by what the head differs by (cost/head_difference.h), read off the key's own one-block
+// A key that differs from a profiled one only in the head (fused_lm_loss; the same tp and splits:
+// under tensor parallelism the head's collectives too) is that one shifted by what the head
+// differs by (cost/head_difference.h), read off the key's own one-block
 // steps where the base's ran (runners/profiler.h) and its deep steps at the base's two largest
 // batches, once; the family's other keys are their attention variants' profiles shifted alike,
 // nothing of them run.
@@ -138,7 +139,7 @@ class WorkloadCostModel : public tuner::CostModel {
   // `derived_how` (may be null) says how a derived profile was made, for the note.
   cost::Profile measure_profile(const Config& config, const std::string& key,
                                 std::string* derived_how);
-  // The profile of `key`, of one rank, when a measured base differs from it only in the head
+  // The profile of `key` when a measured base differs from it only in the head
   // (cost/head_difference.h): the base's blocks with this key's head measured where the base's
   // were (probe_across_head) once per family — the pair kept in head_pairs_ —, then every key of
   // the family its blocks' profile with the base's head, shifted. None when no base qualifies,
@@ -204,13 +205,13 @@ class WorkloadCostModel : public tuner::CostModel {
   db::Database* database_;
   std::function<void(const std::string&)> on_note_;
   std::map<std::string, std::unique_ptr<cost::Predictor>> predictors_;
-  // By family: a measured profile of one rank, and the knobs it is of.
+  // By family: a measured profile (of one rank of the family's tp), and the knobs it is of.
   struct Base {
     cost::Profile profile;
     Config knobs;
   };
   std::map<std::string, Base> bases_;
-  // By family without a base: two profiles of one rank that differ only in the head — another
+  // By family without a base: two profiles that differ only in the head — another
   // family's base, and its blocks with this family's head — and the knobs of the first.
   struct HeadPair {
     cost::Profile from, to;

@@ -265,14 +265,17 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs,
   }
   SLAPO_CHECK(batches.count(1), ErrorCode::kInvalidArgument,
               "deriving a profile across the head: the base has no measured one-block step");
+  // Under tensor parallelism, as one rank of the base's group: the collectives counted, the
+  // head's parameters this rank's shard.
+  const int tp = static_cast<int>(base.tp);
   cost::Profile own;
   own.layers = base.layers;
-  own.tp = 1;
-  own.shape = model_shape(w, knobs, 1);
+  own.tp = base.tp;
+  own.shape = model_shape(w, knobs, tp);
   const double more_params = own.shape.epilogue_params - base.shape.epilogue_params;
   for (const auto& [micro, at] : batches) {
     for (cost::ProfilePoint q : measure_sweep(
-             w, knobs, 1, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0, false)) {
+             w, knobs, tp, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0, false)) {
       q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more_params;
       own.points.push_back(q);
     }
@@ -356,8 +359,9 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     return {profile};
   }
   if (request.base && request.head) {
-    SLAPO_CHECK(tp == 1, ErrorCode::kInvalidArgument,
-                "a profile derived across the head needs tp = 1, not ", tp);
+    SLAPO_CHECK(tp == request.base->tp, ErrorCode::kInvalidArgument,
+                "a profile derived across the head needs its base's tp = ", request.base->tp,
+                ", not ", tp);
     cost::Profile profile = measure_across_head(w, request.knobs, *request.base);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};

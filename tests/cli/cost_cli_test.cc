@@ -513,6 +513,45 @@ attn       = { choice = ["naive", "fused_qkv", "memory_efficient"] }
     EXPECT_NEAR(collectives_ms(attn), naive, 1e-6 * naive) << attn;
 }
 
+// Under tensor parallelism, keys that differ only in the head are derived across it too: one
+// measured whole, its attention variant probed inside the blocks, the fused loss's one-block steps
+// (and deep ones) run as one rank of the group — the head's collectives counted, the logits'
+// all-gather gone —, and the fourth key composed of the two, nothing of it run.
+TEST(CostCliTest, KeysOfTwoRanksThatDifferOnlyInTheHeadAreDerived) {
+  const std::string db = temp_db("tp-head");
+  const std::string space = gpt_tiny_space("tp-head", R"(
+[knobs]
+batch_size    = { values = [4, 8], mem = "up" }
+tp            = { values = [2] }
+attn          = { choice = ["naive", "fused_qkv"] }
+fused_lm_loss = { values = [false, true] }
+)");
+  const Outcome plan = run("plan --space " + space + " --db " + db + " --top 8 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto j = nlohmann::json::parse(last_line(plan.out));
+  EXPECT_EQ(j["considered"], 8);
+  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
+  // Measured whole: a note that says nothing of how it was derived.
+  EXPECT_EQ(lines_with(plan.err, "cost model: profiled tp=2", " s ("), 1u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "differs only inside the blocks"), 1u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "differs only in the head"), 1u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "shifted by the head's difference"), 1u) << plan.err;
+  auto collectives_ms = [&](const char* attn, bool fused) {
+    const Outcome p = run("predict --space " + space + " --db " + db +
+                          " --config '{\"batch_size\": 8, \"tp\": 2, \"attn\": \"" + attn +
+                          "\", \"fused_lm_loss\": " + (fused ? "true" : "false") + "}' --json");
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.err.find("cost model: profiled"), std::string::npos) << p.err;  // all stored
+    return nlohmann::json::parse(last_line(p.out))["time_ms"]["collectives"].get<double>();
+  };
+  const double plain = collectives_ms("naive", false), fused = collectives_ms("naive", true);
+  EXPECT_GT(fused, 0);
+  EXPECT_NE(fused, plain);
+  // The attention variant makes the same collectives with either head.
+  EXPECT_NEAR(collectives_ms("fused_qkv", true), fused, 1e-6 * fused);
+  EXPECT_NEAR(collectives_ms("fused_qkv", false), plain, 1e-6 * plain);
+}
+
 // A space with a cut-point knob is walked without its cuts for the keys a base serves, as for its
 // profiles: the keys that differ from it only inside the blocks are probed together, one probe per
 // base, not one each.

@@ -81,19 +81,27 @@ TEST(DerivedProfileTest, PredictsWhatTheFullProfileOfTheNewKeyPredicts) {
 // none).
 std::vector<BlockDifference> block_differences(const SyntheticWorkload& base,
                                                const SyntheticWorkload& other) {
+  auto difference = [](int64_t batch, bool checkpointed, double ms, double kept_bytes) {
+    BlockDifference d;
+    d.batch = batch;
+    d.checkpointed = checkpointed;
+    d.ms = ms;
+    d.kept_bytes = kept_bytes;
+    return d;
+  };
   std::vector<BlockDifference> out;
   for (int64_t batch : {1, 4, 11, 32}) {
     const double x = static_cast<double>(batch);
-    out.push_back({batch, false, other.block_ms(x) - base.block_ms(x),
-                   (other.block_act_mb - base.block_act_mb) * kMB * x, 0});
+    out.push_back(difference(batch, false, other.block_ms(x) - base.block_ms(x),
+                             (other.block_act_mb - base.block_act_mb) * kMB * x));
     // One block's collectives: one block less of each variant.
     out.back().collectives = (other.collectives(1, batch, 0) - other.collectives(0, batch, 0)) -
                              (base.collectives(1, batch, 0) - base.collectives(0, batch, 0));
   }
-  out.push_back(
-      {32, true,
-       (1 + other.recompute) * other.block_ms(32) - (1 + base.recompute) * base.block_ms(32),
-       (other.ckpt_kept_mb - base.ckpt_kept_mb) * kMB * 32, 0});
+  out.push_back(difference(
+      32, true,
+      (1 + other.recompute) * other.block_ms(32) - (1 + base.recompute) * base.block_ms(32),
+      (other.ckpt_kept_mb - base.ckpt_kept_mb) * kMB * 32));
   out.back().collectives = (other.collectives(1, 32, 1) - other.collectives(0, 32, 0)) -
                            (base.collectives(1, 32, 1) - base.collectives(0, 32, 0));
   return out;

@@ -28,6 +28,18 @@ SyntheticWorkload other_head() {
   return w;
 }
 
+// A difference of time and bytes alone (one rank: no collectives).
+HeadDifference diff(int64_t batch, int64_t layers, int64_t micro_batches, double ms,
+                    double peak_bytes) {
+  HeadDifference d;
+  d.batch = batch;
+  d.layers = layers;
+  d.micro_batches = micro_batches;
+  d.ms = ms;
+  d.peak_bytes = peak_bytes;
+  return d;
+}
+
 // What a profile across the head measures: the new key's one-block steps at the base's one-block
 // batches, against the base's.
 std::vector<HeadDifference> one_block_differences(const SyntheticWorkload& from,
@@ -38,6 +50,7 @@ std::vector<HeadDifference> one_block_differences(const SyntheticWorkload& from,
     d.batch = batch;
     d.ms = to.step(1, batch, 0) - from.step(1, batch, 0);
     d.peak_bytes = to.peak(1, batch, 0) - from.peak(1, batch, 0);
+    d.collectives = to.collectives(1, batch, 0) - from.collectives(1, batch, 0);
     out.push_back(d);
   }
   return out;
@@ -104,9 +117,9 @@ TEST(HeadDifferenceTest, TheDifferencesAShiftRecordedAreRecoveredFromThePair) {
 // point of its peak's line beyond the one-block batches.
 TEST(HeadDifferenceTest, ADeepStepsDifferenceIsThatDepthsOwn) {
   const SyntheticWorkload base;
-  std::vector<HeadDifference> d = {{1, 1, 1, -1, 0}, {32, 1, 1, -2, -320 * kMB}};
+  std::vector<HeadDifference> d = {diff(1, 1, 1, -1, 0), diff(32, 1, 1, -2, -320 * kMB)};
   const Profile one_block_only = shift_head(base.profile(), d);
-  d.push_back({64, kLayers, 1, -128, -1000 * kMB});  // 2 ms and ~15.6 MB a sample
+  d.push_back(diff(64, kLayers, 1, -128, -1000 * kMB));  // 2 ms and ~15.6 MB a sample
   const Profile shifted = shift_head(base.profile(), d);
   const Profile original = base.profile();
   for (size_t i = 0; i < shifted.points.size(); ++i) {
@@ -136,11 +149,9 @@ TEST(HeadDifferenceTest, ADeepStepsDifferenceIsThatDepthsOwn) {
 TEST(HeadDifferenceTest, TheDepthsTimeLineRunsFromTheOptimizersDifferenceThroughItsOwn) {
   const SyntheticWorkload base;
   const Profile original = base.profile();
-  const std::vector<HeadDifference> d = {{1, 1, 1, -1, 0},
-                                         {32, 1, 1, -2, -320 * kMB},
-                                         {4, kLayers, 1, -4, 0},
-                                         {32, kLayers, 1, -60, -300 * kMB},
-                                         {64, kLayers, 1, std::nan(""), -1000 * kMB}};
+  const std::vector<HeadDifference> d = {
+      diff(1, 1, 1, -1, 0), diff(32, 1, 1, -2, -320 * kMB), diff(4, kLayers, 1, -4, 0),
+      diff(32, kLayers, 1, -60, -300 * kMB), diff(64, kLayers, 1, std::nan(""), -1000 * kMB)};
   const double more_params = 1e6;
   const Profile shifted = shift_head(original, d, more_params);
   const double at0 = original.optimizer_ms_per_param * more_params;
@@ -180,8 +191,9 @@ TEST(HeadDifferenceTest, OneBlockStepsAtTheirOptimizerPeakShiftNoHeadsBytes) {
   base.optimizer_peak_mb = other.optimizer_peak_mb = 200;  // over one block's 4 samples
   std::vector<HeadDifference> d = one_block_differences(base, other);
   for (int64_t batch : {4, 11, 32}) {
-    d.push_back({batch, kLayers, 1, other.step(kLayers, batch, 0) - base.step(kLayers, batch, 0),
-                 other.peak(kLayers, batch, 0) - base.peak(kLayers, batch, 0)});
+    d.push_back(diff(batch, kLayers, 1,
+                     other.step(kLayers, batch, 0) - base.step(kLayers, batch, 0),
+                     other.peak(kLayers, batch, 0) - base.peak(kLayers, batch, 0)));
   }
   SyntheticWorkload block = base;
   block.block_act_mb = 40;  // one block of 4 samples, either head: over the optimizer's 200 MB
@@ -209,6 +221,71 @@ TEST(HeadDifferenceTest, AStepShiftedPastItsOptimizerStepTakesThatStep) {
   EXPECT_NO_THROW(Predictor{shifted});
 }
 
+double collectives_ms(const Prediction& p) {
+  for (const auto& [name, ms] : p.time_ms) {
+    if (name == "collectives") return ms;
+  }
+  return -1;
+}
+
+// Under tensor parallelism the two heads make other collectives (the plain head all-gathers its
+// logits' parts, the fused loss all-reduces a few numbers a token): the shifted profile's are the
+// new head's at every depth, checkpointing and layout — and they are recovered from the pair, the
+// deep steps' too (against the base's line at its tp, whose steps hold no collective's time).
+TEST(HeadDifferenceTest, UnderTensorParallelismTheHeadsCollectivesShiftToo) {
+  SyntheticWorkload base, other = other_head();
+  for (SyntheticWorkload* w : {&base, &other}) {
+    w->tp = 2;
+    w->block_all_reduces = 4;
+  }
+  base.outside_all_reduces = 1;
+  base.outside_all_gathers = 1;  // the logits' parts: 0.5 MB a sample
+  base.gather_bytes = 500000;
+  other.outside_all_reduces = 4;
+  const std::vector<HeadDifference> d = one_block_differences(base, other);
+  const Profile shifted = shift_head(base.profile(), d);
+  EXPECT_EQ(shifted.tp, 2);
+  const Predictor from_shifted(shifted, testing::synthetic_collectives());
+  const Predictor from_full(other.profile(), testing::synthetic_collectives());
+  for (int64_t batch : {2, 8, 24, 64}) {
+    for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
+      for (int64_t pp : {1, 2}) {
+        PredictInput in;
+        in.batch = batch;
+        in.ckpt_blocks = ckpt;
+        in.tp = 2;
+        in.pp = pp;
+        in.micro_batches = pp;
+        if (pp == 2) in.cuts = {kLayers / 2};
+        const Prediction a = from_shifted.predict(in), b = from_full.predict(in);
+        EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
+        EXPECT_NEAR(collectives_ms(a), collectives_ms(b), 1e-6 * collectives_ms(b))
+            << batch << " " << ckpt << " " << pp;
+        EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
+            << batch << " " << ckpt << " " << pp;
+      }
+    }
+  }
+  // The base's collectives take longer (the logits' all-gather): the check can fail.
+  PredictInput in;
+  in.batch = 8;
+  in.tp = 2;
+  const Predictor from_base(base.profile(), testing::synthetic_collectives());
+  EXPECT_GT(collectives_ms(from_base.predict(in)), 1.5 * collectives_ms(from_full.predict(in)));
+  // Recovered from two measured profiles: one block and the deep steps, each the heads' own.
+  int deep = 0;
+  for (const HeadDifference& h : head_differences(base.profile(), other.profile())) {
+    const CollectiveTally want =
+        other.collectives(h.layers, h.batch, 0) - base.collectives(h.layers, h.batch, 0);
+    EXPECT_EQ(h.collectives, want) << h.layers << " blocks at " << h.batch;
+    if (h.layers == 1) continue;
+    ++deep;
+    EXPECT_NEAR(h.ms, other.step(h.layers, h.batch, 0) - base.step(h.layers, h.batch, 0), 1e-6)
+        << h.batch;
+  }
+  EXPECT_EQ(deep, 4);  // 1, 4, 11 and 32 samples
+}
+
 TEST(HeadDifferenceTest, WhatCannotBeShiftedIsRefused) {
   const SyntheticWorkload base;
   EXPECT_THROW(shift_head(base.profile(), {}), Error);
@@ -217,8 +294,8 @@ TEST(HeadDifferenceTest, WhatCannotBeShiftedIsRefused) {
   ProfilePoint gpipe = base.point(1, 8, 0);
   gpipe.micro_batches = 2;
   p.points.push_back(gpipe);
-  EXPECT_THROW(shift_head(p, {{4, 1, 1, -1, 0}}), Error);
-  EXPECT_NO_THROW(shift_head(p, {{4, 1, 1, -1, 0}, {8, 1, 2, -2, 0}}));
+  EXPECT_THROW(shift_head(p, {diff(4, 1, 1, -1, 0)}), Error);
+  EXPECT_NO_THROW(shift_head(p, {diff(4, 1, 1, -1, 0), diff(8, 1, 2, -2, 0)}));
   // Two profiles of no common one-block step: nothing to recover.
   Profile deep_only = base.profile();
   deep_only.points.erase(std::remove_if(deep_only.points.begin(), deep_only.points.end(),

@@ -35,9 +35,11 @@ struct SyntheticWorkload {
   // Under tensor parallelism (tp > 1; the profile is one rank's): all-reduces of one micro-batch,
   // each of `message_bytes` a sample — a block's forward and backward make `block_all_reduces`, its
   // forward half of them (made again by a checkpointed block's recompute), the rest
-  // `outside_all_reduces`.
+  // `outside_all_reduces`; and the head's all-gathers (of its logits' parts), `gather_bytes` a
+  // sample each.
   int64_t tp = 1;
   double block_all_reduces = 0, outside_all_reduces = 0, message_bytes = 1000;
+  double outside_all_gathers = 0, gather_bytes = 50000;
 
   double block_ms(double x) const { return block_at0 + block_per_sample * x; }
   double outside_ms(double x) const { return outside_at0 + outside_per_sample * x; }
@@ -63,7 +65,9 @@ struct SyntheticWorkload {
     if (tp == 1) return {};
     const double calls = outside_all_reduces + static_cast<double>(layers) * block_all_reduces +
                          static_cast<double>(k) * block_all_reduces / 2;
-    return {calls, calls * message_bytes * static_cast<double>(x), 0, 0};
+    const double samples = static_cast<double>(x);
+    return {calls, calls * message_bytes * samples, outside_all_gathers,
+            outside_all_gathers * gather_bytes * samples};
   }
   ProfilePoint point(int64_t layers, int64_t batch, int64_t ckpt) const {
     ProfilePoint q;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "core/config.h"
@@ -21,17 +22,19 @@ Workload tiny() {
       R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 1, "steps": 2, "threads": 1})", "test");
 }
 
-Config head(bool fused) {
+// With `tp` > 1, one rank of a tensor-parallel group (the head split by the vocabulary).
+Config head(bool fused, int64_t tp = 1) {
   Config c;
   c.set("fused_lm_loss", Value(fused));
+  if (tp > 1) c.set("tp", Value(tp));
   return c;
 }
 
 // The full profile of the tiny workload with or without the fused loss, batches 2 to 8.
-cost::Profile full_profile(bool fused) {
+cost::Profile full_profile(bool fused, int64_t tp = 1) {
   ProfileRequest r;
   r.workload = tiny();
-  r.knobs = head(fused);
+  r.knobs = head(fused, tp);
   r.batch_lo = 2;
   r.batch_hi = 8;
   return measure_profile(r);
@@ -39,14 +42,14 @@ cost::Profile full_profile(bool fused) {
 
 // `base` derived across the head to `fused`'s, through the request's JSON (as a job of two ranks
 // receives it).
-cost::Profile across_head(const cost::Profile& base, bool fused) {
+cost::Profile across_head(const cost::Profile& base, bool fused, int64_t tp = 1) {
   ProfileRequest r;
   r.workload = tiny();
-  r.knobs = head(fused);
+  r.knobs = head(fused, tp);
   r.batch_lo = 2;
   r.batch_hi = 8;
   r.base = base;
-  r.base_knobs = head(false);
+  r.base_knobs = head(false, tp);
   r.head = true;
   return measure_profile(ProfileRequest::from_json(r.to_json(), "the test's request"));
 }
@@ -107,6 +110,42 @@ TEST(AcrossTheHeadTest, TheOneBlockBytesAreTheNewKeysOwnItsTimeTheBases) {
   }
   const PointKey largest = {1, 0, 1, 8};
   EXPECT_LT(a.at(largest)->peak_bytes, base_points.at(largest)->peak_bytes);
+}
+
+// Under tensor parallelism the plain head all-gathers its logits' parts and the fused loss
+// all-reduces a few numbers a token: the derived profile counts, at every point, the collectives
+// the new key's full profile counts — one block's measured, the deep variant's shifted by them —,
+// and its one-block bytes are the new key's own.
+TEST(AcrossTheHeadTest, UnderTensorParallelismTheCollectivesAreTheNewKeysOwn) {
+  const cost::Profile plain = full_profile(false, 2), fused = full_profile(true, 2);
+  const cost::Profile derived = across_head(plain, true, 2);
+  EXPECT_EQ(derived.tp, 2);
+  EXPECT_EQ(derived.shape.epilogue_params, fused.shape.epilogue_params);
+  const auto a = by_key(derived), b = by_key(fused), base_points = by_key(plain);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [key, q] : a) {
+    ASSERT_TRUE(b.count(key));
+    const cost::CollectiveTally& want = b.at(key)->collectives;
+    const std::string at = std::to_string(std::get<0>(key)) + " block(s), " +
+                           std::to_string(std::get<1>(key)) + " checkpointed, " +
+                           std::to_string(std::get<2>(key)) + " micro-batch(es) x " +
+                           std::to_string(std::get<3>(key));
+    EXPECT_NEAR(q->collectives.all_reduce_calls, want.all_reduce_calls, 1e-9) << at;
+    EXPECT_NEAR(q->collectives.all_gather_calls, want.all_gather_calls, 1e-9) << at;
+    EXPECT_NEAR(q->collectives.all_reduce_bytes, want.all_reduce_bytes,
+                1e-9 * want.all_reduce_bytes + 1e-6)
+        << at;
+    EXPECT_NEAR(q->collectives.all_gather_bytes, want.all_gather_bytes,
+                1e-9 * want.all_gather_bytes + 1e-6)
+        << at;
+    if (std::get<0>(key) == 1 && std::get<1>(key) == 0) {
+      EXPECT_EQ(q->peak_bytes, b.at(key)->peak_bytes) << at;
+    }
+  }
+  // The base's differ: the check can fail (the logits' all-gather is gone with the fused loss).
+  const cost::ProfilePoint& base_largest = *base_points.at({1, 0, 1, 8});
+  EXPECT_GT(base_largest.collectives.all_gather_bytes,
+            b.at({1, 0, 1, 8})->collectives.all_gather_bytes);
 }
 
 }  // namespace
