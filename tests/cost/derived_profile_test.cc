@@ -53,19 +53,7 @@ TEST(DerivedProfileTest, PredictsWhatTheFullProfileOfTheNewKeyPredicts) {
   EXPECT_NEAR(from_derived.fit().recompute_share, 0.45, 1e-9);
   EXPECT_NEAR(from_derived.fit().block_act, 14 * kMB, 1);
   EXPECT_NEAR(from_derived.fit().ckpt_block_kept, 3 * kMB, 1);
-  for (int64_t batch : {2, 8, 24, 64}) {
-    for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
-      for (int64_t pp : {1, 2}) {
-        PredictInput in = input(batch, ckpt, pp == 1 ? 1 : 2);
-        in.pp = pp;
-        if (pp == 2) in.cuts = {kLayers / 2};
-        const Prediction a = from_derived.predict(in), b = from_full.predict(in);
-        EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
-        EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
-            << batch << " " << ckpt << " " << pp;
-      }
-    }
-  }
+  testing::expect_same_predictions(from_derived, from_full);
   // And the derived key is not the base: the check can fail.
   const Predictor from_base(base.profile());
   EXPECT_GT(from_derived.predict(input(32, 0, 1)).step_ms,
@@ -242,13 +230,6 @@ TEST(DerivedProfileTest, ABaseWithoutACheckpointedStepDerivesNone) {
   EXPECT_FALSE(steps.empty());
 }
 
-double collectives_ms(const Prediction& p) {
-  for (const auto& [name, ms] : p.time_ms) {
-    if (name == "collectives") return ms;
-  }
-  return -1;
-}
-
 // Under tensor parallelism the base and the new key are one rank of one group: the new key's
 // collectives are the base's and what its blocks make more (here two all-reduces a block more, one
 // of them in the forward), composed into every point — from its deep steps, or from the blocks
@@ -272,28 +253,14 @@ TEST(DerivedProfileTest, UnderTensorParallelismTheBlocksCollectivesAreComposedTo
     const Profile derived = derive_profile(base.profile(), steps, base.profile().shape);
     EXPECT_EQ(derived.tp, 2);
     const Predictor from_derived(derived, testing::synthetic_collectives());
-    for (int64_t batch : {2, 8, 64}) {
-      for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
-        for (int64_t pp : {1, 2}) {
-          PredictInput in = input(batch, ckpt, pp == 1 ? 1 : 2);
-          in.tp = 2;
-          in.pp = pp;
-          if (pp == 2) in.cuts = {kLayers / 2};
-          const Prediction a = from_derived.predict(in), b = from_full.predict(in);
-          EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
-          EXPECT_NEAR(collectives_ms(a), collectives_ms(b), 1e-6 * collectives_ms(b))
-              << batch << " " << ckpt << " " << pp;
-          EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
-              << batch << " " << ckpt << " " << pp;
-        }
-      }
-    }
+    testing::expect_same_predictions(from_derived, from_full, 2);
   }
   // The base's collectives alone are fewer: the check can fail.
   const Predictor from_base(base.profile(), testing::synthetic_collectives());
   PredictInput in = input(8, 0, 1);
   in.tp = 2;
-  EXPECT_LT(collectives_ms(from_base.predict(in)), 0.9 * collectives_ms(from_full.predict(in)));
+  EXPECT_LT(testing::collectives_ms(from_base.predict(in)),
+            0.9 * testing::collectives_ms(from_full.predict(in)));
 }
 
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {

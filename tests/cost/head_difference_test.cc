@@ -62,22 +62,7 @@ TEST(HeadDifferenceTest, PredictsWhatTheFullProfileOfTheNewHeadPredicts) {
   const Predictor from_shifted(shifted, testing::synthetic_collectives());
   const Predictor from_full(other.profile(), testing::synthetic_collectives());
   EXPECT_NEAR(from_shifted.fit().outside_act, 12 * kMB, 1);
-  for (int64_t batch : {2, 8, 24, 64}) {
-    for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
-      for (int64_t pp : {1, 2}) {
-        PredictInput in;
-        in.batch = batch;
-        in.ckpt_blocks = ckpt;
-        in.pp = pp;
-        in.micro_batches = pp;
-        if (pp == 2) in.cuts = {kLayers / 2};
-        const Prediction a = from_shifted.predict(in), b = from_full.predict(in);
-        EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
-        EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
-            << batch << " " << ckpt << " " << pp;
-      }
-    }
-  }
+  testing::expect_same_predictions(from_shifted, from_full);
   for (const ProfilePoint& q : shifted.points) EXPECT_TRUE(q.derived);
 }
 
@@ -221,13 +206,6 @@ TEST(HeadDifferenceTest, AStepShiftedPastItsOptimizerStepTakesThatStep) {
   EXPECT_NO_THROW(Predictor{shifted});
 }
 
-double collectives_ms(const Prediction& p) {
-  for (const auto& [name, ms] : p.time_ms) {
-    if (name == "collectives") return ms;
-  }
-  return -1;
-}
-
 // Under tensor parallelism the two heads make other collectives (the plain head all-gathers its
 // logits' parts, the fused loss all-reduces a few numbers a token): the shifted profile's are the
 // new head's at every depth, checkpointing and layout — and they are recovered from the pair, the
@@ -247,31 +225,14 @@ TEST(HeadDifferenceTest, UnderTensorParallelismTheHeadsCollectivesShiftToo) {
   EXPECT_EQ(shifted.tp, 2);
   const Predictor from_shifted(shifted, testing::synthetic_collectives());
   const Predictor from_full(other.profile(), testing::synthetic_collectives());
-  for (int64_t batch : {2, 8, 24, 64}) {
-    for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
-      for (int64_t pp : {1, 2}) {
-        PredictInput in;
-        in.batch = batch;
-        in.ckpt_blocks = ckpt;
-        in.tp = 2;
-        in.pp = pp;
-        in.micro_batches = pp;
-        if (pp == 2) in.cuts = {kLayers / 2};
-        const Prediction a = from_shifted.predict(in), b = from_full.predict(in);
-        EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
-        EXPECT_NEAR(collectives_ms(a), collectives_ms(b), 1e-6 * collectives_ms(b))
-            << batch << " " << ckpt << " " << pp;
-        EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
-            << batch << " " << ckpt << " " << pp;
-      }
-    }
-  }
+  testing::expect_same_predictions(from_shifted, from_full, 2);
   // The base's collectives take longer (the logits' all-gather): the check can fail.
   PredictInput in;
   in.batch = 8;
   in.tp = 2;
   const Predictor from_base(base.profile(), testing::synthetic_collectives());
-  EXPECT_GT(collectives_ms(from_base.predict(in)), 1.5 * collectives_ms(from_full.predict(in)));
+  EXPECT_GT(testing::collectives_ms(from_base.predict(in)),
+            1.5 * testing::collectives_ms(from_full.predict(in)));
   // Recovered from two measured profiles: one block and the deep steps, each the heads' own.
   int deep = 0;
   for (const HeadDifference& h : head_differences(base.profile(), other.profile())) {

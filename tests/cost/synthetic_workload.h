@@ -13,7 +13,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "cost/collectives.h"
+#include "cost/predictor.h"
 #include "cost/profile.h"
 
 namespace slapo::cost::testing {
@@ -124,6 +127,40 @@ inline CollectiveModel synthetic_collectives() {
     for (double bytes : {4096.0, 1e6, 4e6}) c.samples.push_back({op, bytes, 0.1 + bytes / 1e6});
   }
   return CollectiveModel(c);
+}
+
+// The time a prediction gives its collectives; -1 without the entry.
+inline double collectives_ms(const Prediction& p) {
+  for (const auto& [name, ms] : p.time_ms) {
+    if (name == "collectives") return ms;
+  }
+  return -1;
+}
+
+// Expects `derived` to predict what `full` predicts — step time, collectives' time and peak, to one
+// part in a million — at every batch, checkpointing and pipeline layout of one grid (one stage, and
+// two stages of two micro-batches), on `tp` ranks of tensor parallelism.
+inline void expect_same_predictions(const Predictor& derived, const Predictor& full,
+                                    int64_t tp = 1) {
+  for (int64_t batch : {2, 8, 24, 64}) {
+    for (int64_t ckpt : {int64_t{0}, int64_t{1}, kLayers}) {
+      for (int64_t pp : {1, 2}) {
+        PredictInput in;
+        in.batch = batch;
+        in.ckpt_blocks = ckpt;
+        in.tp = tp;
+        in.pp = pp;
+        in.micro_batches = pp;
+        if (pp == 2) in.cuts = {kLayers / 2};
+        const Prediction a = derived.predict(in), b = full.predict(in);
+        EXPECT_NEAR(a.step_ms, b.step_ms, 1e-6 * b.step_ms) << batch << " " << ckpt << " " << pp;
+        EXPECT_NEAR(collectives_ms(a), collectives_ms(b), 1e-6 * collectives_ms(b))
+            << batch << " " << ckpt << " " << pp;
+        EXPECT_NEAR(a.peak_bytes, b.peak_bytes, 1e-6 * b.peak_bytes)
+            << batch << " " << ckpt << " " << pp;
+      }
+    }
+  }
 }
 
 }  // namespace slapo::cost::testing
