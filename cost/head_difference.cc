@@ -36,8 +36,13 @@ CollectiveTally collectives_along(const std::map<int64_t, const HeadDifference*>
 
 }  // namespace
 
+OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from) {
+  return {to.prologue_params - from.prologue_params, to.epilogue_params - from.epilogue_params,
+          to.tied_params - from.tied_params};
+}
+
 Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
-                   double epilogue_params) {
+                   const OutsideParams& more) {
   std::map<int64_t, const HeadDifference*> one;                          // by batch
   std::map<std::pair<int64_t, int64_t>, const HeadDifference*> deeper;   // by (layers, batch)
   std::map<std::pair<int64_t, int64_t>, const HeadDifference*> several;  // by (micro, batch)
@@ -84,12 +89,14 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
     // parameters' optimizer step — to the first (measured at the largest batches, they are not
     // extrapolated down along their steepest segment).
     if (!own_ms.empty() && own_ms.front().first > 0)
-      own_ms.insert(own_ms.begin(), {0.0, profile.optimizer_ms_per_param * epilogue_params});
+      own_ms.insert(own_ms.begin(), {0.0, profile.optimizer_ms_per_param * more.total()});
     if (!own_ms.empty()) ms = own_ms;
     return lines[layers];
   };
   Profile out = profile;
-  out.shape.epilogue_params += epilogue_params;
+  out.shape.prologue_params += more.prologue;
+  out.shape.epilogue_params += more.epilogue;
+  out.shape.tied_params += more.tied;
   for (ProfilePoint& q : out.points) {
     if (q.micro_batches == 1) {
       const auto& [ms, peak] = line_of(q.layers);

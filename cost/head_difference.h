@@ -1,8 +1,9 @@
 #pragma once
 // A profile derived across the head: for a key that differs from a profiled one only in the knobs
-// of the model's head — the final norm, the LM head and its loss (`fused_lm_loss`) — every block
-// and the embeddings are the other's, so each of its steps is the other's plus what the head's
-// work differs by, which does not depend on how many blocks run before it:
+// of the model's head — the final norm, the LM head and its loss (`fused_lm_loss`) — or, under
+// tensor parallelism, in how the embedding and the LM head tied to it are split (`embed_shard`),
+// every block is the other's, so each of its steps is the other's plus what the work outside the
+// blocks differs by, which does not depend on how many blocks run between the two ends:
 //
 //   step'(L, x) = step(L, x) + Δms(x)        peak'(L, x) = peak(L, x) + Δpeak(x)
 //
@@ -44,8 +45,19 @@ struct HeadDifference {
   CollectiveTally collectives;
 };
 
+// The parameters outside the blocks one key has more than another (negative: fewer): the
+// embeddings', the head's and those the two ends share (a tied weight). The fused LM loss changes
+// none; how the embedding is split under tensor parallelism (`embed_shard`) changes all three.
+struct OutsideParams {
+  double prologue = 0, epilogue = 0, tied = 0;
+  // Of a model (ModelShape::variant_params): what its optimizer steps over more.
+  double total() const { return prologue + epilogue - tied; }
+};
+// `to`'s parameters outside the blocks less `from`'s.
+OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from);
+
 // `profile` with every point shifted by the difference at its batch and marked `derived`; its
-// shape's epilogue parameters `epilogue_params` more. In one micro-batch: the peak interpolated
+// shape's parameters outside the blocks `more` more. In one micro-batch: the peak interpolated
 // along the batch between the one-block differences and those of the point's own depth,
 // extrapolated along the nearest segment beyond them; the time likewise between the depth's own
 // known ones alone where it has any (one: in proportion to the batch), else the one-block ones;
@@ -54,7 +66,7 @@ struct HeadDifference {
 // when no one-block difference of one micro-batch is given, or a point of several micro-batches
 // has none of its own.
 Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
-                   double epilogue_params = 0);
+                   const OutsideParams& more = {});
 
 // What `to` differs by from `from` at `from`'s one-block points of no checkpointing that `to`
 // has too — the differences shift_head applied, recovered from a profile it derived (or from two

@@ -93,20 +93,24 @@ Config outside_block_knobs(const Config& config) {
   return c;
 }
 
-// Knobs that change the model's head — the final norm, the LM head and its loss — and nothing
-// else (not the blocks, the embeddings or the optimizer): a key that differs from another only in
-// them is the other's profile shifted by what the head's work differs by
-// (cost/head_difference.h).
-bool within_head(const std::string& knob) { return knob == "fused_lm_loss"; }
+// Knobs that change the model's ends — the embeddings, and the head: the final norm, the LM head
+// and its loss — and nothing else (not the blocks or the optimizer): a key that differs from
+// another only in them is the other's profile shifted by what the work outside the blocks differs
+// by (cost/head_difference.h). The fused LM loss changes the head; how tensor parallelism splits
+// the embedding (`embed_shard`, part of a key under tp > 1 alone) changes the embeddings and the
+// LM head tied to them, and their collectives.
+bool within_ends(const std::string& knob) {
+  return knob == "fused_lm_loss" || knob == "embed_shard";
+}
 
-// `config` with the head's knobs of `head` (those `head` does not set: removed).
-Config with_head_of(const Config& config, const Config& head) {
+// `config` with the ends' knobs of `ends` (those `ends` does not set: removed).
+Config with_ends_of(const Config& config, const Config& ends) {
   Config c;
   for (const auto& [name, value] : config.entries()) {
-    if (!within_head(name)) c.set(name, value);
+    if (!within_ends(name)) c.set(name, value);
   }
-  for (const auto& [name, value] : head.entries()) {
-    if (within_head(name)) c.set(name, value);
+  for (const auto& [name, value] : ends.entries()) {
+    if (within_ends(name)) c.set(name, value);
   }
   return c;
 }
@@ -441,9 +445,8 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
   // of the base's deep steps without checkpointing at their batches (at the others, the base's
   // shifted).
   auto shifted = [&](const cost::Profile& to) {
-    cost::Profile out =
-        cost::shift_head(base.profile, cost::head_differences(base.profile, to),
-                         to.shape.epilogue_params - base.profile.shape.epilogue_params);
+    cost::Profile out = cost::shift_head(base.profile, cost::head_differences(base.profile, to),
+                                         cost::outside_params_more(to.shape, base.profile.shape));
     std::set<int64_t> measured;
     for (const cost::ProfilePoint& q : to.points) {
       if (!q.derived && q.layers > 1 && q.ckpt_blocks == 0 && q.micro_batches == 1)
@@ -485,10 +488,10 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
     const Config own = computation_knobs(config);
     const Base* base = nullptr;
     for (const auto& [family, b] : bases_) {
-      if (family_key(with_head_of(own, b.knobs), m.world()) == family) base = &b;
+      if (family_key(with_ends_of(own, b.knobs), m.world()) == family) base = &b;
     }
     if (base == nullptr) return std::nullopt;
-    const Config knobs = with_head_of(base->knobs, own);
+    const Config knobs = with_ends_of(base->knobs, own);
     const std::string to_key = key_of(knobs, m.world());
     std::string not_reused;
     std::optional<cost::Profile> to = reusable_profile(to_key, &not_reused);
@@ -498,8 +501,9 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
       to->fingerprint_json = fingerprint_;
       to->code_revision = kMeasuringRevision;
       const std::string how =
-          "derived from a profile that differs only in the head: its one-block steps measured "
-          "where the base's were, its deep ones at the base's two largest batches";
+          "derived from a profile that differs only in the head or the embedding's split: its "
+          "one-block steps measured where the base's were, its deep ones at the base's two "
+          "largest batches";
       if (to_key == key) {  // predictor_for counts, stores and notes it
         if (derived_how) *derived_how = how;
         head_pairs_.emplace(m.family, HeadPair{base->profile, *to, base->knobs});
@@ -517,13 +521,13 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
   }
   // This key's blocks with the pair's first head: a key of a family with a base, its profile
   // measured, derived or stored; shifted by the pair's difference, nothing measured.
-  const Config other = with_head_of(config, pair->second.from_knobs);
+  const Config other = with_ends_of(config, pair->second.from_knobs);
   const Mapping& o = mapping(other);
   if (!o.why_not.empty() || o.input.tp != m.input.tp) return std::nullopt;
   const cost::Profile& from_side = predictor_for(o.key, other).profile();
   const HeadPair& p = pair->second;
   cost::Profile out = cost::shift_head(from_side, cost::head_differences(p.from, p.to),
-                                       p.to.shape.epilogue_params - p.from.shape.epilogue_params);
+                                       cost::outside_params_more(p.to.shape, p.from.shape));
   out.profile_s = 0;
   if (derived_how) {
     *derived_how = "composed: " + profiled_what(other) +

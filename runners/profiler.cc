@@ -272,15 +272,15 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs,
   own.layers = base.layers;
   own.tp = base.tp;
   own.shape = model_shape(w, knobs, tp);
-  const double more_params = own.shape.epilogue_params - base.shape.epilogue_params;
+  const cost::OutsideParams more = cost::outside_params_more(own.shape, base.shape);
   for (const auto& [micro, at] : batches) {
     for (cost::ProfilePoint q : measure_sweep(
              w, knobs, tp, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0, false)) {
-      q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more_params;
+      q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more.total();
       own.points.push_back(q);
     }
   }
-  return cost::shift_head(base, cost::head_differences(base, own), more_params);
+  return cost::shift_head(base, cost::head_differences(base, own), more);
 }
 
 // The smallest batch a profile measures above one sample: two batches above one, whatever the

@@ -552,6 +552,45 @@ fused_lm_loss = { values = [false, true] }
   EXPECT_NEAR(collectives_ms("fused_qkv", false), plain, 1e-6 * plain);
 }
 
+// How tensor parallelism splits the embedding (embed_shard) changes only the model's ends: keys of
+// another split are derived across them like keys of another head — one key measured whole, its
+// attention variant probed inside the blocks, each other split's steps run once, and their
+// attention variants composed, nothing of them run.
+TEST(CostCliTest, KeysOfAnotherEmbeddingSplitAreDerivedAcrossTheEnds) {
+  const std::string db = temp_db("tp-embed");
+  const std::string space = gpt_tiny_space("tp-embed", R"(
+[knobs]
+batch_size  = { values = [4, 8], mem = "up" }
+tp          = { values = [2] }
+embed_shard = { choice = ["vocab", "replicated", "hidden"] }
+attn        = { choice = ["naive", "fused_qkv"] }
+)");
+  const Outcome plan = run("plan --space " + space + " --db " + db + " --top 12 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto j = nlohmann::json::parse(last_line(plan.out));
+  EXPECT_EQ(j["considered"], 12);
+  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
+  EXPECT_EQ(lines_with(plan.err, "cost model: profiled tp=2", " s ("), 1u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "differs only inside the blocks"), 1u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "the embedding's split"), 2u) << plan.err;
+  EXPECT_EQ(lines_with(plan.err, "shifted by the head's difference"), 2u) << plan.err;
+  // The splits' collectives differ; an attention variant's are its split's.
+  auto collectives_ms = [&](const char* split, const char* attn) {
+    const Outcome p = run("predict --space " + space + " --db " + db +
+                          " --config '{\"batch_size\": 8, \"tp\": 2, \"embed_shard\": \"" + split +
+                          "\", \"attn\": \"" + attn + "\"}' --json");
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.err.find("cost model: profiled"), std::string::npos) << p.err;  // all stored
+    return nlohmann::json::parse(last_line(p.out))["time_ms"]["collectives"].get<double>();
+  };
+  const double vocab = collectives_ms("vocab", "naive");
+  for (const char* split : {"replicated", "hidden"}) {
+    const double own = collectives_ms(split, "naive");
+    EXPECT_NE(own, vocab) << split;
+    EXPECT_NEAR(collectives_ms(split, "fused_qkv"), own, 1e-6 * own) << split;
+  }
+}
+
 // A space with a cut-point knob is walked without its cuts for the keys a base serves, as for its
 // profiles: the keys that differ from it only inside the blocks are probed together, one probe per
 // base, not one each.

@@ -138,7 +138,7 @@ TEST(HeadDifferenceTest, TheDepthsTimeLineRunsFromTheOptimizersDifferenceThrough
       diff(1, 1, 1, -1, 0), diff(32, 1, 1, -2, -320 * kMB), diff(4, kLayers, 1, -4, 0),
       diff(32, kLayers, 1, -60, -300 * kMB), diff(64, kLayers, 1, std::nan(""), -1000 * kMB)};
   const double more_params = 1e6;
-  const Profile shifted = shift_head(original, d, more_params);
+  const Profile shifted = shift_head(original, d, {0, more_params, 0});
   const double at0 = original.optimizer_ms_per_param * more_params;
   ASSERT_GT(at0, 0);
   for (size_t i = 0; i < shifted.points.size(); ++i) {

@@ -30,28 +30,33 @@ Config head(bool fused, int64_t tp = 1) {
   return c;
 }
 
-// The full profile of the tiny workload with or without the fused loss, batches 2 to 8.
-cost::Profile full_profile(bool fused, int64_t tp = 1) {
+// The full profile of the tiny workload with `knobs`, batches 2 to 8.
+cost::Profile full_profile(const Config& knobs) {
   ProfileRequest r;
   r.workload = tiny();
-  r.knobs = head(fused, tp);
+  r.knobs = knobs;
   r.batch_lo = 2;
   r.batch_hi = 8;
   return measure_profile(r);
 }
+cost::Profile full_profile(bool fused, int64_t tp = 1) { return full_profile(head(fused, tp)); }
 
-// `base` derived across the head to `fused`'s, through the request's JSON (as a job of two ranks
-// receives it).
-cost::Profile across_head(const cost::Profile& base, bool fused, int64_t tp = 1) {
+// `base` (of `base_knobs`) derived across the head to `knobs`', through the request's JSON (as a
+// job of two ranks receives it).
+cost::Profile across_head(const cost::Profile& base, const Config& base_knobs,
+                          const Config& knobs) {
   ProfileRequest r;
   r.workload = tiny();
-  r.knobs = head(fused, tp);
+  r.knobs = knobs;
   r.batch_lo = 2;
   r.batch_hi = 8;
   r.base = base;
-  r.base_knobs = head(false, tp);
+  r.base_knobs = base_knobs;
   r.head = true;
   return measure_profile(ProfileRequest::from_json(r.to_json(), "the test's request"));
+}
+cost::Profile across_head(const cost::Profile& base, bool fused, int64_t tp = 1) {
+  return across_head(base, head(false, tp), head(fused, tp));
 }
 
 // The points by (layers, checkpointed blocks, micro-batches, batch).
@@ -116,12 +121,12 @@ TEST(AcrossTheHeadTest, TheOneBlockBytesAreTheNewKeysOwnItsTimeTheBases) {
 // all-reduces a few numbers a token: the derived profile counts, at every point, the collectives
 // the new key's full profile counts — one block's measured, the deep variant's shifted by them —,
 // and its one-block bytes are the new key's own.
-TEST(AcrossTheHeadTest, UnderTensorParallelismTheCollectivesAreTheNewKeysOwn) {
-  const cost::Profile plain = full_profile(false, 2), fused = full_profile(true, 2);
-  const cost::Profile derived = across_head(plain, true, 2);
-  EXPECT_EQ(derived.tp, 2);
-  EXPECT_EQ(derived.shape.epilogue_params, fused.shape.epilogue_params);
-  const auto a = by_key(derived), b = by_key(fused), base_points = by_key(plain);
+// (`derived` against `full`: every point's collectives, the one-block points' peaks.)
+void expect_the_collectives_and_one_block_bytes_of(const cost::Profile& derived,
+                                                   const cost::Profile& full) {
+  EXPECT_EQ(derived.tp, full.tp);
+  EXPECT_EQ(derived.shape, full.shape);
+  const auto a = by_key(derived), b = by_key(full);
   ASSERT_EQ(a.size(), b.size());
   for (const auto& [key, q] : a) {
     ASSERT_TRUE(b.count(key));
@@ -142,10 +147,37 @@ TEST(AcrossTheHeadTest, UnderTensorParallelismTheCollectivesAreTheNewKeysOwn) {
       EXPECT_EQ(q->peak_bytes, b.at(key)->peak_bytes) << at;
     }
   }
+}
+
+TEST(AcrossTheHeadTest, UnderTensorParallelismTheCollectivesAreTheNewKeysOwn) {
+  const cost::Profile plain = full_profile(false, 2), fused = full_profile(true, 2);
+  expect_the_collectives_and_one_block_bytes_of(across_head(plain, true, 2), fused);
   // The base's differ: the check can fail (the logits' all-gather is gone with the fused loss).
-  const cost::ProfilePoint& base_largest = *base_points.at({1, 0, 1, 8});
+  const cost::ProfilePoint& base_largest = *by_key(plain).at({1, 0, 1, 8});
   EXPECT_GT(base_largest.collectives.all_gather_bytes,
-            b.at({1, 0, 1, 8})->collectives.all_gather_bytes);
+            by_key(fused).at({1, 0, 1, 8})->collectives.all_gather_bytes);
+}
+
+// How tensor parallelism splits the embedding and the LM head tied to it (embed_shard) changes
+// nothing inside the blocks: a key of another split is derived across the ends like one of another
+// head — its parameters outside the blocks (the embedding's, the head's, the tied ones) its own,
+// every point's collectives and its one-block bytes those of its full profile.
+TEST(AcrossTheHeadTest, AKeyOfAnotherEmbeddingSplitIsDerivedAcrossTheEnds) {
+  auto split = [](const char* how) {
+    Config c = head(false, 2);
+    c.set("embed_shard", Value(std::string(how)));
+    return c;
+  };
+  const cost::Profile vocab = full_profile(split("vocab"));
+  for (const char* other : {"replicated", "hidden"}) {
+    SCOPED_TRACE(other);
+    const cost::Profile full = full_profile(split(other));
+    // The splits differ where the check looks: in parameters outside the blocks or collectives.
+    EXPECT_FALSE(full.shape == vocab.shape && by_key(full).at({1, 0, 1, 8})->collectives ==
+                                                  by_key(vocab).at({1, 0, 1, 8})->collectives);
+    expect_the_collectives_and_one_block_bytes_of(across_head(vocab, split("vocab"), split(other)),
+                                                  full);
+  }
 }
 
 }  // namespace
