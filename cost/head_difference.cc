@@ -46,8 +46,12 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
   std::map<int64_t, const HeadDifference*> one;                          // by batch
   std::map<std::pair<int64_t, int64_t>, const HeadDifference*> deeper;   // by (layers, batch)
   std::map<std::pair<int64_t, int64_t>, const HeadDifference*> several;  // by (micro, batch)
+  std::map<std::tuple<int64_t, int64_t, int64_t>, const HeadDifference*>
+      checkpointed;  // by (layers, checkpointed blocks, batch)
   for (const HeadDifference& d : differences) {
-    if (d.micro_batches != 1)
+    if (d.ckpt_blocks > 0)
+      checkpointed[{d.layers, d.ckpt_blocks, d.batch}] = &d;
+    else if (d.micro_batches != 1)
       several[{d.micro_batches, d.batch}] = &d;
     else if (d.layers == 1)
       one[d.batch] = &d;
@@ -101,7 +105,9 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
     if (q.micro_batches == 1) {
       const auto& [ms, peak] = line_of(q.layers);
       q.step_ms += along(ms, static_cast<double>(q.batch));
-      q.peak_bytes += along(peak, static_cast<double>(q.batch));
+      auto own = checkpointed.find({q.layers, q.ckpt_blocks, q.batch});
+      q.peak_bytes += own != checkpointed.end() ? own->second->peak_bytes
+                                                : along(peak, static_cast<double>(q.batch));
       q.collectives = q.collectives + collectives_along(one, static_cast<double>(q.batch));
     } else {
       auto it = several.find({q.micro_batches, q.batch});
@@ -171,6 +177,20 @@ std::vector<HeadDifference> head_differences(const Profile& from, const Profile&
     // (a step measured at another batch and moment than any of `from`'s: its difference from an
     // extrapolation was 0.3–1.8 ms a sample on table 5, not a head's).
     out.push_back({q.batch, q.layers, 1, std::nan(""), q.peak_bytes - at.peak_bytes, {}});
+  }
+  // The checkpointed deep steps: their peaks against `from`'s at the same point.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, const ProfilePoint*> from_checkpointed;
+  for (const ProfilePoint& q : from.points) {
+    if (q.layers > 1 && q.ckpt_blocks > 0 && q.micro_batches == 1)
+      from_checkpointed[{q.layers, q.ckpt_blocks, q.batch}] = &q;
+  }
+  for (const ProfilePoint& q : to.points) {
+    if (q.layers == 1 || q.ckpt_blocks == 0 || q.micro_batches != 1) continue;
+    auto it = from_checkpointed.find({q.layers, q.ckpt_blocks, q.batch});
+    if (it == from_checkpointed.end()) continue;
+    HeadDifference d{q.batch, q.layers, 1, std::nan(""), q.peak_bytes - it->second->peak_bytes, {}};
+    d.ckpt_blocks = q.ckpt_blocks;
+    out.push_back(d);
   }
   return out;
 }

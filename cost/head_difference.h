@@ -43,6 +43,11 @@ struct HeadDifference {
   // token). They do not depend on the blocks before the head: shift_head reads the one-block
   // differences' (along the batch) at every depth, and a point's own in several micro-batches.
   CollectiveTally collectives;
+  // A step with its first `ckpt_blocks` blocks checkpointed: its peak's difference is that point's
+  // own (what the first checkpointed block keeps is its input, which the embeddings make: an
+  // all-gathered tensor when tensor parallelism splits the embedding by the hidden size, 8 kB more
+  // on gpt-tiny at 8 samples than the line through the plain steps says); its time is NaN.
+  int64_t ckpt_blocks = 0;
 };
 
 // The parameters outside the blocks one key has more than another (negative: fewer): the
@@ -61,10 +66,10 @@ OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from);
 // along the batch between the one-block differences and those of the point's own depth,
 // extrapolated along the nearest segment beyond them; the time likewise between the depth's own
 // known ones alone where it has any (one: in proportion to the batch), else the one-block ones;
-// the collectives along the one-block ones.
-// In more micro-batches: the difference measured at that point. Throws Error(kInvalidArgument)
-// when no one-block difference of one micro-batch is given, or a point of several micro-batches
-// has none of its own.
+// the collectives along the one-block ones; a checkpointed point's peak by its own difference where
+// given. In more micro-batches: the difference measured at that point. Throws
+// Error(kInvalidArgument) when no one-block difference of one micro-batch is given, or a point of
+// several micro-batches has none of its own.
 Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
                    const OutsideParams& more = {});
 
@@ -73,7 +78,9 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
 // measured ones) —, and at `to`'s measured steps of the model's depth without checkpointing:
 // where `from` measured that batch, the time against its line there (its prediction, uncalibrated:
 // a slow step of `from`'s off the line is not the head's) and the peak and the collectives against
-// the measured ones; elsewhere the peak alone, against its prediction. Profiles of one rank of a
+// the measured ones; elsewhere the peak alone, against its prediction; and the peak of `to`'s
+// checkpointed deep steps at a batch where `from` has one (measured or composed: a profile
+// shift_head derived holds the difference it was given). Profiles of one rank of a
 // tensor-parallel group are compared as measured: its compute and memory (a simulated rank's steps
 // hold no collective's time) and the collectives it counted. Throws Error(kInvalidArgument) when
 // they share no one-block point of one micro-batch.

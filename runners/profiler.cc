@@ -253,8 +253,13 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
 // (runners/cost_model.h measures the deep steps), on one block it was 0.05 ms a sample for
 // gpt-mini's fused loss, paired — where one unpaired step on this machine differed from the base's
 // by −12 to +110 ms at 16 samples, and through the block's time it moved the recompute extrapolated
-// to 60 samples by 20% (docs/cost-model.md).
-cost::Profile measure_across_head(const Workload& w, const Config& knobs,
+// to 60 samples by 20% (docs/cost-model.md). A key of another embedding split (`embed_shard`, of
+// `base_knobs`' under tensor parallelism) runs its checkpointed deep steps where the base's ran,
+// for their bytes too: a checkpointed block keeps its input, and the first one's is what the
+// embeddings make (all-gathered when split by the hidden size) — gpt-tiny at 8 samples kept 8 kB
+// more than the base's difference along the plain steps says. Another head changes no block's
+// input, and its profile runs none.
+cost::Profile measure_across_head(const Workload& w, const Config& knobs, const Config& base_knobs,
                                   const cost::Profile& base) {
   std::map<int64_t, std::set<int64_t>> batches;           // by micro-batches
   std::map<std::pair<int64_t, int64_t>, double> base_ms;  // by (micro-batches, batch)
@@ -278,6 +283,17 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs,
              w, knobs, tp, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0, false)) {
       q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more.total();
       own.points.push_back(q);
+    }
+  }
+  auto embed_shard = [&](const Config& c) {
+    return models::parse_template_config(w.schedule_template(), w.spec(), c).embed_shard;
+  };
+  if (embed_shard(knobs) != embed_shard(base_knobs)) {
+    for (const cost::ProfilePoint& q : base.points) {
+      if (q.layers == 1 || q.ckpt_blocks == 0 || q.micro_batches != 1 || q.derived) continue;
+      for (const cost::ProfilePoint& c :
+           measure_sweep(w, knobs, tp, q.layers, q.ckpt_blocks, 1, {q.batch}, 0, false))
+        own.points.push_back(c);
     }
   }
   return cost::shift_head(base, cost::head_differences(base, own), more);
@@ -362,7 +378,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     SLAPO_CHECK(tp == request.base->tp, ErrorCode::kInvalidArgument,
                 "a profile derived across the head needs its base's tp = ", request.base->tp,
                 ", not ", tp);
-    cost::Profile profile = measure_across_head(w, request.knobs, *request.base);
+    cost::Profile profile =
+        measure_across_head(w, request.knobs, request.base_knobs, *request.base);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
   }

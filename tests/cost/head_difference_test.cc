@@ -72,8 +72,12 @@ TEST(HeadDifferenceTest, PredictsWhatTheFullProfileOfTheNewHeadPredicts) {
 TEST(HeadDifferenceTest, TheDifferencesAShiftRecordedAreRecoveredFromThePair) {
   const SyntheticWorkload base, other = other_head();
   const std::vector<HeadDifference> applied = one_block_differences(base, other);
-  const std::vector<HeadDifference> recovered =
-      head_differences(base.profile(), shift_head(base.profile(), applied));
+  // (The checkpointed deep steps' too, their peaks alone: the next test.)
+  std::vector<HeadDifference> recovered;
+  for (const HeadDifference& h :
+       head_differences(base.profile(), shift_head(base.profile(), applied))) {
+    if (h.ckpt_blocks == 0) recovered.push_back(h);
+  }
   ASSERT_EQ(recovered.size(), applied.size());
   for (size_t i = 0; i < applied.size(); ++i) {
     EXPECT_EQ(recovered[i].batch, applied[i].batch);
@@ -160,7 +164,7 @@ TEST(HeadDifferenceTest, ADeepDifferenceIsAgainstTheBasesLineNotItsSlowStep) {
   bool found = false;
   for (const HeadDifference& d :
        head_differences(base.profile_with_one_slow_deep_step(32), other.profile())) {
-    if (d.layers != kLayers || d.batch != 32) continue;
+    if (d.layers != kLayers || d.batch != 32 || d.ckpt_blocks != 0) continue;
     found = true;
     EXPECT_NEAR(d.ms, other.step(kLayers, 32, 0) - base.step(kLayers, 32, 0), 1e-6);
     EXPECT_NEAR(d.peak_bytes, other.peak(kLayers, 32, 0) - base.peak(kLayers, 32, 0), 1e-3);
@@ -236,6 +240,7 @@ TEST(HeadDifferenceTest, UnderTensorParallelismTheHeadsCollectivesShiftToo) {
   // Recovered from two measured profiles: one block and the deep steps, each the heads' own.
   int deep = 0;
   for (const HeadDifference& h : head_differences(base.profile(), other.profile())) {
+    if (h.ckpt_blocks > 0) continue;  // their peaks alone
     const CollectiveTally want =
         other.collectives(h.layers, h.batch, 0) - base.collectives(h.layers, h.batch, 0);
     EXPECT_EQ(h.collectives, want) << h.layers << " blocks at " << h.batch;
@@ -245,6 +250,46 @@ TEST(HeadDifferenceTest, UnderTensorParallelismTheHeadsCollectivesShiftToo) {
         << h.batch;
   }
   EXPECT_EQ(deep, 4);  // 1, 4, 11 and 32 samples
+}
+
+// A checkpointed step's own peak difference (another embedding split: the first checkpointed
+// block keeps what the embeddings make) shifts that point alone — not its time, nor any plain
+// point — and is recovered from the pair, so a key of another block composed from them has it too.
+TEST(HeadDifferenceTest, ACheckpointedStepsOwnPeakDifferenceShiftsThatPointAlone) {
+  const SyntheticWorkload base;
+  std::vector<HeadDifference> d = one_block_differences(base, base);  // nothing else differs
+  HeadDifference kept = diff(32, kLayers, 1, std::nan(""), 8 * kMB);
+  kept.ckpt_blocks = kLayers;
+  d.push_back(kept);
+  const Profile original = base.profile(), shifted = shift_head(original, d);
+  ASSERT_EQ(shifted.points.size(), original.points.size());
+  int found = 0;
+  for (size_t i = 0; i < original.points.size(); ++i) {
+    const ProfilePoint& q = original.points[i];
+    const bool it = q.layers == kLayers && q.ckpt_blocks == kLayers && q.batch == 32;
+    found += it;
+    EXPECT_NEAR(shifted.points[i].peak_bytes - q.peak_bytes, it ? 8 * kMB : 0, 1e-3)
+        << q.layers << " " << q.ckpt_blocks << " " << q.batch;
+    EXPECT_NEAR(shifted.points[i].step_ms, q.step_ms, 1e-9) << q.layers << " " << q.batch;
+  }
+  EXPECT_EQ(found, 1);
+  int recovered = 0;  // the profile's checkpointed deep steps: at 1 and 32 samples
+  for (const HeadDifference& h : head_differences(original, shifted)) {
+    if (h.ckpt_blocks == 0) continue;
+    ++recovered;
+    EXPECT_EQ(h.layers, kLayers);
+    EXPECT_NEAR(h.peak_bytes, h.batch == 32 ? 8 * kMB : 0, 1e-3) << h.batch;
+    EXPECT_TRUE(std::isnan(h.ms));
+  }
+  EXPECT_EQ(recovered, 2);
+  SyntheticWorkload block = base;
+  block.block_act_mb = 11;
+  const Profile composed = shift_head(block.profile(), head_differences(original, shifted));
+  for (const ProfilePoint& q : composed.points) {
+    const double extra = q.layers == kLayers && q.ckpt_blocks == kLayers && q.batch == 32 ? 8 : 0;
+    EXPECT_NEAR(q.peak_bytes, block.peak(q.layers, q.batch, q.ckpt_blocks) + extra * kMB, 1e-3)
+        << q.layers << " " << q.ckpt_blocks << " " << q.batch;
+  }
 }
 
 TEST(HeadDifferenceTest, WhatCannotBeShiftedIsRefused) {

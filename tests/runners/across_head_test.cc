@@ -175,8 +175,20 @@ TEST(AcrossTheHeadTest, AKeyOfAnotherEmbeddingSplitIsDerivedAcrossTheEnds) {
     // The splits differ where the check looks: in parameters outside the blocks or collectives.
     EXPECT_FALSE(full.shape == vocab.shape && by_key(full).at({1, 0, 1, 8})->collectives ==
                                                   by_key(vocab).at({1, 0, 1, 8})->collectives);
-    expect_the_collectives_and_one_block_bytes_of(across_head(vocab, split("vocab"), split(other)),
-                                                  full);
+    const cost::Profile derived = across_head(vocab, split("vocab"), split(other));
+    expect_the_collectives_and_one_block_bytes_of(derived, full);
+    // And every deep step's bytes: the checkpointed one measured (its first block keeps the
+    // embeddings' output, which the split makes), the plain ones shifted.
+    const auto a = by_key(derived), b = by_key(full);
+    int checkpointed = 0;
+    for (const auto& [key, q] : a) {
+      if (std::get<0>(key) == 1) continue;
+      checkpointed += std::get<1>(key) > 0;
+      EXPECT_EQ(q->peak_bytes, b.at(key)->peak_bytes)
+          << std::get<0>(key) << " blocks, " << std::get<1>(key) << " checkpointed, x "
+          << std::get<3>(key);
+    }
+    EXPECT_EQ(checkpointed, 1);
   }
 }
 
