@@ -17,12 +17,12 @@
 // rank's block on a simulated group) — with every other such key of the space at once, the base's
 // block run once per round for all of them.
 //
-// A key that differs from a profiled one only in the head (fused_lm_loss; the same tp and splits:
-// under tensor parallelism the head's collectives too) is that one shifted by what the head
-// differs by (cost/head_difference.h), read off the key's own one-block
-// steps where the base's ran (runners/profiler.h) and its deep steps at the base's two largest
-// batches, once; the family's other keys are their attention variants' profiles shifted alike,
-// nothing of them run.
+// A key that differs from a profiled one only in the model's ends — the head (fused_lm_loss) or,
+// under tensor parallelism, how the embedding and the LM head tied to it are split (embed_shard) —
+// is that one shifted by what the ends differ by, collectives included (cost/head_difference.h),
+// read off the key's own one-block steps where the base's ran (runners/profiler.h; a split's
+// checkpointed deep step too) and its deep steps at the base's two largest batches, once; the
+// family's other keys are their attention variants' profiles shifted alike, nothing of them run.
 //
 // Profiling one key: runners/profiler.h.
 
@@ -139,8 +139,8 @@ class WorkloadCostModel : public tuner::CostModel {
   // `derived_how` (may be null) says how a derived profile was made, for the note.
   cost::Profile measure_profile(const Config& config, const std::string& key,
                                 std::string* derived_how);
-  // The profile of `key` when a measured base differs from it only in the head
-  // (cost/head_difference.h): the base's blocks with this key's head measured where the base's
+  // The profile of `key` when a measured base differs from it only in the ends
+  // (cost/head_difference.h): the base's blocks with this key's ends measured where the base's
   // were (probe_across_head) once per family — the pair kept in head_pairs_ —, then every key of
   // the family its blocks' profile with the base's head, shifted. None when no base qualifies,
   // or when the pair's second key is `key` itself and stored (predictor_for reuses it).
@@ -211,8 +211,8 @@ class WorkloadCostModel : public tuner::CostModel {
     Config knobs;
   };
   std::map<std::string, Base> bases_;
-  // By family without a base: two profiles that differ only in the head — another
-  // family's base, and its blocks with this family's head — and the knobs of the first.
+  // By family without a base: two profiles that differ only in the ends — another
+  // family's base, and its blocks with this family's ends — and the knobs of the first.
   struct HeadPair {
     cost::Profile from, to;
     Config from_knobs;
