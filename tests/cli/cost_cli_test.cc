@@ -481,36 +481,51 @@ micro = "micro_batches == pp"
   EXPECT_EQ(whole, 2u) << plan.err;   // the base of each world
 }
 
+// gpt-tiny's space of `knobs` (at two tensor-parallel ranks) planned on a fresh database: every one
+// of its `configurations` predicted; then, from the profiles the plan stored, the collectives' time
+// predicted for 8 samples at tp = 2 and the knobs `more` (JSON members).
+struct TwoRankPlan {
+  std::string db, space;
+  Outcome plan;
+  double collectives_ms(const std::string& more) const {
+    const Outcome p = run("predict --space " + space + " --db " + db +
+                          " --config '{\"batch_size\": 8, \"tp\": 2, " + more + "}' --json");
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_EQ(p.err.find("cost model: profiled"), std::string::npos) << p.err;  // all stored
+    return nlohmann::json::parse(last_line(p.out))["time_ms"]["collectives"].get<double>();
+  }
+};
+TwoRankPlan plan_at_two_ranks(const std::string& name, const std::string& knobs,
+                              int configurations) {
+  TwoRankPlan t{temp_db(name), gpt_tiny_space(name, knobs), {}};
+  t.plan = run("plan --space " + t.space + " --db " + t.db + " --top " +
+               std::to_string(configurations) + " --json");
+  if (t.plan.exit_code == 0) {
+    const auto j = nlohmann::json::parse(last_line(t.plan.out));
+    EXPECT_EQ(j["considered"], configurations);
+    EXPECT_EQ(j["unpredictable"], 0) << j.dump();
+  }
+  return t;
+}
+
 // Under tensor parallelism too, keys that differ only inside the blocks are derived from one
 // measured whole: one rank's block of each probed on a simulated group, beside the base's — and
 // their collectives are the base's (an attention variant's splits make the same ones).
 TEST(CostCliTest, KeysOfTwoRanksThatDifferOnlyInsideTheBlocksAreDerived) {
-  const std::string db = temp_db("tp-derived");
-  const std::string space = gpt_tiny_space("tp-derived", R"(
+  const TwoRankPlan t = plan_at_two_ranks("tp-derived", R"(
 [knobs]
 batch_size = { values = [4, 8], mem = "up" }
 tp         = { values = [2] }
 attn       = { choice = ["naive", "fused_qkv", "memory_efficient"] }
-)");
-  const Outcome plan = run("plan --space " + space + " --db " + db + " --top 6 --json");
-  ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  const auto j = nlohmann::json::parse(last_line(plan.out));
-  EXPECT_EQ(j["considered"], 6);
-  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
-  EXPECT_EQ(lines_with(plan.err, "differs only inside the blocks"), 2u) << plan.err;
-  EXPECT_EQ(lines_with(plan.err, "cost model: profiled tp=2", "derived"), 1u) << plan.err;
-  auto collectives_ms = [&](const char* attn) {
-    const Outcome p =
-        run("predict --space " + space + " --db " + db +
-            " --config '{\"batch_size\": 8, \"tp\": 2, \"attn\": \"" + attn + "\"}' --json");
-    EXPECT_EQ(p.exit_code, 0) << p.err;
-    EXPECT_EQ(p.err.find("cost model: profiled"), std::string::npos) << p.err;  // all stored
-    return nlohmann::json::parse(last_line(p.out))["time_ms"]["collectives"].get<double>();
-  };
-  const double naive = collectives_ms("naive");
+)",
+                                          6);
+  ASSERT_EQ(t.plan.exit_code, 0) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "differs only inside the blocks"), 2u) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "cost model: profiled tp=2", "derived"), 1u) << t.plan.err;
+  const double naive = t.collectives_ms("\"attn\": \"naive\"");
   EXPECT_GT(naive, 0);
-  for (const char* attn : {"fused_qkv", "memory_efficient"})
-    EXPECT_NEAR(collectives_ms(attn), naive, 1e-6 * naive) << attn;
+  for (const std::string attn : {"fused_qkv", "memory_efficient"})
+    EXPECT_NEAR(t.collectives_ms("\"attn\": \"" + attn + "\""), naive, 1e-6 * naive) << attn;
 }
 
 // Under tensor parallelism, keys that differ only in the head are derived across it too: one
@@ -518,31 +533,23 @@ attn       = { choice = ["naive", "fused_qkv", "memory_efficient"] }
 // (and deep ones) run as one rank of the group — the head's collectives counted, the logits'
 // all-gather gone —, and the fourth key composed of the two, nothing of it run.
 TEST(CostCliTest, KeysOfTwoRanksThatDifferOnlyInTheHeadAreDerived) {
-  const std::string db = temp_db("tp-head");
-  const std::string space = gpt_tiny_space("tp-head", R"(
+  const TwoRankPlan t = plan_at_two_ranks("tp-head", R"(
 [knobs]
 batch_size    = { values = [4, 8], mem = "up" }
 tp            = { values = [2] }
 attn          = { choice = ["naive", "fused_qkv"] }
 fused_lm_loss = { values = [false, true] }
-)");
-  const Outcome plan = run("plan --space " + space + " --db " + db + " --top 8 --json");
-  ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  const auto j = nlohmann::json::parse(last_line(plan.out));
-  EXPECT_EQ(j["considered"], 8);
-  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
+)",
+                                          8);
+  ASSERT_EQ(t.plan.exit_code, 0) << t.plan.err;
   // Measured whole: a note that says nothing of how it was derived.
-  EXPECT_EQ(lines_with(plan.err, "cost model: profiled tp=2", " s ("), 1u) << plan.err;
-  EXPECT_EQ(lines_with(plan.err, "differs only inside the blocks"), 1u) << plan.err;
-  EXPECT_EQ(lines_with(plan.err, "differs only in the head"), 1u) << plan.err;
-  EXPECT_EQ(lines_with(plan.err, "shifted by the head's difference"), 1u) << plan.err;
-  auto collectives_ms = [&](const char* attn, bool fused) {
-    const Outcome p = run("predict --space " + space + " --db " + db +
-                          " --config '{\"batch_size\": 8, \"tp\": 2, \"attn\": \"" + attn +
-                          "\", \"fused_lm_loss\": " + (fused ? "true" : "false") + "}' --json");
-    EXPECT_EQ(p.exit_code, 0) << p.err;
-    EXPECT_EQ(p.err.find("cost model: profiled"), std::string::npos) << p.err;  // all stored
-    return nlohmann::json::parse(last_line(p.out))["time_ms"]["collectives"].get<double>();
+  EXPECT_EQ(lines_with(t.plan.err, "cost model: profiled tp=2", " s ("), 1u) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "differs only inside the blocks"), 1u) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "differs only in the head"), 1u) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "shifted by the head's difference"), 1u) << t.plan.err;
+  auto collectives_ms = [&](const std::string& attn, bool fused) {
+    return t.collectives_ms("\"attn\": \"" + attn +
+                            "\", \"fused_lm_loss\": " + (fused ? "true" : "false"));
   };
   const double plain = collectives_ms("naive", false), fused = collectives_ms("naive", true);
   EXPECT_GT(fused, 0);
@@ -557,34 +564,25 @@ fused_lm_loss = { values = [false, true] }
 // attention variant probed inside the blocks, each other split's steps run once, and their
 // attention variants composed, nothing of them run.
 TEST(CostCliTest, KeysOfAnotherEmbeddingSplitAreDerivedAcrossTheEnds) {
-  const std::string db = temp_db("tp-embed");
-  const std::string space = gpt_tiny_space("tp-embed", R"(
+  const TwoRankPlan t = plan_at_two_ranks("tp-embed", R"(
 [knobs]
 batch_size  = { values = [4, 8], mem = "up" }
 tp          = { values = [2] }
 embed_shard = { choice = ["vocab", "replicated", "hidden"] }
 attn        = { choice = ["naive", "fused_qkv"] }
-)");
-  const Outcome plan = run("plan --space " + space + " --db " + db + " --top 12 --json");
-  ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  const auto j = nlohmann::json::parse(last_line(plan.out));
-  EXPECT_EQ(j["considered"], 12);
-  EXPECT_EQ(j["unpredictable"], 0) << j.dump();
-  EXPECT_EQ(lines_with(plan.err, "cost model: profiled tp=2", " s ("), 1u) << plan.err;
-  EXPECT_EQ(lines_with(plan.err, "differs only inside the blocks"), 1u) << plan.err;
-  EXPECT_EQ(lines_with(plan.err, "the embedding's split"), 2u) << plan.err;
-  EXPECT_EQ(lines_with(plan.err, "shifted by the head's difference"), 2u) << plan.err;
+)",
+                                          12);
+  ASSERT_EQ(t.plan.exit_code, 0) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "cost model: profiled tp=2", " s ("), 1u) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "differs only inside the blocks"), 1u) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "the embedding's split"), 2u) << t.plan.err;
+  EXPECT_EQ(lines_with(t.plan.err, "shifted by the head's difference"), 2u) << t.plan.err;
   // The splits' collectives differ; an attention variant's are its split's.
-  auto collectives_ms = [&](const char* split, const char* attn) {
-    const Outcome p = run("predict --space " + space + " --db " + db +
-                          " --config '{\"batch_size\": 8, \"tp\": 2, \"embed_shard\": \"" + split +
-                          "\", \"attn\": \"" + attn + "\"}' --json");
-    EXPECT_EQ(p.exit_code, 0) << p.err;
-    EXPECT_EQ(p.err.find("cost model: profiled"), std::string::npos) << p.err;  // all stored
-    return nlohmann::json::parse(last_line(p.out))["time_ms"]["collectives"].get<double>();
+  auto collectives_ms = [&](const std::string& split, const std::string& attn) {
+    return t.collectives_ms("\"embed_shard\": \"" + split + "\", \"attn\": \"" + attn + "\"");
   };
   const double vocab = collectives_ms("vocab", "naive");
-  for (const char* split : {"replicated", "hidden"}) {
+  for (const std::string split : {"replicated", "hidden"}) {
     const double own = collectives_ms(split, "naive");
     EXPECT_NE(own, vocab) << split;
     EXPECT_NEAR(collectives_ms(split, "fused_qkv"), own, 1e-6 * own) << split;
