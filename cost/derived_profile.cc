@@ -63,9 +63,13 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
     const double deep_fb = q.step_ms - optimizer_ms(d);
     return std::max(0.0, predictor.block_ms(x) + (deep_fb - polyline_at(fb.deep_ms, x)) / d);
   };
-  // The one-block variant's step: the deep one without D − 1 of its blocks.
+  // The one-block variant's step: the deep one without D − 1 of its blocks — and at least its
+  // optimizer step: a tiny model's block probed on a noisy machine composed gpt-tiny's one-sample
+  // step at tp = 2 as −0.44 ms once (its base's own fit put less than nothing outside the blocks
+  // there), which no prediction takes — every configuration of the key was unpredictable.
   auto one_block_ms = [&](const ProfilePoint& q) {
-    return q.step_ms - optimizer_ms(d) - (d - 1) * new_block_ms(q) + optimizer_ms(1);
+    return std::max(optimizer_ms(1),
+                    q.step_ms - optimizer_ms(d) - (d - 1) * new_block_ms(q) + optimizer_ms(1));
   };
   // Memory: the deep line minus the base's outside part, shared among the blocks.
   const auto [state_d, act_d] = fit_line(memory);

@@ -263,6 +263,28 @@ TEST(DerivedProfileTest, UnderTensorParallelismTheBlocksCollectivesAreComposedTo
             0.9 * testing::collectives_ms(from_full.predict(in)));
 }
 
+// A block probed on a noisy machine can say more is saved than a tiny base's one-sample step
+// holds, where the base's own fit puts less than nothing outside the blocks: the one-block step
+// composed from it takes at least its optimizer step, and the profile is predicted.
+TEST(DerivedProfileTest, AComposedOneBlockStepTakesAtLeastItsOptimizerStep) {
+  const SyntheticWorkload w;
+  Profile base = w.profile();
+  for (ProfilePoint& q : base.points) {
+    if (q.layers == 1 && q.batch == 1) q.step_ms = base.optimizer_ms(1);  // one hiccup less
+  }
+  std::vector<BlockDifference> d = block_differences(w, w);
+  for (BlockDifference& b : d) {
+    if (b.batch == 1 && !b.checkpointed) b.ms = -100;  // the probe's noise
+  }
+  const Profile derived =
+      derive_profile(base, deep_steps_from_blocks(base, d, base.shape), base.shape);
+  for (const ProfilePoint& q : derived.points) {
+    EXPECT_GE(q.step_ms, derived.optimizer_ms(static_cast<double>(q.layers)) - 1e-9)
+        << q.layers << " blocks at " << q.batch;
+  }
+  EXPECT_NO_THROW(Predictor{derived});
+}
+
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {
   const SyntheticWorkload base;
   std::vector<ProfilePoint> no_checkpoint = deep_steps(base);
