@@ -22,19 +22,19 @@ constexpr const char* kUsage =
     "[--json]\n"
     "\n"
     "Predicts every configuration of the space file's [workload] from its profile on this machine\n"
-    "and prints the best K by the objective (samples_per_s by default; step_ms_median and\n"
-    "peak_bytes with --minimize), with their breakdowns. Configurations predicted over the\n"
-    "workload's memory budget are left out and counted, and so are those the model cannot predict\n"
-    "(with the first reason). Configurations predicted exactly alike (knobs that change nothing\n"
-    "there, such as how tp = 1 would split the model) are one row: the first of them, with how\n"
-    "many more and the knobs that differ. Nothing is measured but the profile.\n";
+    "and prints the best K by the objective (samples_per_s by default, or tokens_per_s or tflops;\n"
+    "step_ms_median and peak_bytes with --minimize), with their breakdowns. Configurations\n"
+    "predicted over the workload's memory budget are left out and counted, and so are those the\n"
+    "model cannot predict (with the first reason). Configurations predicted exactly alike (knobs\n"
+    "that change nothing there, such as how tp = 1 would split the model) are one row: the first\n"
+    "of them, with how many more and the knobs that differ. Nothing is measured but the profile.\n";
 
 void declare(PlanOptions* o, OptionSet& set) {
   o->space.declare(set);
   // clang-format off
   set.visible.add_options()
       ("top", count_value(&o->top)->default_value(Count{10}, "10"), "how many configurations to print")
-      ("objective", po::value<std::string>(&o->objective), "samples_per_s (default), step_ms_median or peak_bytes")
+      ("objective", po::value<std::string>(&o->objective), "samples_per_s (default), tokens_per_s, tflops, step_ms_median or peak_bytes")
       ("minimize", po::bool_switch(&o->minimize), "smaller is better (step_ms_median, peak_bytes)")
       ("db", po::value<std::string>(&o->db), "keep profiles in this tuning database (default: measure, keep none)")
       ("reprofile", po::bool_switch(&o->reprofile), "measure the profiles again even when stored")
@@ -77,8 +77,7 @@ PlanOptions parse_plan(const Args& args) {
   SLAPO_CHECK(o.nproc >= 0 && o.nproc <= 1024, ErrorCode::kInvalidArgument, "plan: --nproc ",
               o.nproc, ": expected 1 to 1024 ranks (or 0: any)");
   if (!o.objective.empty()) {
-    for_flag("--objective", o.objective,
-             [&] { cost::predicted_metric(cost::Prediction{}, o.objective); });
+    for_flag("--objective", o.objective, [&] { cost::check_predicted_metric(o.objective); });
   }
   return o;
 }
@@ -137,9 +136,13 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   out << left_out(plan) << "\n"
       << std::fixed << std::setprecision(2) << "method: " << plan.method << " (" << plan.seconds
       << " s; profiling " << profile_s << " s)\n\n";
-  out << std::right << std::setw(4) << "rank" << std::setw(12) << "samples/s" << std::setw(11)
-      << "step ms" << std::setw(12) << "peak" << std::setw(12) << "recompute" << std::setw(12)
-      << "collectives" << std::setw(12) << "bubble"
+  // A throughput other than samples/s gets a column of its own when it is the objective.
+  const bool tokens = options.objective.metric == metric::kTokensPerS;
+  const bool tflops = options.objective.metric == metric::kTflops;
+  out << std::right << std::setw(4) << "rank" << std::setw(12) << "samples/s";
+  if (tokens || tflops) out << std::setw(12) << (tokens ? "tokens/s" : "TFLOP/s");
+  out << std::setw(11) << "step ms" << std::setw(12) << "peak" << std::setw(12) << "recompute"
+      << std::setw(12) << "collectives" << std::setw(12) << "bubble"
       << "  config\n";
   int rank = 1;
   for (const cost::PlannedConfig& c : plan.top) {
@@ -150,7 +153,11 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
       return 0.0;
     };
     out << std::setw(4) << rank++ << std::setw(12) << std::setprecision(1)
-        << c.prediction.samples_per_s << std::setw(11) << c.prediction.step_ms << std::setw(12)
+        << c.prediction.samples_per_s;
+    if (tokens) out << std::setw(12) << c.prediction.tokens_per_s;
+    if (tflops)
+      out << std::setw(12) << std::setprecision(4) << c.prediction.tflops << std::setprecision(1);
+    out << std::setw(11) << c.prediction.step_ms << std::setw(12)
         << format_bytes(c.prediction.peak_bytes) << std::setw(9) << part("recompute") << " ms"
         << std::setw(9) << part("collectives") << " ms" << std::setw(9) << part("bubble") << " ms  "
         << c.config.to_string();

@@ -79,7 +79,9 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
   }
   out << "config     " << config.to_string() << "\n"
       << std::fixed << std::setprecision(1) << "step       " << pr.step_ms << " ms ("
-      << pr.samples_per_s << " samples/s)\n";
+      << pr.samples_per_s << " samples/s, " << std::setprecision(0) << pr.tokens_per_s
+      << " tokens/s, " << std::setprecision(4) << pr.tflops << " TFLOP/s)\n"
+      << std::setprecision(1);
   for (const auto& [name, ms] : pr.time_ms)
     out << "  " << std::left << std::setw(16) << name << ms << " ms\n";
   out << "peak       " << format_bytes(pr.peak_bytes);

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/text.h"
+#include "cost/planner.h"
 #include "space/compiled_space.h"
 #include "tuner/measured_memory.h"
 #include "tuner/model_strategy.h"
@@ -267,9 +268,20 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
       " configurations are too many for the model strategy, which ranks the whole space "
       "after every trial (at most ",
       tuner::kMaxModelRanked, "): `slapo-tune plan` searches it, or choose another strategy");
+  // The model ranks by what it predicts: a run that optimizes another metric (the loss, say) is
+  // refused the model strategy before anything runs, and auto searches it without the model. (A
+  // command has no cost model at all: the strategy says so.)
+  const std::string& objective = options.objective.metric;
+  if (options.strategy == "model" && spec.workload)
+    for_flag("--objective", objective, [&] { cost::check_predicted_metric(objective); });
+  const bool predicted = cost::predicts_metric(objective);
+  if (options.strategy == "auto" && spec.workload && !predicted)
+    (o.json ? err : out) << "auto: the cost model does not predict " << objective
+                         << ": searching without it\n";
   // auto: the model where it can rank the space, its own search elsewhere.
   const bool wants_model =
-      options.strategy == "model" || (options.strategy == "auto" && size <= tuner::kMaxModelRanked);
+      options.strategy == "model" ||
+      (options.strategy == "auto" && predicted && size <= tuner::kMaxModelRanked);
   if (wants_model && spec.workload) {
     cost_model =
         make_cost_model(declared, compiled, database.get(), o.reprofile, o.json ? err : out);

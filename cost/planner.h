@@ -42,8 +42,13 @@ struct Composable {
 };
 using ConfigComposer = std::function<Composable(const Config& config)>;
 
-// The value of `metric` in a prediction: samples_per_s, step_ms_median (or step_ms), peak_bytes.
-// Throws Error(kInvalidArgument) naming the metric for one the model does not predict.
+// Whether the cost model predicts `metric`: samples_per_s, tokens_per_s, tflops (those two where
+// the input names what a sample is), step_ms_median (or step_ms), peak_bytes. A tuning run
+// optimizing another metric (the loss, say) searches without the model (cli/tune_run.cc).
+bool predicts_metric(const std::string& metric);
+// Throws Error(kInvalidArgument) naming `metric` when the model does not predict it.
+void check_predicted_metric(const std::string& metric);
+// The value of `metric` in a prediction; throws as check_predicted_metric.
 double predicted_metric(const Prediction& p, const std::string& metric);
 
 struct PlanOptions {

@@ -127,6 +127,8 @@ std::string Prediction::to_json() const {
   j["step_ms"] = step_ms;
   j["peak_bytes"] = peak_bytes;
   j["samples_per_s"] = samples_per_s;
+  if (tokens_per_s > 0) j["tokens_per_s"] = tokens_per_s;
+  if (tflops > 0) j["tflops"] = tflops;
   nlohmann::ordered_json t = nlohmann::ordered_json::object(), m = nlohmann::ordered_json::object();
   for (const auto& [name, v] : time_ms) t[name] = v;
   for (const auto& [name, v] : memory_bytes) m[name] = v;
@@ -496,7 +498,10 @@ Prediction Predictor::predict(const PredictInput& in) const {
   p.step_ms *= time_scale;
   for (auto& [name, v] : p.time_ms) v *= time_scale;
   for (StagePrediction& s : p.stages) s.micro_batch_ms *= time_scale;
+  // The throughputs, as a trial reports them: the global batch over the step.
   p.samples_per_s = p.step_ms > 0 ? static_cast<double>(in.batch) / (p.step_ms / 1000) : 0;
+  p.tokens_per_s = p.samples_per_s * in.tokens_per_sample;
+  p.tflops = p.samples_per_s * in.flops_per_sample / 1e12;
   return p;
 }
 

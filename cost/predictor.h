@@ -46,6 +46,11 @@ struct PredictInput {
   int64_t tp = 1, pp = 1, dp = 1;
   bool gpipe = false;         // else 1F1B
   std::vector<int64_t> cuts;  // the blocks where stages 2, 3, ... begin (pp - 1 of them)
+  // What a sample is, for the throughputs a trial reports besides samples/s (0: unknown, those
+  // not predicted): its tokens, and the model FLOPs of its forward and backward as the runner
+  // counts them (runners/workload.cc: three forwards, recomputation not counted).
+  double tokens_per_sample = 0;
+  double flops_per_sample = 0;
 };
 
 // One pipeline stage of a prediction.
@@ -59,6 +64,8 @@ struct Prediction {
   double step_ms = 0;
   double peak_bytes = 0;  // the largest rank's
   double samples_per_s = 0;
+  double tokens_per_s = 0;  // 0 when the input names no tokens per sample
+  double tflops = 0;        // model TFLOP/s; 0 when the input names no FLOPs per sample
   // name → milliseconds, adding up to step_ms: "compute" and "recompute" (the slowest stage, every
   // micro-batch), "collectives" (its tensor-parallel collectives and pipeline messages, the
   // gradients' all-reduces), "bubble" (the other stages' fill and drain), "optimizer".
@@ -69,8 +76,8 @@ struct Prediction {
   std::vector<StagePrediction> stages;
   std::vector<std::string> notes;  // what the prediction extrapolates
 
-  // {"step_ms", "peak_bytes", "samples_per_s", "time_ms": {...}, "memory_bytes": {...},
-  //  "stages": [...], "notes": [...]}
+  // {"step_ms", "peak_bytes", "samples_per_s", "tokens_per_s", "tflops" (those two where known),
+  //  "time_ms": {...}, "memory_bytes": {...}, "stages": [...], "notes": [...]}
   std::string to_json() const;
 };
 

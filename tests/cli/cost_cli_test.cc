@@ -725,6 +725,52 @@ TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
       << objective.err;
 }
 
+// Samples of two lengths: ranked by tokens per second, as the runner counts them, and tuned by
+// them with the model; a metric the model does not predict (the loss) is tuned without it by
+// auto, and refused by the model strategy before any trial.
+TEST(CostCliTest, TokensPerSecondArePredictedAndOtherObjectivesSearchedWithoutTheModel) {
+  const std::string space = write_temp("tokens.toml",
+                                       "[workload]\nmodel = 'gpt-tiny'\nwarmup = 1\nsteps = 2\n"
+                                       "threads = 1\n[knobs]\nbatch_size = { values = [4, 8] }\n"
+                                       "seq_len = { values = [8, 16] }\n");
+  const std::string db = temp_db("tokens");
+  Outcome plan = run("plan --space " + space + " --db " + db + " --objective tokens_per_s --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const auto top = nlohmann::json::parse(last_line(plan.out))["top"];
+  ASSERT_EQ(top.size(), 4u) << plan.out;
+  for (size_t i = 0; i < top.size(); ++i) {
+    const double samples = top[i]["samples_per_s"].get<double>();
+    const double tokens = top[i]["tokens_per_s"].get<double>();
+    EXPECT_NEAR(tokens, samples * top[i]["config"]["seq_len"].get<double>(), 1e-6 * tokens);
+    EXPECT_GT(top[i]["tflops"].get<double>(), 0);
+    if (i > 0) {
+      EXPECT_GE(top[i - 1]["tokens_per_s"].get<double>(), tokens);
+    }
+  }
+  Outcome table = run("plan --space " + space + " --db " + db + " --objective tokens_per_s");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("tokens/s"), std::string::npos) << table.out;
+  Outcome tokens = run("single-device --space " + space + " --db " + db +
+                       " --runner inprocess --objective tokens_per_s --trials 2");
+  ASSERT_EQ(tokens.exit_code, 0) << tokens.out << tokens.err;
+  EXPECT_NE(tokens.out.find("cost model: profile reused"), std::string::npos) << tokens.out;
+  EXPECT_EQ(tokens.out.find("does not predict"), std::string::npos) << tokens.out;
+  Outcome loss = run("single-device --space " + space + " --db " + temp_db("loss") +
+                     " --runner inprocess --objective loss_last --minimize --trials 1");
+  ASSERT_EQ(loss.exit_code, 0) << loss.out << loss.err;
+  EXPECT_NE(loss.out.find("auto: the cost model does not predict loss_last: searching without it"),
+            std::string::npos)
+      << loss.out;
+  EXPECT_EQ(loss.out.find("cost model: profiled"), std::string::npos) << loss.out;
+  Outcome refused = run("single-device --space " + space + " --db " + temp_db("refused") +
+                        " --runner inprocess --strategy model --objective loss_last --trials 1");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("--objective loss_last: the cost model predicts samples_per_s"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(refused.out.find("cost model: profiled"), std::string::npos) << refused.out;
+}
+
 TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
   const std::string db = temp_db("model");
   Outcome r = run("single-device --space " + kSpace + " --db " + db +

@@ -297,6 +297,30 @@ TEST(PredictorTest, CalibrationRescalesAndNeverUnderPredictsAnObservedOom) {
   EXPECT_GT(predictor.predict(at(32, 0, 1)).peak_bytes, budget);
 }
 
+// Tokens and model FLOPs per second are the samples per second times what a sample is, as a
+// trial counts them — calibrated along with the step; unknown (0, and not in the JSON) when the
+// input does not say what a sample is.
+TEST(PredictorTest, TokensAndFlopsPerSecondFollowTheSamplesAsATrialCountsThem) {
+  Predictor predictor(synthetic_profile());
+  PredictInput in = at(16, 2, 1);
+  EXPECT_EQ(predictor.predict(in).tokens_per_s, 0);
+  EXPECT_EQ(predictor.predict(in).to_json().find("tokens_per_s"), std::string::npos);
+  in.tokens_per_sample = 48;
+  in.flops_per_sample = 3e9;
+  for (int round = 0; round < 2; ++round) {
+    const Prediction p = predictor.predict(in);
+    EXPECT_NEAR(p.samples_per_s, 16 / (p.step_ms / 1000), 1e-9);
+    EXPECT_NEAR(p.tokens_per_s, 48 * p.samples_per_s, 1e-9);
+    EXPECT_NEAR(p.tflops, 3e9 * p.samples_per_s / 1e12, 1e-12);
+    EXPECT_NE(p.to_json().find("\"tokens_per_s\""), std::string::npos);
+    EXPECT_NE(p.to_json().find("\"tflops\""), std::string::npos);
+    // This machine runs 25% slower than profiled: every throughput falls with the step.
+    if (round == 0) predictor.calibrate(in, 1.25 * p.step_ms, p.peak_bytes);
+  }
+  const Prediction before = Predictor(synthetic_profile()).predict(in);
+  EXPECT_NEAR(predictor.predict(in).tokens_per_s, before.tokens_per_s / 1.25, 1e-6);
+}
+
 TEST(PredictorTest, CalibrationCorrectsTheNeighboursOfAMeasurementMost) {
   // This machine runs small micro-batches as profiled and large ones 30% slower.
   Predictor predictor(synthetic_profile());
@@ -479,6 +503,46 @@ TEST(PlannerTest, RanksTheWholeSpaceAndLeavesOutWhatDoesNotFit) {
   EXPECT_LE(plan.top[0].prediction.peak_bytes, 1000 * kMB);
   options.objective = {"loss", false};
   EXPECT_THROW(cost::plan(compiled, predict, options), Error);
+}
+
+// Ranked by tokens per second, a configuration of longer samples goes ahead of one of the same
+// step with shorter ones — where by samples per second they tie; a metric the model does not
+// predict is refused naming it.
+TEST(PlannerTest, RanksByTokensPerSecondWhenSamplesDifferInLength) {
+  const space::CompiledSpace compiled = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nbatch_size = { pow2 = [1, 64] }\nseq_len = { values = [32, 48] }\n", "s.toml"));
+  const Predictor predictor(synthetic_profile());
+  const ConfigPredictor predict = [&](const Config& c) {
+    Predicted out;
+    PredictInput in = at(std::get<int64_t>(*c.find("batch_size")));
+    in.tokens_per_sample = static_cast<double>(std::get<int64_t>(*c.find("seq_len")));
+    out.prediction = predictor.predict(in);
+    return out;
+  };
+  PlanOptions options;
+  options.top = 2;
+  options.group_alike = false;
+  options.objective = {"samples_per_s", false};
+  const Plan by_samples = cost::plan(compiled, predict, options);
+  ASSERT_EQ(by_samples.top.size(), 2u);
+  EXPECT_EQ(by_samples.top[0].objective, by_samples.top[1].objective);
+  EXPECT_EQ(std::get<int64_t>(*by_samples.top[0].config.find("seq_len")), 32);
+  options.objective = {"tokens_per_s", false};
+  const Plan by_tokens = cost::plan(compiled, predict, options);
+  ASSERT_EQ(by_tokens.top.size(), 2u);
+  EXPECT_EQ(std::get<int64_t>(*by_tokens.top[0].config.find("seq_len")), 48);
+  EXPECT_EQ(std::get<int64_t>(*by_tokens.top[0].config.find("batch_size")),
+            std::get<int64_t>(*by_samples.top[0].config.find("batch_size")));
+  EXPECT_NEAR(by_tokens.top[0].objective, 48 * by_samples.top[0].objective, 1e-6);
+  EXPECT_TRUE(predicts_metric("tflops"));
+  EXPECT_FALSE(predicts_metric("loss_last"));
+  try {
+    check_predicted_metric("loss_last");
+    FAIL() << "loss_last taken for a predicted metric";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokens_per_s, tflops"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not 'loss_last'"), std::string::npos) << e.what();
+  }
 }
 
 // A knob the prediction does not depend on makes configurations predicted alike: one plan each,
