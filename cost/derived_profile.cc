@@ -109,7 +109,7 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
     ProfilePoint least = smallest;
     least.ckpt_blocks = deep;
     least.step_ms += d * share * new_block_ms(smallest);
-    least.peak_bytes = fb.least_ratio * state_d;
+    least.peak_bytes = fb.least_peak(state_d, shape.largest_tensor());
     // The recompute's collectives: as many calls, bytes in proportion to the samples.
     const CollectiveTally more = checkpointed->collectives - at.collectives;
     const double scale = static_cast<double>(smallest.batch) / static_cast<double>(at.batch);

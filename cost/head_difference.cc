@@ -38,7 +38,8 @@ CollectiveTally collectives_along(const std::map<int64_t, const HeadDifference*>
 
 OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from) {
   return {to.prologue_params - from.prologue_params, to.epilogue_params - from.epilogue_params,
-          to.tied_params - from.tied_params};
+          to.tied_params - from.tied_params, to.largest_prologue_tensor,
+          to.largest_epilogue_tensor};
 }
 
 Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
@@ -101,6 +102,10 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
   out.shape.prologue_params += more.prologue;
   out.shape.epilogue_params += more.epilogue;
   out.shape.tied_params += more.tied;
+  if (more.largest_prologue_tensor > 0)
+    out.shape.largest_prologue_tensor = more.largest_prologue_tensor;
+  if (more.largest_epilogue_tensor > 0)
+    out.shape.largest_epilogue_tensor = more.largest_epilogue_tensor;
   for (ProfilePoint& q : out.points) {
     if (q.micro_batches == 1) {
       const auto& [ms, peak] = line_of(q.layers);

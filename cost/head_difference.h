@@ -55,10 +55,13 @@ struct HeadDifference {
 // none; how the embedding is split under tensor parallelism (`embed_shard`) changes all three.
 struct OutsideParams {
   double prologue = 0, epilogue = 0, tied = 0;
+  // The largest single parameter of the new ends (ModelShape), theirs, not a difference: 0 leaves
+  // the shifted profile's.
+  double largest_prologue_tensor = 0, largest_epilogue_tensor = 0;
   // Of a model (ModelShape::variant_params): what its optimizer steps over more.
   double total() const { return prologue + epilogue - tied; }
 };
-// `to`'s parameters outside the blocks less `from`'s.
+// `to`'s parameters outside the blocks less `from`'s, and `to`'s largest ones.
 OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from);
 
 // `profile` with every point shifted by the difference at its batch and marked `derived`; its

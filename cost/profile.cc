@@ -35,6 +35,14 @@ void for_each_shape_field(S& s, F&& f) {
   f("message_bytes_per_sample", s.message_bytes_per_sample);
 }
 
+// Counted since 2026-11-28: a profile stored before reads them as 0 (not counted).
+template <typename S, typename F>
+void for_each_largest_tensor_field(S& s, F&& f) {
+  f("largest_block_tensor", s.largest_block_tensor);
+  f("largest_prologue_tensor", s.largest_prologue_tensor);
+  f("largest_epilogue_tensor", s.largest_epilogue_tensor);
+}
+
 }  // namespace
 
 CollectiveTally CollectiveTally::operator+(const CollectiveTally& o) const {
@@ -64,7 +72,10 @@ bool ProfilePoint::operator==(const ProfilePoint& o) const {
 bool ModelShape::operator==(const ModelShape& o) const {
   return block_params == o.block_params && prologue_params == o.prologue_params &&
          epilogue_params == o.epilogue_params && tied_params == o.tied_params &&
-         message_bytes_per_sample == o.message_bytes_per_sample;
+         message_bytes_per_sample == o.message_bytes_per_sample &&
+         largest_block_tensor == o.largest_block_tensor &&
+         largest_prologue_tensor == o.largest_prologue_tensor &&
+         largest_epilogue_tensor == o.largest_epilogue_tensor;
 }
 
 std::string Profile::to_json() const {
@@ -76,6 +87,7 @@ std::string Profile::to_json() const {
   j["tp"] = tp;
   nlohmann::ordered_json shape_json;
   for_each_shape_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
+  for_each_largest_tensor_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
   j["shape"] = shape_json;
   j["optimizer_ms_per_param"] = optimizer_ms_per_param;
   j["prologue_ms_per_sample"] = prologue_ms_per_sample;
@@ -104,6 +116,8 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
     p.tp = j.at("tp").get<int64_t>();
     for_each_shape_field(
         p.shape, [&](const char* name, double& v) { v = j.at("shape").at(name).get<double>(); });
+    for_each_largest_tensor_field(
+        p.shape, [&](const char* name, double& v) { v = j.at("shape").value(name, 0.0); });
     p.optimizer_ms_per_param = j.at("optimizer_ms_per_param").get<double>();
     p.prologue_ms_per_sample = j.at("prologue_ms_per_sample").get<double>();
     p.profile_s = j.value("profile_s", 0.0);

@@ -9,6 +9,7 @@
 // and any pipeline stage is composed from them. Under tensor parallelism the points are one rank
 // of the group, measured alone (runners/simulated_group.h), with the collectives it would make.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,9 +49,16 @@ struct ModelShape {
   double epilogue_params = 0;  // final norm and LM head (the last stage), a tied weight included
   double tied_params = 0;      // held by both ends (the tied embedding and LM head)
   double message_bytes_per_sample = 0;  // a pipeline message: one sample's hidden states
+  // The elements of the largest single parameter of a block, of the prologue and of the epilogue:
+  // the optimizer's temporaries are of one parameter at a time (cost/predictor.h, the least
+  // peak). 0 in a profile stored before they were counted.
+  double largest_block_tensor = 0, largest_prologue_tensor = 0, largest_epilogue_tensor = 0;
   // The parameters of the whole model with `blocks` blocks on one rank.
   double variant_params(double blocks) const {
     return blocks * block_params + prologue_params + epilogue_params - tied_params;
+  }
+  double largest_tensor() const {
+    return std::max({largest_block_tensor, largest_prologue_tensor, largest_epilogue_tensor});
   }
   bool operator==(const ModelShape& o) const;
 };

@@ -71,10 +71,22 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   plan.blocks = {{0, 1}, {1, 2}};
   const auto first = schedule::stage_parameters(trainer.model(), plan, 0);
   const auto last = schedule::stage_parameters(trainer.model(), plan, 1);
-  const std::string block0 = spec.traits().blocks + ".0.";
+  const std::string block0 = spec.traits().blocks + ".0.", block1 = spec.traits().blocks + ".1.";
   int64_t block = 0;
+  cost::ModelShape shape;
   for (const auto& [name, t] : first) {
-    if (name.rfind(block0, 0) == 0) block += t.numel();
+    const double n = static_cast<double>(t.numel());
+    if (name.rfind(block0, 0) == 0) {
+      block += t.numel();
+      shape.largest_block_tensor = std::max(shape.largest_block_tensor, n);
+    } else {
+      shape.largest_prologue_tensor = std::max(shape.largest_prologue_tensor, n);
+    }
+  }
+  for (const auto& [name, t] : last) {
+    if (name.rfind(block1, 0) != 0)
+      shape.largest_epilogue_tensor =
+          std::max(shape.largest_epilogue_tensor, static_cast<double>(t.numel()));
   }
   std::set<const c10::TensorImpl*> in_last;
   for (const auto& [name, t] : last) in_last.insert(t.unsafeGetTensorImpl());
@@ -82,7 +94,6 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   for (const auto& [name, t] : first) {
     if (in_last.count(t.unsafeGetTensorImpl())) tied += t.numel();
   }
-  cost::ModelShape shape;
   shape.block_params = static_cast<double>(block);
   shape.prologue_params = static_cast<double>(numel(first) - block);
   shape.epilogue_params = static_cast<double>(numel(last) - block);

@@ -66,6 +66,23 @@ ProfileRequest tiny_request() {
   return r;
 }
 
+// The shape counts each part's largest parameter (the optimizer's temporaries are of one at a
+// time: cost/predictor.h): gpt-tiny's token embedding (vocabulary × hidden) on both ends — the
+// head is tied to it —, a block's MLP weight (hidden × ffn); llama-tiny's untied head likewise.
+TEST(ProfilerTest, TheShapeCountsEachPartsLargestParameter) {
+  for (const char* model : {"gpt-tiny", "llama-tiny"}) {
+    SCOPED_TRACE(model);
+    ProfileRequest r = tiny_request();
+    r.workload.model = model;
+    const models::ModelSpec spec = r.workload.spec();
+    const cost::ModelShape shape = measure_profile(r).shape;
+    EXPECT_EQ(shape.largest_prologue_tensor, static_cast<double>(spec.vocab * spec.hidden));
+    EXPECT_EQ(shape.largest_epilogue_tensor, static_cast<double>(spec.vocab * spec.hidden));
+    EXPECT_EQ(shape.largest_block_tensor, static_cast<double>(spec.hidden * spec.ffn));
+    EXPECT_EQ(shape.largest_tensor(), shape.largest_prologue_tensor);
+  }
+}
+
 // A profile to extend at several batches: the deep variant's steps at each, in one sweep, added to
 // it — the request read back from its JSON as a job of two ranks receives it; batches that are
 // not batch sizes are refused.
