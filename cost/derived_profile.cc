@@ -82,6 +82,7 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
   out.tp = base.tp;
   out.shape = shape;
   out.optimizer_ms_per_param = base.optimizer_ms_per_param;
+  out.optimizer_temp_bytes_per_element = base.optimizer_temp_bytes_per_element;
   out.prologue_ms_per_sample = base.prologue_ms_per_sample;
   out.points = deep_steps;
   std::map<int64_t, CollectiveTally> one_block_collectives;  // by batch
@@ -109,7 +110,7 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
     ProfilePoint least = smallest;
     least.ckpt_blocks = deep;
     least.step_ms += d * share * new_block_ms(smallest);
-    least.peak_bytes = fb.least_peak(state_d, shape.largest_tensor());
+    least.peak_bytes = fb.least_ratio * state_d;
     // The recompute's collectives: as many calls, bytes in proportion to the samples.
     const CollectiveTally more = checkpointed->collectives - at.collectives;
     const double scale = static_cast<double>(smallest.batch) / static_cast<double>(at.batch);

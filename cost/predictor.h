@@ -130,16 +130,7 @@ class Predictor {
     // configuration with checkpointed blocks is predicted, and the two below are not known.
     bool checkpointed = false;
     double ckpt_block_kept = 0;  // bytes per sample a checkpointed block keeps
-    // The least peak (1 sample, every block checkpointed) is the state and the optimizer step's
-    // temporaries, which AdamW makes of one parameter at a time: so many bytes per element of the
-    // largest parameter the rank holds (ModelShape) — a pipeline stage holding the embedding needs
-    // them whole, whatever its share of the state (llama-mini's first of two stages peaked 16 MiB
-    // above its state, twice its embedding, where a share of the whole model's ratio said 9.4).
-    // A profile whose shape counts no largest parameter: the least peak over the state.
-    double least_extra_per_element = 0;
-    double least_ratio = 1;
-    // The least peak of `state` bytes on a rank whose largest parameter has `largest` elements.
-    double least_peak(double state, double largest) const;
+    double least_ratio = 1;      // the least peak (1 sample, all checkpointed) over the state
     // By batch, how far each peak of the deep variant without checkpointing (above its one-sample
     // peak) lies above the fitted line (0 where below): where the peak's curve bends, the line
     // passes under the measured points between the bends.
@@ -175,6 +166,12 @@ class Predictor {
 
  private:
   Prediction raw(const PredictInput& in) const;
+  // The least a rank of `state` bytes peaks at — in the optimizer step, whose temporaries are of
+  // one parameter at a time: the state and those of its largest parameter (`largest` elements;
+  // a pipeline stage holding the embedding needs them whole, whatever its share of the state).
+  // The whole model on one rank (`whole`) no lower than its least peak profiled. A profile that
+  // measured no temporaries or counted no largest parameter: the least peak over the state.
+  double least_peak(double state, double largest, bool whole) const;
 
   Profile profile_;
   std::optional<CollectiveModel> collectives_;

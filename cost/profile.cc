@@ -90,6 +90,8 @@ std::string Profile::to_json() const {
   for_each_largest_tensor_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
   j["shape"] = shape_json;
   j["optimizer_ms_per_param"] = optimizer_ms_per_param;
+  if (optimizer_temp_bytes_per_element >= 0)
+    j["optimizer_temp_bytes_per_element"] = optimizer_temp_bytes_per_element;
   j["prologue_ms_per_sample"] = prologue_ms_per_sample;
   j["profile_s"] = profile_s;
   nlohmann::ordered_json points_json = nlohmann::ordered_json::array();
@@ -119,6 +121,7 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
     for_each_largest_tensor_field(
         p.shape, [&](const char* name, double& v) { v = j.at("shape").value(name, 0.0); });
     p.optimizer_ms_per_param = j.at("optimizer_ms_per_param").get<double>();
+    p.optimizer_temp_bytes_per_element = j.value("optimizer_temp_bytes_per_element", -1.0);
     p.prologue_ms_per_sample = j.at("prologue_ms_per_sample").get<double>();
     p.profile_s = j.value("profile_s", 0.0);
     for (const auto& q : j["points"]) {

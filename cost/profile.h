@@ -50,8 +50,8 @@ struct ModelShape {
   double tied_params = 0;      // held by both ends (the tied embedding and LM head)
   double message_bytes_per_sample = 0;  // a pipeline message: one sample's hidden states
   // The elements of the largest single parameter of a block, of the prologue and of the epilogue:
-  // the optimizer's temporaries are of one parameter at a time (cost/predictor.h, the least
-  // peak). 0 in a profile stored before they were counted.
+  // the optimizer's temporaries are of one parameter at a time (Profile's
+  // optimizer_temp_bytes_per_element). 0 in a profile stored before they were counted.
   double largest_block_tensor = 0, largest_prologue_tensor = 0, largest_epilogue_tensor = 0;
   // The parameters of the whole model with `blocks` blocks on one rank.
   double variant_params(double blocks) const {
@@ -79,6 +79,11 @@ struct Profile {
   double optimizer_ms(double blocks) const {
     return optimizer_ms_per_param * shape.variant_params(blocks);
   }
+  // The optimizer step's temporaries, bytes per element of a parameter (measured on one flat
+  // tensor: AdamW's sqrt and quotient, 8; the fused AdamW's none): made for one parameter at a
+  // time, those of a rank's largest set its least peak. -1: a profile stored before they were
+  // measured.
+  double optimizer_temp_bytes_per_element = -1;
   double prologue_ms_per_sample = 0;  // the embeddings' forward and backward
   std::vector<ProfilePoint> points;
   double profile_s = 0;  // what profiling cost, wall time

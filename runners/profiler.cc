@@ -103,8 +103,15 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   return shape;
 }
 
-// One optimizer step over `params` parameters (one flat tensor), per parameter.
-double optimizer_ms_per_param(const Workload& w, const models::TemplateConfig& tc, double params) {
+// One optimizer step over `params` parameters (one flat tensor): its time per parameter, and the
+// bytes of temporaries it makes per element of a parameter (its state allocated by the warm-up
+// step): AdamW's are of one parameter at a time, the largest a rank holds sets its least peak
+// (cost/predictor.h).
+struct OptimizerCost {
+  double ms_per_param = 0;
+  double temp_bytes_per_element = 0;
+};
+OptimizerCost optimizer_cost(const Workload& w, const models::TemplateConfig& tc, double params) {
   torch::Tensor p = torch::zeros({static_cast<int64_t>(params)}).requires_grad_();
   p.mutable_grad() = torch::full_like(p, 1e-3);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -117,7 +124,14 @@ double optimizer_ms_per_param(const Workload& w, const models::TemplateConfig& t
   else
     optimizer = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{p},
                                                       torch::optim::AdamWOptions(w.lr));
-  return median_ms(5, [&] { optimizer->step(); }) / params;
+  OptimizerCost cost;
+  cost.ms_per_param = median_ms(5, [&] { optimizer->step(); }) / params;
+  TrackingAllocator& tracker = TrackingAllocator::instance();
+  const size_t before = tracker.live_bytes();
+  tracker.reset_peak();
+  optimizer->step();
+  cost.temp_bytes_per_element = static_cast<double>(tracker.peak_bytes() - before) / params;
+  return cost;
 }
 
 // The embeddings' forward and backward, per sample, at `batch` samples.
@@ -439,8 +453,10 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   // its one-sample step's without checkpointing (the optimizer step's, the same bytes).
   if (request.checkpointed_step) measure(deep, deep, 1, {hi});
   const cost::ModelShape& s = profile.shape;
-  profile.optimizer_ms_per_param =
-      optimizer_ms_per_param(w, tc, s.variant_params(static_cast<double>(deep)));
+  const OptimizerCost optimizer =
+      optimizer_cost(w, tc, s.variant_params(static_cast<double>(deep)));
+  profile.optimizer_ms_per_param = optimizer.ms_per_param;
+  profile.optimizer_temp_bytes_per_element = optimizer.temp_bytes_per_element;
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
   return {profile};

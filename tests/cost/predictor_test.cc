@@ -206,8 +206,8 @@ TEST(PredictorTest, AStepThatPeaksInItsOptimizerStepSaysNothingOfTheActivations)
 // peaks by at most that buffer, never under.
 // The optimizer step's temporaries are of one parameter at a time: a pipeline stage's least peak
 // is its state and the temporaries of the largest parameter it holds — the embedding's whole on
-// the first stage, a block weight's on a stage of blocks alone. A profile that counts no largest
-// parameter keeps the whole model's ratio of the least peak to the state (which put llama-mini's
+// the first stage, a block weight's on a stage of blocks alone. A profile that measured no
+// temporaries keeps the whole model's ratio of the least peak to the state (which put llama-mini's
 // first of two stages 6.9% under its trials).
 TEST(PredictorTest, AStagesLeastPeakIsItsStateAndItsLargestParametersTemporaries) {
   testing::SyntheticWorkload w;
@@ -215,6 +215,7 @@ TEST(PredictorTest, AStagesLeastPeakIsItsStateAndItsLargestParametersTemporaries
   Profile profile = w.profile();
   profile.shape.largest_block_tensor = 0.25e6;
   profile.shape.largest_prologue_tensor = profile.shape.largest_epilogue_tensor = 2e6;
+  profile.optimizer_temp_bytes_per_element = 64;  // as measured on one flat tensor
   const Predictor predictor(profile, synthetic_collectives());
   // One rank: the whole model's least peak, as measured.
   EXPECT_NEAR(predictor.predict(at(1, kLayers)).peak_bytes, w.peak(kLayers, 1, kLayers), 1);
@@ -429,13 +430,17 @@ TEST(ProfileTest, RoundTripsThroughJson) {
   p.tp = 2;
   p.points[3].collectives.all_gather_bytes = 12.5;
   p.shape.largest_prologue_tensor = 2e6;
+  p.optimizer_temp_bytes_per_element = 8;
   const Profile back = Profile::from_json(p.to_json(), "p");
+  EXPECT_EQ(back.optimizer_temp_bytes_per_element, 8);
   EXPECT_EQ(back.points, p.points);
   EXPECT_EQ(back.shape, p.shape);
-  // One stored before the largest parameters were counted reads them as not counted.
+  // One stored before the largest parameters and the temporaries were measured reads them as not.
   nlohmann::json older = nlohmann::json::parse(p.to_json());
   older["shape"].erase("largest_prologue_tensor");
+  older.erase("optimizer_temp_bytes_per_element");
   EXPECT_EQ(Profile::from_json(older.dump(), "p").shape.largest_prologue_tensor, 0);
+  EXPECT_EQ(Profile::from_json(older.dump(), "p").optimizer_temp_bytes_per_element, -1);
   EXPECT_EQ(back.layers, kLayers);
   EXPECT_EQ(back.tp, 2);
   EXPECT_EQ(back.optimizer_ms_per_param, p.optimizer_ms_per_param);

@@ -66,10 +66,11 @@ ProfileRequest tiny_request() {
   return r;
 }
 
-// The shape counts each part's largest parameter (the optimizer's temporaries are of one at a
-// time: cost/predictor.h): gpt-tiny's token embedding (vocabulary × hidden) on both ends — the
-// head is tied to it —, a block's MLP weight (hidden × ffn); llama-tiny's untied head likewise.
-TEST(ProfilerTest, TheShapeCountsEachPartsLargestParameter) {
+// The shape counts each part's largest parameter (the optimizer's temporaries, measured per
+// element, are of one at a time: cost/predictor.h): gpt-tiny's token embedding (vocabulary ×
+// hidden) on both ends — the head is tied to it —, a block's MLP weight (hidden × ffn);
+// llama-tiny's untied head likewise.
+TEST(ProfilerTest, TheShapeCountsEachPartsLargestParameterAndTheOptimizersTemporaries) {
   for (const char* model : {"gpt-tiny", "llama-tiny"}) {
     SCOPED_TRACE(model);
     ProfileRequest r = tiny_request();
@@ -81,6 +82,12 @@ TEST(ProfilerTest, TheShapeCountsEachPartsLargestParameter) {
     EXPECT_EQ(shape.largest_block_tensor, static_cast<double>(spec.hidden * spec.ffn));
     EXPECT_EQ(shape.largest_tensor(), shape.largest_prologue_tensor);
   }
+  // The optimizer's temporaries per element: AdamW's square root and quotient, 4 bytes each; the
+  // fused AdamW makes none.
+  ProfileRequest r = tiny_request();
+  EXPECT_NEAR(measure_profile(r).optimizer_temp_bytes_per_element, 8, 0.01);  // a few scalars more
+  r.knobs.set("fused_adamw", Value(true));
+  EXPECT_NEAR(measure_profile(r).optimizer_temp_bytes_per_element, 0, 0.01);
 }
 
 // A profile to extend at several batches: the deep variant's steps at each, in one sweep, added to
