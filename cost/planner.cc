@@ -13,12 +13,14 @@
 namespace slapo::cost {
 
 double predicted_metric(const Prediction& p, const std::string& metric) {
-  check_predicted_metric(metric);
+  // Called for every configuration a plan ranks: one comparison chain, the default first.
   if (metric == metric::kSamplesPerS) return p.samples_per_s;
+  if (metric == metric::kStepMsMedian || metric == "step_ms") return p.step_ms;
+  if (metric == metric::kPeakBytes) return p.peak_bytes;
   if (metric == metric::kTokensPerS) return p.tokens_per_s;
   if (metric == metric::kTflops) return p.tflops;
-  if (metric == metric::kPeakBytes) return p.peak_bytes;
-  return p.step_ms;
+  check_predicted_metric(metric);  // throws: not predicted
+  return 0;
 }
 
 bool predicts_metric(const std::string& metric) {

@@ -9,7 +9,6 @@
 // and any pipeline stage is composed from them. Under tensor parallelism the points are one rank
 // of the group, measured alone (runners/simulated_group.h), with the collectives it would make.
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -56,9 +55,6 @@ struct ModelShape {
   // The parameters of the whole model with `blocks` blocks on one rank.
   double variant_params(double blocks) const {
     return blocks * block_params + prologue_params + epilogue_params - tied_params;
-  }
-  double largest_tensor() const {
-    return std::max({largest_block_tensor, largest_prologue_tensor, largest_epilogue_tensor});
   }
   bool operator==(const ModelShape& o) const;
 };

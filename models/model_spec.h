@@ -38,6 +38,9 @@ struct ModelSpec {
   // Forward FLOPs of one sequence of `seq` tokens (matmuls only; 2 per multiply-add): `layers`
   // blocks and the LM head.
   double forward_flops(int64_t seq) const;
+  // Model FLOPs of training one sample: forward and backward (two forwards' worth), recomputation
+  // not counted — what a trial's `tflops` and the cost model's prediction of it count.
+  double train_flops(int64_t seq) const { return 3 * forward_flops(seq); }
   double block_forward_flops(int64_t seq) const;
   double head_forward_flops(int64_t seq) const;
 };

@@ -748,7 +748,7 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
     // The throughputs a trial reports besides samples/s, counted as runners/workload.cc does.
     const int64_t seq = workload_.seq_len_for(config);
     m.input.tokens_per_sample = static_cast<double>(seq);
-    m.input.flops_per_sample = 3 * workload_.spec().forward_flops(seq);
+    m.input.flops_per_sample = workload_.spec().train_flops(seq);
   } catch (const Error& e) {
     m.why_not = e.what();
   }

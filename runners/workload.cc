@@ -346,9 +346,8 @@ TrialResult measure_trial(const Workload& w, const Config& config,
   result.metrics[metric::kStepMsP90] = percentile(step_ms, 0.9);
   result.metrics[metric::kSamplesPerS] = static_cast<double>(batch) / (median / 1000);
   result.metrics[metric::kTokensPerS] = tokens / (median / 1000);
-  // Model FLOPs: forward + backward (2× forward) of the stated count; recomputation not counted.
   result.metrics[metric::kTflops] =
-      3 * spec.forward_flops(seq) * static_cast<double>(batch) / (median / 1000) / 1e12;
+      spec.train_flops(seq) * static_cast<double>(batch) / (median / 1000) / 1e12;
   result.metrics[metric::kLossFirst] = loss_first;
   result.metrics[metric::kLossLast] = loss_last;
   rusage usage{};

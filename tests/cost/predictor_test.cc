@@ -199,11 +199,6 @@ TEST(PredictorTest, AStepThatPeaksInItsOptimizerStepSaysNothingOfTheActivations)
   }
 }
 
-// A head that keeps less than a block (the fused LM loss): with the first blocks checkpointed, the
-// peak is either at the head or when the top checkpointed block is recomputed — by then the plain
-// blocks above it and the loss have run backward — not both at once. The head's buffer that does
-// not grow with the batch is gone by then, which the model does not know: it over-predicts those
-// peaks by at most that buffer, never under.
 // The optimizer step's temporaries are of one parameter at a time: a pipeline stage's least peak
 // is its state and the temporaries of the largest parameter it holds — the embedding's whole on
 // the first stage, a block weight's on a stage of blocks alone. A profile that measured no
@@ -239,6 +234,11 @@ TEST(PredictorTest, AStagesLeastPeakIsItsStateAndItsLargestParametersTemporaries
   EXPECT_LT(by_ratio.predict(in).stages[0].peak_bytes, first_state + 128 * kMB);
 }
 
+// A head that keeps less than a block (the fused LM loss): with the first blocks checkpointed, the
+// peak is either at the head or when the top checkpointed block is recomputed — by then the plain
+// blocks above it and the loss have run backward — not both at once. The head's buffer that does
+// not grow with the batch is gone by then, which the model does not know: it over-predicts those
+// peaks by at most that buffer, never under.
 TEST(PredictorTest, WithTheFirstBlocksCheckpointedThePeakIsAtTheHeadOrAtTheTopRecompute) {
   testing::SyntheticWorkload w;
   w.outside_act_mb = 4;    // under a block's 10
