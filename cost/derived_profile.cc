@@ -208,4 +208,24 @@ std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
   return steps;
 }
 
+BlockBytes block_bytes_from(const Profile& base, const std::vector<BlockDifference>& differences) {
+  const BlockDifference *lo = nullptr, *hi = nullptr;
+  for (const BlockDifference& d : differences) {
+    if (d.checkpointed) continue;
+    if (!lo || d.batch < lo->batch) lo = &d;
+    if (!hi || d.batch > hi->batch) hi = &d;
+  }
+  if (!base.block_bytes.measured || !lo || lo->batch == hi->batch) return {};
+  const double span = static_cast<double>(hi->batch - lo->batch),
+               x = static_cast<double>(lo->batch);
+  BlockBytes out = base.block_bytes;
+  const double kept = (hi->kept_bytes - lo->kept_bytes) / span;
+  out.kept_per_sample += kept;
+  out.kept_at0 += lo->kept_bytes - kept * x;
+  const double backward = (hi->transient_bytes - lo->transient_bytes) / span;
+  out.backward_per_sample += backward;
+  out.backward_at0 += lo->transient_bytes - backward * x;
+  return out;
+}
+
 }  // namespace slapo::cost

@@ -88,4 +88,10 @@ std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
                                                  const std::vector<BlockDifference>& differences,
                                                  const ModelShape& shape);
 
+// The new key's block alone (cost::BlockBytes): the base's, and the lines through what the plain
+// differences' kept and transient bytes differ by at their smallest and largest batch (exact
+// bytes, measured in the same runs as the rest of the difference). Not measured when the base's
+// was not or fewer than two plain batches were probed.
+BlockBytes block_bytes_from(const Profile& base, const std::vector<BlockDifference>& differences);
+
 }  // namespace slapo::cost

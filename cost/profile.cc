@@ -43,6 +43,15 @@ void for_each_largest_tensor_field(S& s, F&& f) {
   f("largest_epilogue_tensor", s.largest_epilogue_tensor);
 }
 
+// Measured since 2026-11-28 (the block alone): a profile stored before has none.
+template <typename B, typename F>
+void for_each_block_bytes_field(B& b, F&& f) {
+  f("kept_at0", b.kept_at0);
+  f("kept_per_sample", b.kept_per_sample);
+  f("backward_at0", b.backward_at0);
+  f("backward_per_sample", b.backward_per_sample);
+}
+
 }  // namespace
 
 CollectiveTally CollectiveTally::operator+(const CollectiveTally& o) const {
@@ -93,6 +102,11 @@ std::string Profile::to_json() const {
   if (optimizer_temp_bytes_per_element >= 0)
     j["optimizer_temp_bytes_per_element"] = optimizer_temp_bytes_per_element;
   j["prologue_ms_per_sample"] = prologue_ms_per_sample;
+  if (block_bytes.measured) {
+    nlohmann::ordered_json b;
+    for_each_block_bytes_field(block_bytes, [&](const char* name, double v) { b[name] = v; });
+    j["block_bytes"] = b;
+  }
   j["profile_s"] = profile_s;
   nlohmann::ordered_json points_json = nlohmann::ordered_json::array();
   for (const ProfilePoint& p : points) {
@@ -123,6 +137,12 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
     p.optimizer_ms_per_param = j.at("optimizer_ms_per_param").get<double>();
     p.optimizer_temp_bytes_per_element = j.value("optimizer_temp_bytes_per_element", -1.0);
     p.prologue_ms_per_sample = j.at("prologue_ms_per_sample").get<double>();
+    if (j.contains("block_bytes")) {
+      p.block_bytes.measured = true;
+      for_each_block_bytes_field(p.block_bytes, [&](const char* name, double& v) {
+        v = j.at("block_bytes").at(name).get<double>();
+      });
+    }
     p.profile_s = j.value("profile_s", 0.0);
     for (const auto& q : j["points"]) {
       ProfilePoint point;
@@ -139,6 +159,11 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
                e.what());
   }
   return p;
+}
+
+bool BlockBytes::operator==(const BlockBytes& o) const {
+  return std::tie(measured, kept_at0, kept_per_sample, backward_at0, backward_per_sample) ==
+         std::tie(o.measured, o.kept_at0, o.kept_per_sample, o.backward_at0, o.backward_per_sample);
 }
 
 bool has_gpipe_step(const Profile& profile) {

@@ -59,6 +59,21 @@ struct ModelShape {
   bool operator==(const ModelShape& o) const;
 };
 
+// One block alone (runners/block_probe.h), in bytes, lines in the samples (exact: the tracking
+// allocator): what its forward keeps for its backward (its output included), and what its
+// backward needs at once above that and the gradient it receives — the gradients of its
+// activations, each parameter's gradient before it is added to the one kept. A pipeline stage
+// before the last peaks in its top block's backward: no loss runs beside it (cost/predictor.h).
+struct BlockBytes {
+  bool measured = false;  // false: a profile stored before they were measured
+  double kept_at0 = 0, kept_per_sample = 0, backward_at0 = 0, backward_per_sample = 0;
+  double kept(double samples) const { return measured ? kept_at0 + kept_per_sample * samples : 0; }
+  double backward(double samples) const {
+    return measured ? backward_at0 + backward_per_sample * samples : 0;
+  }
+  bool operator==(const BlockBytes& o) const;
+};
+
 struct Profile {
   // What the measurements depend on (canonical JSON): the workload without its batch size, the
   // knobs that change the computation (attention, fusions, sequence length), the tensor-parallel
@@ -81,6 +96,7 @@ struct Profile {
   // measured.
   double optimizer_temp_bytes_per_element = -1;
   double prologue_ms_per_sample = 0;  // the embeddings' forward and backward
+  BlockBytes block_bytes;
   std::vector<ProfilePoint> points;
   double profile_s = 0;  // what profiling cost, wall time
 

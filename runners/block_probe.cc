@@ -244,4 +244,26 @@ std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
   return out;
 }
 
+cost::BlockBytes measure_block_bytes(const Workload& workload, const Config& knobs, int64_t lo,
+                                     int64_t hi) {
+  SLAPO_CHECK(lo > 0 && lo < hi, ErrorCode::kInvalidArgument, "measuring a block alone: batches ",
+              lo, " and ", hi, " are not two");
+  TrackingAllocator::instance();  // installed before any tensor of the probe
+  ProbedBlock block(workload, knobs, false);
+  auto run_at = [&](int64_t batch) {
+    block.set_batch(batch);
+    block.run(0);
+    return block.run(1);
+  };
+  const ProbedBlock::Run a = run_at(lo), b = run_at(hi);
+  const double span = static_cast<double>(hi - lo), x = static_cast<double>(lo);
+  cost::BlockBytes out;
+  out.measured = true;
+  out.kept_per_sample = (b.kept_bytes - a.kept_bytes) / span;
+  out.kept_at0 = a.kept_bytes - out.kept_per_sample * x;
+  out.backward_per_sample = (b.transient_bytes - a.transient_bytes) / span;
+  out.backward_at0 = a.transient_bytes - out.backward_per_sample * x;
+  return out;
+}
+
 }  // namespace slapo::runners

@@ -47,4 +47,12 @@ std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
     const Workload& workload, const Config& base_knobs, const std::vector<Config>& knobs,
     const std::vector<int64_t>& batches, int64_t checkpointed_batch);
 
+// What one block of `knobs` alone (plain; under tensor parallelism one rank of its group) keeps
+// for its backward, and needs while running backward above that and the gradient it receives, at
+// two batches (`lo` < `hi`): lines in the samples (exact bytes; cost::BlockBytes). Each batch runs
+// twice, the second read: the first makes the parameters' gradients, which a step keeps. Throws
+// Error(kRuntime) naming the key whose block could not be built or run.
+cost::BlockBytes measure_block_bytes(const Workload& workload, const Config& knobs, int64_t lo,
+                                     int64_t hi);
+
 }  // namespace slapo::runners

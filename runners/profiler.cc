@@ -267,6 +267,7 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
     cost::ModelShape shape = base.shape;
     shape.block_params += differences[i].front().params;
     out.push_back(cost::derive_profile(base, cost::deep_steps_from_blocks(base, d, shape), shape));
+    out.back().block_bytes = cost::block_bytes_from(base, differences[i]);
   }
   return out;
 }
@@ -458,6 +459,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   profile.optimizer_ms_per_param = optimizer.ms_per_param;
   profile.optimizer_temp_bytes_per_element = optimizer.temp_bytes_per_element;
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
+  profile.block_bytes = measure_block_bytes(w, request.knobs, lo, hi);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
   return {profile};
 }

@@ -285,6 +285,37 @@ TEST(DerivedProfileTest, AComposedOneBlockStepTakesAtLeastItsOptimizerStep) {
   EXPECT_NO_THROW(Predictor{derived});
 }
 
+// The new key's block alone: the base's lines, and the lines through what the probed blocks' kept
+// and transient bytes differ by at the smallest and largest plain batch — the checkpointed
+// difference (another quantity) not read. A base that measured none derives none.
+TEST(DerivedProfileTest, ABlockAloneIsTheBasesAndWhatTheProbedBlocksDifferBy) {
+  Profile base = SyntheticWorkload().profile();
+  base.block_bytes = {true, 0, 1000, 100, 10};
+  auto difference = [](int64_t batch, bool checkpointed, double kept, double transient) {
+    BlockDifference d;
+    d.batch = batch;
+    d.checkpointed = checkpointed;
+    d.kept_bytes = kept;
+    d.transient_bytes = transient;
+    return d;
+  };
+  const std::vector<BlockDifference> probed = {
+      difference(8, false, -800, 90), difference(2, false, -200, 30),
+      difference(4, false, -400, 50), difference(8, true, 5e6, 1e6)};
+  const BlockBytes b = block_bytes_from(base, probed);
+  ASSERT_TRUE(b.measured);
+  EXPECT_DOUBLE_EQ(b.kept_per_sample, 900);
+  EXPECT_DOUBLE_EQ(b.kept_at0, 0);
+  EXPECT_DOUBLE_EQ(b.backward_per_sample, 20);
+  EXPECT_DOUBLE_EQ(b.backward_at0, 110);
+  EXPECT_DOUBLE_EQ(b.backward(4), base.block_bytes.backward(4) + 50);
+  EXPECT_DOUBLE_EQ(b.kept(4), base.block_bytes.kept(4) - 400);
+  base.block_bytes = {};
+  EXPECT_FALSE(block_bytes_from(base, probed).measured);
+  base.block_bytes = {true, 0, 1000, 100, 10};
+  EXPECT_FALSE(block_bytes_from(base, {difference(8, false, -800, 90)}).measured);
+}
+
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {
   const SyntheticWorkload base;
   std::vector<ProfilePoint> no_checkpoint = deep_steps(base);

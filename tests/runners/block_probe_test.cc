@@ -157,6 +157,20 @@ TEST(BlockProbeTest, ADerivedProfilePredictsTheFullProfilesPeak) {
   cost::PredictInput plain;
   plain.batch = 8;
   EXPECT_GT(naive.predict(plain).peak_bytes, 1.05 * a.predict(plain).peak_bytes);
+  // The block alone is the key's own (exact bytes, along the lines through two batches).
+  // (gpt-tiny's two blocks need alike in their backward, in the MLP's: the composition itself is
+  // DerivedProfileTest.ABlockAloneIsTheBasesAndWhatTheProbedBlocksDifferBy.)
+  ASSERT_TRUE(from_blocks.block_bytes.measured);
+  for (double x : {2.0, 8.0}) {
+    EXPECT_NEAR(from_blocks.block_bytes.kept(x), own.block_bytes.kept(x),
+                1e-3 * own.block_bytes.kept(x))
+        << x;
+    EXPECT_NEAR(from_blocks.block_bytes.backward(x), own.block_bytes.backward(x),
+                1e-3 * own.block_bytes.backward(x))
+        << x;
+  }
+  // What the blocks keep differs (the naive attention keeps its probabilities): the check can fail.
+  EXPECT_GT(derived.base->block_bytes.kept(8), 1.05 * own.block_bytes.kept(8));
 }
 
 // Collectives' costs for a predictor of two ranks whose peaks are compared: any will do.

@@ -10,7 +10,9 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/metrics.h"
+#include "cost/predictor.h"
 #include "cost/profile.h"
+#include "runners/block_probe.h"
 #include "runners/profiler.h"
 #include "runners/workload.h"
 
@@ -87,6 +89,35 @@ TEST(ProfilerTest, TheShapeCountsEachPartsLargestParameterAndTheOptimizersTempor
   EXPECT_NEAR(measure_profile(r).optimizer_temp_bytes_per_element, 8, 0.01);  // a few scalars more
   r.knobs.set("fused_adamw", Value(true));
   EXPECT_NEAR(measure_profile(r).optimizer_temp_bytes_per_element, 0, 0.01);
+}
+
+// A block alone (cost::BlockBytes): what its forward keeps is what the profile's two variants
+// differ by a block a sample (the fit reads the same bytes); what its backward needs above that
+// (what a pipeline stage before the last peaks with) is at least a parameter's gradient made
+// before it is added to the kept one — the block's largest, its MLP weight — and not every
+// gradient of the block twice over; per sample at least the gradient of the block's input (one
+// sample's hidden states). The lines through two batches are exact: a third batch lies on them.
+TEST(ProfilerTest, ABlockIsMeasuredAlone) {
+  for (const char* model : {"gpt-tiny", "mlp-tiny"}) {
+    SCOPED_TRACE(model);
+    ProfileRequest r = tiny_request();
+    r.workload.model = model;
+    const cost::Profile profile = measure_profile(r);
+    const cost::BlockBytes& b = profile.block_bytes;
+    ASSERT_TRUE(b.measured);
+    const cost::Predictor from_variants([&] {
+      cost::Profile p = profile;
+      p.block_bytes = {};  // the fit from the variants' difference alone
+      return p;
+    }());
+    EXPECT_NEAR(b.kept_per_sample, from_variants.fit().block_act, 1e-3 * b.kept_per_sample);
+    EXPECT_GE(b.backward_at0, 4 * profile.shape.largest_block_tensor);
+    EXPECT_LE(b.backward_at0, 2 * 4 * profile.shape.block_params);
+    EXPECT_GE(b.backward_per_sample, profile.shape.message_bytes_per_sample);
+    const cost::BlockBytes wider = measure_block_bytes(r.workload, r.knobs, 2, 8);
+    EXPECT_NEAR(wider.kept(8), b.kept(8), 1e-3 * b.kept(8));
+    EXPECT_NEAR(wider.backward(8), b.backward(8), 1e-3 * b.backward(8));
+  }
 }
 
 // A profile to extend at several batches: the deep variant's steps at each, in one sweep, added to
