@@ -64,19 +64,23 @@ TEST(DerivedProfileTest, PredictsWhatTheFullProfileOfTheNewKeyPredicts) {
   EXPECT_EQ(composed, derived.points.size() - deep_steps(other).size());
 }
 
+// One block's difference as the probe returns it.
+BlockDifference difference(int64_t batch, bool checkpointed, double ms, double kept_bytes,
+                           double transient_bytes = 0) {
+  BlockDifference d;
+  d.batch = batch;
+  d.checkpointed = checkpointed;
+  d.ms = ms;
+  d.kept_bytes = kept_bytes;
+  d.transient_bytes = transient_bytes;
+  return d;
+}
+
 // What the block probe measures of the two keys' blocks alone: the difference of a block's time,
 // of what it keeps per sample, plain and checkpointed (no transient: the synthetic blocks have
 // none).
 std::vector<BlockDifference> block_differences(const SyntheticWorkload& base,
                                                const SyntheticWorkload& other) {
-  auto difference = [](int64_t batch, bool checkpointed, double ms, double kept_bytes) {
-    BlockDifference d;
-    d.batch = batch;
-    d.checkpointed = checkpointed;
-    d.ms = ms;
-    d.kept_bytes = kept_bytes;
-    return d;
-  };
   std::vector<BlockDifference> out;
   for (int64_t batch : {1, 4, 11, 32}) {
     const double x = static_cast<double>(batch);
@@ -291,17 +295,9 @@ TEST(DerivedProfileTest, AComposedOneBlockStepTakesAtLeastItsOptimizerStep) {
 TEST(DerivedProfileTest, ABlockAloneIsTheBasesAndWhatTheProbedBlocksDifferBy) {
   Profile base = SyntheticWorkload().profile();
   base.block_bytes = {true, 0, 1000, 100, 10};
-  auto difference = [](int64_t batch, bool checkpointed, double kept, double transient) {
-    BlockDifference d;
-    d.batch = batch;
-    d.checkpointed = checkpointed;
-    d.kept_bytes = kept;
-    d.transient_bytes = transient;
-    return d;
-  };
   const std::vector<BlockDifference> probed = {
-      difference(8, false, -800, 90), difference(2, false, -200, 30),
-      difference(4, false, -400, 50), difference(8, true, 5e6, 1e6)};
+      difference(8, false, 0, -800, 90), difference(2, false, 0, -200, 30),
+      difference(4, false, 0, -400, 50), difference(8, true, 0, 5e6, 1e6)};
   const BlockBytes b = block_bytes_from(base, probed);
   ASSERT_TRUE(b.measured);
   EXPECT_DOUBLE_EQ(b.kept_per_sample, 900);
@@ -313,7 +309,7 @@ TEST(DerivedProfileTest, ABlockAloneIsTheBasesAndWhatTheProbedBlocksDifferBy) {
   base.block_bytes = {};
   EXPECT_FALSE(block_bytes_from(base, probed).measured);
   base.block_bytes = {true, 0, 1000, 100, 10};
-  EXPECT_FALSE(block_bytes_from(base, {difference(8, false, -800, 90)}).measured);
+  EXPECT_FALSE(block_bytes_from(base, {difference(8, false, 0, -800, 90)}).measured);
 }
 
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {
