@@ -7,9 +7,9 @@ measured step time and peak tensor memory, one trial at a time (never two at onc
 With --nproc 2, every trial is a job of two ranks (the space's layouts must fill them).
 
 Prints each configuration's prediction and measurement, then per space: the median absolute error
-of the peak memory, the largest under-prediction, the median absolute percentage error of the
-step time, Spearman's rank correlation of step time, and what profiling cost against the mean
-trial. Exits 0 whatever the figures: targets are read from its output (docs/benchmarks.md)."""
+of the peak memory, the largest under- and over-prediction, the median absolute percentage error
+of the step time, Spearman's rank correlation of step time, and what profiling cost against the
+mean trial. Exits 0 whatever the figures: targets are read from its output (docs/benchmarks.md)."""
 
 import argparse
 import json
@@ -96,6 +96,7 @@ def main():
     summary = {
         "space": args.space, "configs": len(rows), "ok": len(ok),
         "peak_median_abs_error": median(peak_err), "peak_worst_under_prediction": max(under) if under else None,
+        "peak_worst_over_prediction": -min(under) if under else None,
         "step_median_abs_error": median(ms_err), "step_spearman": spearman([r["pred_ms"] for r in ok], [r["ms"] for r in ok]),
         "oom_predicted_right": f"{oom_right}/{len(rows)}",
         "profile_s": plan["profile_s"], "mean_trial_s": sum(walls) / len(walls) if walls else None,

@@ -154,6 +154,7 @@ std::string Prediction::to_json() const {
   nlohmann::ordered_json j;
   j["step_ms"] = step_ms;
   j["peak_bytes"] = peak_bytes;
+  j["peak_at"] = peak_at;
   j["samples_per_s"] = samples_per_s;
   if (tokens_per_s > 0) j["tokens_per_s"] = tokens_per_s;
   if (tflops > 0) j["tflops"] = tflops;
@@ -166,7 +167,8 @@ std::string Prediction::to_json() const {
   for (const StagePrediction& stage : stages) {
     s.push_back({{"blocks", stage.blocks},
                  {"micro_batch_ms", stage.micro_batch_ms},
-                 {"peak_bytes", stage.peak_bytes}});
+                 {"peak_bytes", stage.peak_bytes},
+                 {"peak_at", stage.peak_at}});
   }
   j["stages"] = s;
   j["notes"] = notes;
@@ -464,7 +466,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   // checkpointed one's it recomputes —, every micro-batch in flight keeping its blocks' part, the
   // gradient the block receives and what its backward needs above them (measured on one block).
   // Without them mlp-mini's first of two stages at 16 samples was 18 MiB (5.3%) over its
-  // prediction: its 4096-wide MLP's gradients, where a loss beside them would hide them.
+  // prediction: its 2048-wide MLP's gradients, where a loss beside them would hide them.
   if (p > 1 && !last)
     st.activations += x * shape.message_bytes_per_sample + profile_.block_bytes.backward(x);
   // The whole model on one stage: no lower than the deep variant's measured peaks where they bend
@@ -482,9 +484,16 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double largest = std::max({n > 0 ? shape.largest_block_tensor : 0.0,
                                    first ? shape.largest_prologue_tensor : 0.0,
                                    last ? shape.largest_epilogue_tensor : 0.0});
-  st.peak_bytes =
-      std::max(st.state + st.activations + st.logits, least_peak(st.state, largest, p == 1)) *
-      memory_scale_;
+  const double held = st.state + st.activations + st.logits;
+  const double least = least_peak(st.state, largest, p == 1);
+  if (least > held) {
+    st.peak_at = "the optimizer step";
+  } else if (k > 0 && recomputing > at_head) {
+    st.peak_at = "a checkpointed block's recompute";
+  } else {
+    st.peak_at = p > 1 && !last ? "its top block's backward" : "the loss's backward";
+  }
+  st.peak_bytes = std::max(held, least) * memory_scale_;
   return st;
 }
 
@@ -532,6 +541,7 @@ Prediction Predictor::raw(const PredictInput& in) const {
   // The largest rank's memory (stage_cost scaled the peak; the parts are scaled likewise).
   const StageCost& big = stages[largest];
   out.peak_bytes = big.peak_bytes;
+  out.peak_at = big.peak_at;
   const double params = kFloatBytes * big.params * memory_scale_;
   const double state = big.state * memory_scale_, logits = big.logits * memory_scale_;
   out.memory_bytes = {{"parameters", std::min(params, state)},
@@ -540,8 +550,8 @@ Prediction Predictor::raw(const PredictInput& in) const {
                       {"activations", big.peak_bytes - state - logits},
                       {"logits", logits}};
   for (size_t s = 0; s < stages.size(); ++s)
-    out.stages.push_back(
-        {begins[s + 1] - begins[s], stages[s].micro_batch_ms, stages[s].peak_bytes});
+    out.stages.push_back({begins[s + 1] - begins[s], stages[s].micro_batch_ms, stages[s].peak_bytes,
+                          stages[s].peak_at});
   if (collectives_) {
     for (int64_t ranks : {profile_.tp, std::max<int64_t>(1, in.dp), p}) {
       if (collectives_->extrapolates(ranks)) {

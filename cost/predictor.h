@@ -58,11 +58,15 @@ struct StagePrediction {
   int64_t blocks = 0;
   double micro_batch_ms = 0;  // t_s
   double peak_bytes = 0;
+  // The moment of the step that sets the peak: "the loss's backward", "its top block's backward"
+  // (a pipeline stage before the last), "a checkpointed block's recompute", "the optimizer step".
+  std::string peak_at;
 };
 
 struct Prediction {
   double step_ms = 0;
   double peak_bytes = 0;  // the largest rank's
+  std::string peak_at;    // the largest rank's (StagePrediction::peak_at)
   double samples_per_s = 0;
   double tokens_per_s = 0;  // 0 when the input names no tokens per sample
   double tflops = 0;        // model TFLOP/s; 0 when the input names no FLOPs per sample
@@ -76,8 +80,8 @@ struct Prediction {
   std::vector<StagePrediction> stages;
   std::vector<std::string> notes;  // what the prediction extrapolates
 
-  // {"step_ms", "peak_bytes", "samples_per_s", "tokens_per_s", "tflops" (those two where known),
-  //  "time_ms": {...}, "memory_bytes": {...}, "stages": [...], "notes": [...]}
+  // {"step_ms", "peak_bytes", "peak_at", "samples_per_s", "tokens_per_s", "tflops" (those two
+  //  where known), "time_ms": {...}, "memory_bytes": {...}, "stages": [...], "notes": [...]}
   std::string to_json() const;
 };
 
@@ -147,6 +151,7 @@ class Predictor {
     double compute = 0, recompute = 0, comm = 0, micro_batch_ms = 0;  // per micro-batch
     double optimizer = 0, tail = 0;  // once per step: the optimizer, + gradient all-reduces
     double params = 0, state = 0, activations = 0, logits = 0, peak_bytes = 0;
+    const char* peak_at = "";  // StagePrediction::peak_at
   };
   StageCost stage_cost(const PredictInput& in, int64_t stage, int64_t begin, int64_t end) const;
   // What a step costs besides its stages (the loss averaged over the world), unscaled.

@@ -643,6 +643,10 @@ TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   EXPECT_EQ(p["stages"][0]["blocks"].get<int>() + p["stages"][1]["blocks"].get<int>(), 2);
   EXPECT_EQ(p["peak_bytes"], std::max(p["stages"][0]["peak_bytes"].get<double>(),
                                       p["stages"][1]["peak_bytes"].get<double>()));
+  // Each stage says which moment of the step sets its peak; the prediction, the larger stage's.
+  const size_t larger = p["stages"][0]["peak_bytes"] >= p["stages"][1]["peak_bytes"] ? 0 : 1;
+  EXPECT_EQ(p["peak_at"], p["stages"][larger]["peak_at"]) << p.dump();
+  EXPECT_NE(p["stages"][1]["peak_at"], "its top block's backward") << p.dump();  // the last
   EXPECT_GT(p["time_ms"]["bubble"].get<double>(), 0);
   // The plumbing against a job of two ranks: the benchmark holds the model to its targets, this
   // test to a wrong stage, batch or layout (far outside 25%).
