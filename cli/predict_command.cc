@@ -84,7 +84,7 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
       << std::setprecision(1);
   for (const auto& [name, ms] : pr.time_ms)
     out << "  " << std::left << std::setw(16) << name << ms << " ms\n";
-  out << "peak       " << format_bytes(pr.peak_bytes) << ", at " << pr.peak_at;
+  out << "peak       " << format_bytes(pr.peak_bytes) << ", at " << cost::to_string(pr.peak_at);
   if (budget > 0)
     out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget) << ")";
   out << "\n";
@@ -96,7 +96,8 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
     for (size_t s = 0; s < pr.stages.size(); ++s) {
       out << "  " << s + 1 << ": " << pr.stages[s].blocks << " blocks, "
           << pr.stages[s].micro_batch_ms << " ms per micro-batch, peak "
-          << format_bytes(pr.stages[s].peak_bytes) << ", at " << pr.stages[s].peak_at << "\n";
+          << format_bytes(pr.stages[s].peak_bytes) << ", at "
+          << cost::to_string(pr.stages[s].peak_at) << "\n";
     }
   }
   for (const std::string& note : pr.notes) out << "note: " << note << "\n";

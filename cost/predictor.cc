@@ -150,11 +150,21 @@ double samples_per_micro_batch(const PredictInput& in) {
 
 }  // namespace
 
+const char* to_string(PeakMoment moment) {
+  switch (moment) {
+    case PeakMoment::kLossBackward: return "the loss's backward";
+    case PeakMoment::kTopBlockBackward: return "its top block's backward";
+    case PeakMoment::kRecompute: return "a checkpointed block's recompute";
+    case PeakMoment::kOptimizerStep: return "the optimizer step";
+  }
+  return "";
+}
+
 std::string Prediction::to_json() const {
   nlohmann::ordered_json j;
   j["step_ms"] = step_ms;
   j["peak_bytes"] = peak_bytes;
-  j["peak_at"] = peak_at;
+  j["peak_at"] = to_string(peak_at);
   j["samples_per_s"] = samples_per_s;
   if (tokens_per_s > 0) j["tokens_per_s"] = tokens_per_s;
   if (tflops > 0) j["tflops"] = tflops;
@@ -168,7 +178,7 @@ std::string Prediction::to_json() const {
     s.push_back({{"blocks", stage.blocks},
                  {"micro_batch_ms", stage.micro_batch_ms},
                  {"peak_bytes", stage.peak_bytes},
-                 {"peak_at", stage.peak_at}});
+                 {"peak_at", to_string(stage.peak_at)}});
   }
   j["stages"] = s;
   j["notes"] = notes;
@@ -487,11 +497,11 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double held = st.state + st.activations + st.logits;
   const double least = least_peak(st.state, largest, p == 1);
   if (least > held) {
-    st.peak_at = "the optimizer step";
+    st.peak_at = PeakMoment::kOptimizerStep;
   } else if (k > 0 && recomputing > at_head) {
-    st.peak_at = "a checkpointed block's recompute";
+    st.peak_at = PeakMoment::kRecompute;
   } else {
-    st.peak_at = p > 1 && !last ? "its top block's backward" : "the loss's backward";
+    st.peak_at = p > 1 && !last ? PeakMoment::kTopBlockBackward : PeakMoment::kLossBackward;
   }
   st.peak_bytes = std::max(held, least) * memory_scale_;
   return st;

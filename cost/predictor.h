@@ -54,19 +54,29 @@ struct PredictInput {
 };
 
 // One pipeline stage of a prediction.
+// The moment of a step that sets a rank's peak (a closed set: a prediction of every configuration
+// of a space carries one per stage, no string made).
+enum class PeakMoment {
+  kLossBackward,      // the loss running backward, every micro-batch in flight kept
+  kTopBlockBackward,  // a pipeline stage before the last: its top block's backward
+  kRecompute,         // a checkpointed block recomputed for its backward
+  kOptimizerStep,     // the least peak: the optimizer step (on one rank, the least profiled)
+};
+// "the loss's backward", "its top block's backward", "a checkpointed block's recompute", "the
+// optimizer step".
+const char* to_string(PeakMoment moment);
+
 struct StagePrediction {
   int64_t blocks = 0;
   double micro_batch_ms = 0;  // t_s
   double peak_bytes = 0;
-  // The moment of the step that sets the peak: "the loss's backward", "its top block's backward"
-  // (a pipeline stage before the last), "a checkpointed block's recompute", "the optimizer step".
-  std::string peak_at;
+  PeakMoment peak_at = PeakMoment::kLossBackward;
 };
 
 struct Prediction {
   double step_ms = 0;
-  double peak_bytes = 0;  // the largest rank's
-  std::string peak_at;    // the largest rank's (StagePrediction::peak_at)
+  double peak_bytes = 0;                           // the largest rank's
+  PeakMoment peak_at = PeakMoment::kLossBackward;  // the largest rank's
   double samples_per_s = 0;
   double tokens_per_s = 0;  // 0 when the input names no tokens per sample
   double tflops = 0;        // model TFLOP/s; 0 when the input names no FLOPs per sample
@@ -151,7 +161,7 @@ class Predictor {
     double compute = 0, recompute = 0, comm = 0, micro_batch_ms = 0;  // per micro-batch
     double optimizer = 0, tail = 0;  // once per step: the optimizer, + gradient all-reduces
     double params = 0, state = 0, activations = 0, logits = 0, peak_bytes = 0;
-    const char* peak_at = "";  // StagePrediction::peak_at
+    PeakMoment peak_at = PeakMoment::kLossBackward;
   };
   StageCost stage_cost(const PredictInput& in, int64_t stage, int64_t begin, int64_t end) const;
   // What a step costs besides its stages (the loss averaged over the world), unscaled.

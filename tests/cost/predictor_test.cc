@@ -222,7 +222,7 @@ TEST(PredictorTest, AStagesLeastPeakIsItsStateAndItsLargestParametersTemporaries
   ASSERT_EQ(p.stages.size(), 4u);
   const double first_state = (16 + 40 * 2 / 2.5) * kMB;  // a block, the embedding's share
   EXPECT_NEAR(p.stages[0].peak_bytes, first_state + 128 * kMB, 1);
-  EXPECT_EQ(p.stages[0].peak_at, "the optimizer step");
+  EXPECT_EQ(p.stages[0].peak_at, PeakMoment::kOptimizerStep);
   EXPECT_NEAR(p.stages[1].peak_bytes, (16 + 16) * kMB, 1);  // an eighth of the embedding's
   // The last: a block, the head's share (tied: the whole of the rest), the head's temporaries.
   EXPECT_NEAR(p.stages[3].peak_bytes, (16 + 40 + 128) * kMB, 1);
@@ -321,8 +321,8 @@ TEST(PredictorTest, AStageBeforeTheLastPeaksInABlocksBackward) {
         << gpipe;
     EXPECT_NEAR(p.stages[0].peak_bytes - before.stages[0].peak_bytes, backward, 1) << gpipe;
     EXPECT_NEAR(p.stages[1].peak_bytes, before.stages[1].peak_bytes, 1) << gpipe;
-    EXPECT_EQ(p.stages[0].peak_at, "its top block's backward");
-    EXPECT_EQ(p.stages[1].peak_at, "the loss's backward");
+    EXPECT_EQ(p.stages[0].peak_at, PeakMoment::kTopBlockBackward);
+    EXPECT_EQ(p.stages[1].peak_at, PeakMoment::kLossBackward);
     EXPECT_EQ(p.peak_at, p.stages[1].peak_at);  // the larger
   }
   // Checkpointed: at the recompute of its top checkpointed block too (one micro-batch's blocks
@@ -334,7 +334,7 @@ TEST(PredictorTest, AStageBeforeTheLastPeaksInABlocksBackward) {
   const double at_top = 2 * 2 * f.ckpt_block_kept;
   EXPECT_NEAR(measured.predict(in).stages[0].peak_bytes,
               state + x * std::max(recomputing, at_top) + received + backward, 1);
-  EXPECT_EQ(measured.predict(in).stages[0].peak_at, "a checkpointed block's recompute");
+  EXPECT_EQ(measured.predict(in).stages[0].peak_at, PeakMoment::kRecompute);
   // One rank: the measured peaks' fit, unchanged.
   EXPECT_NEAR(measured.predict(at(16)).peak_bytes, unmeasured.predict(at(16)).peak_bytes, 1);
 }
