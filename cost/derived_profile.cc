@@ -39,8 +39,8 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
         deep, " blocks, in one micro-batch, none or all checkpointed");
     if (q.ckpt_blocks == 0)
       plain[q.batch] = &q;
-    else
-      checkpointed = &q;
+    else if (!checkpointed || q.batch > checkpointed->batch)
+      checkpointed = &q;  // the recompute's share is read at the largest
   }
   std::vector<std::pair<double, double>> memory;  // above one sample: the activations' line
   for (const auto& [batch, q] : plain) {
@@ -100,9 +100,13 @@ Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& dee
     one.derived = true;
     out.points.push_back(one);
   }
-  // One sample, every block checkpointed: the least peak (the optimizer step's own need), and
+  // One sample, every block checkpointed — the least peak — where the steps lack it (a base
+  // measured before 2026-11-28 has none): the base's least as a ratio of the state, the time with
   // the measured recompute share.
-  if (checkpointed && plain.count(checkpointed->batch)) {
+  const bool has_least = std::any_of(
+      deep_steps.begin(), deep_steps.end(),
+      [&](const ProfilePoint& q) { return q.ckpt_blocks > 0 && q.batch == plain.begin()->first; });
+  if (checkpointed && plain.count(checkpointed->batch) && !has_least) {
     const ProfilePoint& at = *plain.at(checkpointed->batch);
     const double recompute_ms = std::max(0.0, checkpointed->step_ms - at.step_ms);
     const double share = new_block_ms(at) > 0 ? recompute_ms / (d * new_block_ms(at)) : 0.0;
@@ -189,22 +193,20 @@ std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
     return out;
   };
 
-  std::vector<ProfilePoint> steps;
-  const ProfilePoint* checkpointed = nullptr;
+  std::vector<ProfilePoint> steps, checkpointed;
   for (const ProfilePoint& q : base.points) {
     if (q.layers != fb.deep_layers || q.micro_batches != 1 || q.derived) continue;
     if (q.ckpt_blocks == 0) {
       steps.push_back(compose(q, difference(q.batch, false)));
-    } else if (q.ckpt_blocks == fb.deep_layers &&
-               (!checkpointed || q.batch > checkpointed->batch)) {
-      checkpointed = &q;
+    } else if (q.ckpt_blocks == fb.deep_layers) {
+      checkpointed.push_back(compose(q, difference(q.batch, true)));
     }
   }
   // A base of a space that checkpoints nothing has none: then neither has the new key.
-  SLAPO_CHECK(checkpointed != nullptr || !has_checkpointed_step(base), ErrorCode::kInvalidArgument,
+  SLAPO_CHECK(!checkpointed.empty() || !has_checkpointed_step(base), ErrorCode::kInvalidArgument,
               "deriving a profile from its blocks: the base has no measured step with every block "
               "checkpointed");
-  if (checkpointed) steps.push_back(compose(*checkpointed, difference(checkpointed->batch, true)));
+  steps.insert(steps.end(), checkpointed.begin(), checkpointed.end());
   return steps;
 }
 

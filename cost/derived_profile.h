@@ -33,11 +33,12 @@ namespace slapo::cost {
 
 // `deep_steps`: the new key's deep variant (the base's depth) without checkpointing at two or
 // more batches above one sample — the base's batches, for the difference to be measured, not
-// interpolated — and once with every block checkpointed (micro_batches 1, the base's tp, with
-// their collectives). `shape`: the new key's parameters. The result has the base's depth, tp,
-// optimizer and embeddings' times, `shape`, the measured points and the composed ones; key,
-// fingerprint, revision and profile_s are the caller's. Throws Error(kInvalidArgument) when the
-// steps lack what is needed.
+// interpolated — and with every block checkpointed at one of them, the largest such read for the
+// recompute (micro_batches 1, the base's tp, with their collectives; one at the smallest batch is
+// the least peak, else composed from the base's). `shape`: the new key's parameters. The result has
+// the base's depth, tp, optimizer and embeddings' times, `shape`, the measured points and the
+// composed ones; key, fingerprint, revision and profile_s are the caller's. Throws
+// Error(kInvalidArgument) when the steps lack what is needed.
 Profile derive_profile(const Profile& base, const std::vector<ProfilePoint>& deep_steps,
                        const ModelShape& shape);
 
@@ -71,9 +72,9 @@ struct BlockDifference {
 BlockDifference checkpointed_from_plain(const BlockDifference& plain);
 
 // The new key's deep steps composed from the base's measured deep steps and the blocks'
-// differences, for derive_profile: at each batch of the base's deep variant without checkpointing
-// that has a plain difference, and at the base's largest all-checkpointed batch that has a
-// checkpointed one,
+// differences, for derive_profile: at each batch of the base's deep variant without checkpointing,
+// and at each it was measured at with every block checkpointed (the largest, and one sample: the
+// least peak),
 //
 //   step' = step + D · Δms + the optimizer over D · Δparameters
 //   peak' = peak + D · (Δstate + Δkept) + max(0, Δtransient)
@@ -83,7 +84,8 @@ BlockDifference checkpointed_from_plain(const BlockDifference& plain);
 // time; a transient that shrinks is not counted (the step's peak may lie elsewhere, at the loss:
 // an under-prediction is a trial run out of memory). Δstate: the base's bytes of state per block
 // parameter times the difference of parameters. The steps are marked `derived`. Throws
-// Error(kInvalidArgument) when a batch the base's deep variant was measured at has no difference.
+// Error(kInvalidArgument) when a batch the base's deep variant was measured at, plain or
+// checkpointed, has no difference.
 std::vector<ProfilePoint> deep_steps_from_blocks(const Profile& base,
                                                  const std::vector<BlockDifference>& differences,
                                                  const ModelShape& shape);

@@ -60,10 +60,11 @@ enum class PeakMoment {
   kLossBackward,      // the loss running backward, every micro-batch in flight kept
   kTopBlockBackward,  // a pipeline stage before the last: its top block's backward
   kRecompute,         // a checkpointed block recomputed for its backward
-  kOptimizerStep,     // the least peak: the optimizer step (on one rank, the least profiled)
+  kOptimizerStep,     // the least peak: the optimizer step
+  kLeastProfiled,     // on one rank, above the optimizer step: the least profiled (a backward's)
 };
 // "the loss's backward", "its top block's backward", "a checkpointed block's recompute", "the
-// optimizer step".
+// optimizer step", "the model's least (profiled: one sample, every block checkpointed)".
 const char* to_string(PeakMoment moment);
 
 struct StagePrediction {
@@ -184,9 +185,16 @@ class Predictor {
   // The least a rank of `state` bytes peaks at — in the optimizer step, whose temporaries are of
   // one parameter at a time: the state and those of its largest parameter (`largest` elements;
   // a pipeline stage holding the embedding needs them whole, whatever its share of the state).
-  // The whole model on one rank (`whole`) no lower than its least peak profiled. A profile that
-  // measured no temporaries or counted no largest parameter: the least peak over the state.
-  double least_peak(double state, double largest, bool whole) const;
+  // The whole model on one rank (`whole`) no lower than its least peak profiled — one sample,
+  // every block checkpointed — and, where that lies above the optimizer step (a moment of the
+  // backward: gpt-mini's tied embedding's dense gradient), `in_flight` more: what the rank's other
+  // micro-batches in flight keep then. A profile that measured no temporaries or counted no
+  // largest parameter: the least peak over the state.
+  struct LeastPeak {
+    double bytes = 0;
+    PeakMoment at = PeakMoment::kOptimizerStep;
+  };
+  LeastPeak least_peak(double state, double largest, bool whole, double in_flight = 0) const;
 
   Profile profile_;
   std::optional<CollectiveModel> collectives_;

@@ -240,27 +240,27 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
 
 // Keys that differ from `base` (of `base_knobs`) only inside the blocks: their blocks and the
 // base's alone, in the same rounds (runners/block_probe.h), at the batches of the base's deep
-// variant; checkpointed, composed from the plain differences at the largest batch the base was
-// measured all-checkpointed at (cost::checkpointed_from_plain). The deep steps are composed from
-// the base's and the rest is derived (cost/derived_profile.h), one profile per key.
+// variant; checkpointed, composed from the plain differences at the batches the base was measured
+// all-checkpointed at (cost::checkpointed_from_plain). The deep steps are composed from the base's
+// and the rest is derived (cost/derived_profile.h), one profile per key.
 std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<Config>& knobs,
                                            const cost::Profile& base, const Config& base_knobs) {
-  int64_t deep = 0, checkpointed_at = 0;
+  int64_t deep = 0;
   for (const cost::ProfilePoint& q : base.points) deep = std::max(deep, q.layers);
-  std::set<int64_t> batches;
+  std::set<int64_t> batches, checkpointed_at;
   for (const cost::ProfilePoint& q : base.points) {
     if (q.layers != deep || q.micro_batches != 1 || q.derived) continue;
     if (q.ckpt_blocks == 0) batches.insert(q.batch);
-    if (q.ckpt_blocks == deep) checkpointed_at = std::max(checkpointed_at, q.batch);
+    if (q.ckpt_blocks == deep) checkpointed_at.insert(q.batch);
   }
-  if (checkpointed_at > 0) batches.insert(checkpointed_at);
+  batches.insert(checkpointed_at.begin(), checkpointed_at.end());
   const std::vector<std::vector<cost::BlockDifference>> differences = probe_block_differences(
       w, base_knobs, knobs, std::vector<int64_t>(batches.begin(), batches.end()), 0);
   std::vector<cost::Profile> out;
   for (size_t i = 0; i < knobs.size(); ++i) {
     std::vector<cost::BlockDifference> d = differences[i];
     for (const cost::BlockDifference& plain : differences[i]) {
-      if (plain.batch == checkpointed_at) d.push_back(cost::checkpointed_from_plain(plain));
+      if (checkpointed_at.count(plain.batch)) d.push_back(cost::checkpointed_from_plain(plain));
     }
     // The base's parameters outside the blocks (the same embeddings and head), the probed block's
     // inside: no model of the key is built but its one block.
@@ -270,6 +270,15 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
     out.back().block_bytes = cost::block_bytes_from(base, differences[i]);
   }
   return out;
+}
+
+// The deep variant with every block checkpointed, one timed step at one sample and one at `at`:
+// the recompute's share and what a checkpointed block keeps are read at `at` (a one-sample step
+// weighs 1% of the share's fit on gpt-mini, so its time needs no second step), the one-sample
+// step for its bytes alone — the whole model's least peak.
+std::vector<cost::ProfilePoint> measure_checkpointed_steps(const Workload& w, const Config& knobs,
+                                                           int tp, int64_t deep, int64_t at) {
+  return measure_sweep(w, knobs, tp, deep, deep, 1, {1, at}, /*few=*/0, false);
 }
 
 // A key that differs from `base` only in the head (cost/head_difference.h): its own one-block
@@ -365,7 +374,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   if (request.extend && request.extend_checkpointed_step) {
     // The deep variant with every block checkpointed, where a whole profile would have measured it:
     // the largest batch of its plain steps up to batch_hi (at least 3, as below; the predictor
-    // reads both at one batch).
+    // reads both at one batch), and one sample.
     cost::Profile profile = *request.extend;
     SLAPO_CHECK(!cost::has_checkpointed_step(profile), ErrorCode::kInvalidArgument,
                 "extending a profile by its checkpointed step: it has one");
@@ -378,8 +387,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     }
     SLAPO_CHECK(deep > 1 && at > 1, ErrorCode::kInvalidArgument,
                 "extending a profile by its checkpointed step: no deep step above one sample");
-    for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, deep, deep, 1, {at}, few, false))
+    for (const cost::ProfilePoint& q : measure_checkpointed_steps(w, request.knobs, tp, deep, at))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -448,11 +456,16 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   measure(deep, 0, 1, deep_batches);
   // At the largest batch: what a checkpointed block keeps is read per sample off this one step,
   // and what is not per sample (the fused head's chunk buffers) weighs least there — at the
-  // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md). There
-  // alone: the recompute's share is fitted with weights growing as the square of a block's time
-  // (a one-sample step weighed 1% of it on gpt-mini), and the least peak of the deep variant is
-  // its one-sample step's without checkpointing (the optimizer step's, the same bytes).
-  if (request.checkpointed_step) measure(deep, deep, 1, {hi});
+  // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md). The
+  // recompute's share is fitted with weights growing as the square of a block's time (a
+  // one-sample step weighs 1% of it on gpt-mini). And at one sample, for its bytes: the least
+  // peak of the whole model, which the one-sample step without checkpointing is not where it
+  // peaks at its loss (gpt-mini at sequence 128: 142.29 MB, against 135.79 all checkpointed —
+  // the tied embedding's dense gradient, made before it is added to the one kept).
+  if (request.checkpointed_step) {
+    for (const cost::ProfilePoint& q : measure_checkpointed_steps(w, request.knobs, tp, deep, hi))
+      profile.points.push_back(q);
+  }
   const cost::ModelShape& s = profile.shape;
   const OptimizerCost optimizer =
       optimizer_cost(w, tc, s.variant_params(static_cast<double>(deep)));

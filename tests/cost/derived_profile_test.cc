@@ -38,11 +38,11 @@ SyntheticWorkload other_block() {
   return w;
 }
 
-// What the profiler measures of the new key: its deep variant at the base's batches, and once
-// with every block checkpointed at the largest.
+// What the profiler measures of the new key: its deep variant at the base's batches, and with
+// every block checkpointed at the largest and at one sample.
 std::vector<ProfilePoint> deep_steps(const SyntheticWorkload& w) {
-  return {w.point(kLayers, 1, 0), w.point(kLayers, 4, 0), w.point(kLayers, 11, 0),
-          w.point(kLayers, 32, 0), w.point(kLayers, 32, kLayers)};
+  return {w.point(kLayers, 1, 0),  w.point(kLayers, 4, 0),        w.point(kLayers, 11, 0),
+          w.point(kLayers, 32, 0), w.point(kLayers, 32, kLayers), w.point(kLayers, 1, kLayers)};
 }
 
 TEST(DerivedProfileTest, PredictsWhatTheFullProfileOfTheNewKeyPredicts) {
@@ -90,12 +90,15 @@ std::vector<BlockDifference> block_differences(const SyntheticWorkload& base,
     out.back().collectives = (other.collectives(1, batch, 0) - other.collectives(0, batch, 0)) -
                              (base.collectives(1, batch, 0) - base.collectives(0, batch, 0));
   }
-  out.push_back(difference(
-      32, true,
-      (1 + other.recompute) * other.block_ms(32) - (1 + base.recompute) * base.block_ms(32),
-      (other.ckpt_kept_mb - base.ckpt_kept_mb) * kMB * 32));
-  out.back().collectives = (other.collectives(1, 32, 1) - other.collectives(0, 32, 0)) -
-                           (base.collectives(1, 32, 1) - base.collectives(0, 32, 0));
+  for (int64_t batch : {32, 1}) {
+    const double x = static_cast<double>(batch);
+    out.push_back(difference(
+        batch, true,
+        (1 + other.recompute) * other.block_ms(x) - (1 + base.recompute) * base.block_ms(x),
+        (other.ckpt_kept_mb - base.ckpt_kept_mb) * kMB * x));
+    out.back().collectives = (other.collectives(1, batch, 1) - other.collectives(0, batch, 0)) -
+                             (base.collectives(1, batch, 1) - base.collectives(0, batch, 0));
+  }
   return out;
 }
 
@@ -226,7 +229,9 @@ TEST(DerivedProfileTest, ABaseWithoutACheckpointedStepDerivesNone) {
   EXPECT_THROW(a.predict(input(8, 1, 1)), Error);
   // From the blocks alone: no checkpointed difference is needed, none composed.
   std::vector<BlockDifference> plain_differences = block_differences(base, other);
-  plain_differences.pop_back();  // the checkpointed one
+  plain_differences.erase(std::remove_if(plain_differences.begin(), plain_differences.end(),
+                                         [](const BlockDifference& b) { return b.checkpointed; }),
+                          plain_differences.end());
   const std::vector<ProfilePoint> steps =
       deep_steps_from_blocks(without, plain_differences, without.shape);
   EXPECT_TRUE(std::none_of(steps.begin(), steps.end(),
@@ -314,9 +319,16 @@ TEST(DerivedProfileTest, ABlockAloneIsTheBasesAndWhatTheProbedBlocksDifferBy) {
 
 TEST(DerivedProfileTest, RefusesWhatItCannotDerive) {
   const SyntheticWorkload base;
-  std::vector<ProfilePoint> no_checkpoint = deep_steps(base);
+  // The base checkpoints: the new key's steps need a checkpointed one above one sample (the
+  // recompute's share is read there), not only the one-sample one (the least peak).
+  std::vector<ProfilePoint> only_least = deep_steps(base);
+  only_least.erase(only_least.end() - 2);
+  ASSERT_EQ(only_least.back().batch, 1);
+  EXPECT_THROW(derive_profile(base.profile(), only_least, base.profile().shape), Error);
+  std::vector<ProfilePoint> no_checkpoint = only_least;
   no_checkpoint.pop_back();
   EXPECT_THROW(derive_profile(base.profile(), no_checkpoint, base.profile().shape), Error);
+  EXPECT_NO_THROW(derive_profile(base.profile(), deep_steps(base), base.profile().shape));
 }
 
 }  // namespace
