@@ -177,8 +177,9 @@ TEST(AcrossTheHeadTest, AKeyOfAnotherEmbeddingSplitIsDerivedAcrossTheEnds) {
                                                   by_key(vocab).at({1, 0, 1, 8})->collectives);
     const cost::Profile derived = across_head(vocab, split("vocab"), split(other));
     expect_the_collectives_and_one_block_bytes_of(derived, full);
-    // And every deep step's bytes: the checkpointed one measured (its first block keeps the
-    // embeddings' output, which the split makes), the plain ones shifted.
+    // And every deep step's bytes: the checkpointed ones measured (their first block keeps the
+    // embeddings' output, which the split makes; at the largest batch and at one sample, the
+    // least peak), the plain ones shifted.
     const auto a = by_key(derived), b = by_key(full);
     int checkpointed = 0;
     for (const auto& [key, q] : a) {
@@ -188,7 +189,7 @@ TEST(AcrossTheHeadTest, AKeyOfAnotherEmbeddingSplitIsDerivedAcrossTheEnds) {
           << std::get<0>(key) << " blocks, " << std::get<1>(key) << " checkpointed, x "
           << std::get<3>(key);
     }
-    EXPECT_EQ(checkpointed, 1);
+    EXPECT_EQ(checkpointed, 2);
   }
 }
 
