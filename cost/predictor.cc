@@ -319,8 +319,7 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
     const double x = static_cast<double>(q.batch);
     // The peak with the least activations (1 sample, every block checkpointed; a profile measured
     // before 2026-11-28 has it without checkpointing): what the whole model needs at the least —
-    // the optimizer step, or a moment of the backward (gpt-mini's tied embedding's dense gradient)
-    // — as a multiple of the state.
+    // the optimizer step, or a moment of the backward — as a multiple of the state.
     const double act = q.peak_bytes - state_d;
     if (least_act < 0 || act < least_act) {
       least_act = act;

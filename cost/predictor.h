@@ -186,10 +186,10 @@ class Predictor {
   // one parameter at a time: the state and those of its largest parameter (`largest` elements;
   // a pipeline stage holding the embedding needs them whole, whatever its share of the state).
   // The whole model on one rank (`whole`) no lower than its least peak profiled — one sample,
-  // every block checkpointed — and, where that lies above the optimizer step (a moment of the
-  // backward: gpt-mini's tied embedding's dense gradient), `in_flight` more: what the rank's other
-  // micro-batches in flight keep then. A profile that measured no temporaries or counted no
-  // largest parameter: the least peak over the state.
+  // every block checkpointed — and, where that lies above the optimizer step (then a moment of
+  // the backward), `in_flight` more: what the rank's other micro-batches in flight keep then. A
+  // profile that measured no temporaries or counted no largest parameter: the least peak over the
+  // state.
   struct LeastPeak {
     double bytes = 0;
     PeakMoment at = PeakMoment::kOptimizerStep;

@@ -460,8 +460,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   // recompute's share is fitted with weights growing as the square of a block's time (a
   // one-sample step weighs 1% of it on gpt-mini). And at one sample, for its bytes: the least
   // peak of the whole model, which the one-sample step without checkpointing is not where it
-  // peaks at its loss (gpt-mini at sequence 128: 142.29 MB, against 135.79 all checkpointed —
-  // the tied embedding's dense gradient, made before it is added to the one kept).
+  // peaks at its loss (gpt-mini at sequence 128: 142.29 MB, where two micro-batches of one sample
+  // with every block checkpointed peak at 135.79).
   if (request.checkpointed_step) {
     for (const cost::ProfilePoint& q : measure_checkpointed_steps(w, request.knobs, tp, deep, hi))
       profile.points.push_back(q);
