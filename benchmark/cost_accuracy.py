@@ -2,9 +2,12 @@
 """The cost model's accuracy on configurations drawn at random from a space: predicted against
 measured step time and peak tensor memory, one trial at a time (never two at once).
 
-    /usr/bin/python3 benchmark/cost_accuracy.py SPACE.toml [--n 12] [--seed 1] [--nproc 1] [--tune build/slapo-tune]
+    /usr/bin/python3 benchmark/cost_accuracy.py SPACE.toml [--n 12] [--seed 1] [--nproc 1] [--repeat 1] [--tune build/slapo-tune]
 
-With --nproc 2, every trial is a job of two ranks (the space's layouts must fill them).
+With --nproc 2, every trial is a job of two ranks (the space's layouts must fill them). With
+--repeat 2, every configuration is measured twice (the second pass after the whole first, so the
+two lie minutes apart): the step is their median, and the median of |log(one / other)| is printed
+as the measurement's own noise — the error a perfect model would show against one trial.
 
 Prints each configuration's prediction and measurement, then per space: the median absolute error
 of the peak memory, the largest under- and over-prediction, the median absolute percentage error
@@ -13,6 +16,7 @@ mean trial. Exits 0 whatever the figures: targets are read from its output (docs
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -65,6 +69,7 @@ def main():
     p.add_argument("--n", type=int, default=12)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--nproc", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--tune", default="build/slapo-tune")
     args = p.parse_args()
     db = os.path.join(tempfile.mkdtemp(), "profiles.db")
@@ -74,17 +79,23 @@ def main():
                                          str(args.seed), "--format", "json"], capture_output=True, text=True,
                                         check=True).stdout)
     rows = []
-    for c in configs:
-        c = {k: v for k, v in c.items() if k != "index"}
-        text = json.dumps(c)
+    texts = [json.dumps({k: v for k, v in c.items() if k != "index"}) for c in configs]
+    passes = []  # per pass, each configuration's trial
+    for _ in range(max(1, args.repeat)):
+        passes.append([json.loads(tune(args, "trial", "--space", args.space, "--config", text, "--nproc",
+                                       str(args.nproc), "--json")) for text in texts])
+    for i, text in enumerate(texts):
         pred = json.loads(tune(args, "predict", "--space", args.space, "--config", text, "--db", db, "--json"))
-        meas = json.loads(tune(args, "trial", "--space", args.space, "--config", text, "--nproc", str(args.nproc),
-                               "--json"))
+        trials = [p[i] for p in passes]
+        meas = trials[0]
         m = meas.get("metrics", {})
+        steps = [t["metrics"]["step_ms_median"] for t in trials if t["status"] == "ok"]
         # Measured with the workload's budget: an out-of-memory trial has its peak at the budget.
         row = {"config": text, "status": meas["status"], "pred_ms": pred["step_ms"], "pred_peak": pred["peak_bytes"],
-               "fits": pred["fits"], "ms": m.get("step_ms_median"), "peak": m.get("peak_bytes"),
+               "fits": pred["fits"], "ms": median(steps) if steps else None, "peak": m.get("peak_bytes"),
                "wall_s": m.get("wall_s")}
+        if len(steps) > 1:
+            row["ms_each"] = steps
         rows.append(row)
         print(json.dumps(row), flush=True)
     ok = [r for r in rows if r["status"] == "ok"]
@@ -99,6 +110,8 @@ def main():
         "peak_worst_over_prediction": -min(under) if under else None,
         "step_median_abs_error": median(ms_err), "step_spearman": spearman([r["pred_ms"] for r in ok], [r["ms"] for r in ok]),
         "oom_predicted_right": f"{oom_right}/{len(rows)}",
+        "step_noise_between_repeats": median([abs(math.log(r["ms_each"][0] / r["ms_each"][1])) for r in ok
+                                              if "ms_each" in r]) if args.repeat > 1 else None,
         "profile_s": plan["profile_s"], "mean_trial_s": sum(walls) / len(walls) if walls else None,
     }
     print(json.dumps(summary))
