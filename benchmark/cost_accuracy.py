@@ -5,9 +5,10 @@ measured step time and peak tensor memory, one trial at a time (never two at onc
     /usr/bin/python3 benchmark/cost_accuracy.py SPACE.toml [--n 12] [--seed 1] [--nproc 1] [--repeat 1] [--tune build/slapo-tune]
 
 With --nproc 2, every trial is a job of two ranks (the space's layouts must fill them). With
---repeat 2, every configuration is measured twice (the second pass after the whole first, so the
-two lie minutes apart): the step is their median, and the median of |log(one / other)| is printed
-as the measurement's own noise — the error a perfect model would show against one trial.
+--repeat N, every configuration is measured N times (each pass after the whole one before, so
+they lie minutes apart): the step is their median, and the median over the configurations of
+log(slowest / fastest) is printed as the measurement's own noise (with two, |log(one / other)|:
+the error a perfect model would show against one trial).
 
 Prints each configuration's prediction and measurement, then per space: the median absolute error
 of the peak memory, the largest under- and over-prediction, the median absolute percentage error
@@ -72,6 +73,8 @@ def main():
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--tune", default="build/slapo-tune")
     args = p.parse_args()
+    if args.repeat < 1:
+        p.error(f"--repeat {args.repeat}: measure each configuration at least once")
     db = os.path.join(tempfile.mkdtemp(), "profiles.db")
     # Profiling happens here, once for every key of the space; its cost is reported.
     plan = json.loads(tune(args, "plan", "--space", args.space, "--db", db, "--top", "1", "--json"))
@@ -81,7 +84,7 @@ def main():
     rows = []
     texts = [json.dumps({k: v for k, v in c.items() if k != "index"}) for c in configs]
     passes = []  # per pass, each configuration's trial
-    for _ in range(max(1, args.repeat)):
+    for _ in range(args.repeat):
         passes.append([json.loads(tune(args, "trial", "--space", args.space, "--config", text, "--nproc",
                                        str(args.nproc), "--json")) for text in texts])
     for i, text in enumerate(texts):
@@ -110,7 +113,7 @@ def main():
         "peak_worst_over_prediction": -min(under) if under else None,
         "step_median_abs_error": median(ms_err), "step_spearman": spearman([r["pred_ms"] for r in ok], [r["ms"] for r in ok]),
         "oom_predicted_right": f"{oom_right}/{len(rows)}",
-        "step_noise_between_repeats": median([abs(math.log(r["ms_each"][0] / r["ms_each"][1])) for r in ok
+        "step_noise_between_repeats": median([math.log(max(r["ms_each"]) / min(r["ms_each"])) for r in ok
                                               if "ms_each" in r]) if args.repeat > 1 else None,
         "profile_s": plan["profile_s"], "mean_trial_s": sum(walls) / len(walls) if walls else None,
     }
