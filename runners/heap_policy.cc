@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -62,6 +63,26 @@ void keep_freed_memory() {
     mallopt(M_TOP_PAD, kTopPad);
 #endif
   });
+}
+
+void touch_heap(size_t bytes) {
+#ifdef __GLIBC__
+  if (heap_policy() != "retained" || bytes == 0) return;
+  // Half the threshold: each block is surely the heap's, not a mapping of its own.
+  constexpr size_t kBlock = kMmapThreshold / 2;
+  constexpr size_t kPage = 4096;
+  std::vector<char*> blocks;
+  for (size_t taken = 0; taken < bytes; taken += kBlock) {
+    char* b = static_cast<char*>(std::malloc(kBlock));
+    if (b == nullptr) break;
+    for (size_t i = 0; i < kBlock; i += kPage) static_cast<volatile char*>(b)[i] = 0;
+    blocks.push_back(b);
+  }
+  // Freed in reverse: each merges with the free top of the heap, which is never trimmed.
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) std::free(*it);
+#else
+  (void)bytes;
+#endif
 }
 
 }  // namespace slapo::runners

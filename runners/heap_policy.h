@@ -14,6 +14,7 @@
 // when the environment configures malloc itself (GLIBC_TUNABLES naming glibc.malloc, a MALLOC_*
 // variable), or off glibc.
 
+#include <cstddef>
 #include <string>
 
 namespace slapo::runners {
@@ -30,5 +31,12 @@ std::string heap_choice_error();
 // Applies the policy once per process (later calls do nothing); called when the tracking
 // allocator is installed, before any tensor.
 void keep_freed_memory();
+
+// Makes `bytes` of the kept heap resident before a step that will need them: takes them in blocks
+// below the mmap threshold, writes a byte to each page, and gives them back to the heap, which
+// keeps them. The next step's tensors then find their pages in memory — as every timed step of a
+// trial does — instead of faulting them in while it is timed. Does nothing when the heap is not
+// kept (the pages would go back to the system at once).
+void touch_heap(size_t bytes);
 
 }  // namespace slapo::runners

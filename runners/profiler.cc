@@ -24,6 +24,7 @@
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/block_probe.h"
+#include "runners/heap_policy.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
 #include "runners/sweep_steps.h"
@@ -155,23 +156,38 @@ double prologue_ms_per_sample(const Workload& w, const Config& knobs, int64_t ba
 
 namespace {
 
+// How a sweep meets a batch larger than every step of its process before: that step faults in the
+// pages of the memory it grows into, which a trial never times (its figure is the median of steps
+// after two warm-ups).
+enum class NewBatch {
+  kAsItComes,    // timed as it comes
+  kStepUntimed,  // one untimed step first
+  kTouchHeap,    // the heap made resident first up to the peak expected there (expected_peak)
+};
+
+// The largest tensor bytes this process has held (sampled after every step of a sweep): what its
+// kept heap has resident at least.
+size_t g_heap_reached = 0;
+
 // The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as
 // one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
 // in turn (runners/sweep_steps.h): one model, one warm-up step at the smallest batch a step takes
 // (`micro` samples), then one timed step at each batch — two at batches of at most `few` samples
 // when the first is short (kShortStepMs), as many as add up to 60 ms when a step takes a few
-// (timed_repeats) —, its peak read per batch. With `warm_new_batches` a
-// batch larger than every step before runs once untimed first: its first step faults in the
-// memory it grows into, which a trial never times. The one-block variant does (a step of it costs
-// least, and that memory — the head's logits, mostly — is the largest share of its time: 20–33%
-// at 4 samples of gpt-mini); the deep one does not (3–10% of its steps, at a second step each
-// that would cost about a third more profile: docs/cost-model.md). A larger batch needs no
-// warm-up of its own otherwise — the optimizer's state, the thread pools exist by then — where a
-// model and a warm-up step per point made gpt-mini's profile cost 12 s, not 7.
+// (timed_repeats) —, its peak read per batch. A batch new to the process is met as `new_batch`
+// says. The one-block variant steps it untimed first (a step of it costs least, and that memory —
+// the head's logits, mostly — is the largest share of its time: 20–33% at 4 samples of gpt-mini).
+// The deep one touches the heap instead, up to the peak its steps measured so far (and `known`:
+// the same variant's peaks measured by an earlier process) expect there: its first step at 16
+// samples faulted 37k pages and ran −8 to +19% against the two after it, and an untimed step
+// would cost about a third more profile (docs/cost-model.md). A larger batch needs no warm-up of
+// its own otherwise — the optimizer's state, the thread pools exist by then — where a model and a
+// warm-up step per point made gpt-mini's profile cost 12 s, not 7.
 std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
                                               int64_t depth, int64_t ckpt, int64_t micro,
                                               const std::vector<int64_t>& batches, int64_t few,
-                                              bool warm_new_batches) {
+                                              NewBatch new_batch,
+                                              const std::vector<PeakAt>& known = {}) {
   models::ModelSpec spec = w.spec();
   spec.layers = depth;
   Config c = knobs;
@@ -204,12 +220,26 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       if (!std::isfinite(loss)) throw failed("non-finite loss " + std::to_string(loss));
       return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     };
-    for (const SweepStep& at : sweep_steps(micro, batches, warm_new_batches)) {
+    std::vector<PeakAt> peaks = known;
+    int64_t largest = 0;
+    auto stepped = [&] { g_heap_reached = std::max(g_heap_reached, tracker.peak_bytes()); };
+    for (const SweepStep& at : sweep_steps(micro, batches, new_batch == NewBatch::kStepUntimed)) {
       const int64_t batch = at.batch;
       if (!at.timed) {
         run(batch);
+        stepped();
+        largest = std::max(largest, batch);
         continue;
       }
+      if (new_batch == NewBatch::kTouchHeap && batch > largest) {
+        const double expected = baseline + expected_peak(peaks, batch);
+        const size_t live = tracker.live_bytes();
+        if (expected > static_cast<double>(std::max(g_heap_reached, live))) {
+          touch_heap(static_cast<size_t>(expected) - live);
+          g_heap_reached = static_cast<size_t>(expected);
+        }
+      }
+      largest = std::max(largest, batch);
       tracker.reset_peak();
       if (group) group->reset_tally();
       std::vector<double> ms = {run(batch)};
@@ -219,6 +249,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       const int steps_to_time =
           timed_repeats(ms.front(), batch <= few && ms.front() < kShortStepMs ? 2 : 1);
       while (static_cast<int>(ms.size()) < steps_to_time) ms.push_back(run(batch));
+      stepped();
       const int steps = static_cast<int>(ms.size());
       cost::ProfilePoint p;
       p.layers = depth;
@@ -229,6 +260,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       p.peak_bytes = static_cast<double>(tracker.peak_bytes()) - baseline;
       if (group) p.collectives = group->tally() * (1.0 / steps);
       points.push_back(p);
+      peaks.push_back({batch, p.peak_bytes});
     }
   } catch (const Error&) {
     throw;
@@ -275,10 +307,26 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
 // The deep variant with every block checkpointed, one timed step at one sample and one at `at`:
 // the recompute's share and what a checkpointed block keeps are read at `at` (a one-sample step
 // weighs 1% of the share's fit on gpt-mini, so its time needs no second step), the one-sample
-// step for its bytes alone — the whole model's least peak.
+// step for its bytes alone — the whole model's least peak. The heap is made resident up to what
+// the plain deep variant's steps (`plain`) reached at `at`, more than checkpointing needs: in a
+// process of its own (a profile extended) the step at `at` would fault it in while timed.
 std::vector<cost::ProfilePoint> measure_checkpointed_steps(const Workload& w, const Config& knobs,
-                                                           int tp, int64_t deep, int64_t at) {
-  return measure_sweep(w, knobs, tp, deep, deep, 1, {1, at}, /*few=*/0, false);
+                                                           int tp, int64_t deep, int64_t at,
+                                                           const std::vector<PeakAt>& plain) {
+  return measure_sweep(w, knobs, tp, deep, deep, 1, {1, at}, /*few=*/0, NewBatch::kTouchHeap,
+                       plain);
+}
+
+// The peaks of the deep variant's plain steps (one micro-batch) that `profile` measured.
+std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile) {
+  int64_t deep = 0;
+  for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
+  std::vector<PeakAt> peaks;
+  for (const cost::ProfilePoint& q : profile.points) {
+    if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 && !q.derived)
+      peaks.push_back({q.batch, q.peak_bytes});
+  }
+  return peaks;
 }
 
 // A key that differs from `base` only in the head (cost/head_difference.h): its own one-block
@@ -314,8 +362,9 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs, const 
   own.shape = model_shape(w, knobs, tp);
   const cost::OutsideParams more = cost::outside_params_more(own.shape, base.shape);
   for (const auto& [micro, at] : batches) {
-    for (cost::ProfilePoint q : measure_sweep(
-             w, knobs, tp, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0, false)) {
+    for (cost::ProfilePoint q :
+         measure_sweep(w, knobs, tp, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0,
+                       NewBatch::kAsItComes)) {
       q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more.total();
       own.points.push_back(q);
     }
@@ -326,8 +375,8 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs, const 
   if (embed_shard(knobs) != embed_shard(base_knobs)) {
     for (const cost::ProfilePoint& q : base.points) {
       if (q.layers == 1 || q.ckpt_blocks == 0 || q.micro_batches != 1 || q.derived) continue;
-      for (const cost::ProfilePoint& c :
-           measure_sweep(w, knobs, tp, q.layers, q.ckpt_blocks, 1, {q.batch}, 0, false))
+      for (const cost::ProfilePoint& c : measure_sweep(w, knobs, tp, q.layers, q.ckpt_blocks, 1,
+                                                       {q.batch}, 0, NewBatch::kAsItComes))
         own.points.push_back(c);
     }
   }
@@ -366,7 +415,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     SLAPO_CHECK(!cost::has_gpipe_step(profile), ErrorCode::kInvalidArgument,
                 "extending a profile by its GPipe step: it has one");
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, 1, 0, 2, {2 * smallest_batch(request)}, few, true))
+         measure_sweep(w, request.knobs, tp, 1, 0, 2, {2 * smallest_batch(request)}, few,
+                       NewBatch::kStepUntimed))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -387,7 +437,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     }
     SLAPO_CHECK(deep > 1 && at > 1, ErrorCode::kInvalidArgument,
                 "extending a profile by its checkpointed step: no deep step above one sample");
-    for (const cost::ProfilePoint& q : measure_checkpointed_steps(w, request.knobs, tp, deep, at))
+    for (const cost::ProfilePoint& q :
+         measure_checkpointed_steps(w, request.knobs, tp, deep, at, plain_deep_peaks(profile)))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -403,7 +454,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     if (batches.empty()) batches = {request.batch_hi};
     std::sort(batches.begin(), batches.end());
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, few, false))
+         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, few, NewBatch::kTouchHeap,
+                       plain_deep_peaks(profile)))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -439,14 +491,15 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   profile.shape = model_shape(w, request.knobs, tp);
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
-  measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few, false);
+  measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
   // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
   // first.
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, few, depth == 1))
+         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, few,
+                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap))
       profile.points.push_back(q);
   };
   measure(1, 0, 1, {1, lo, hi});
@@ -463,7 +516,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   // peaks at its loss (gpt-mini at sequence 128: 142.29 MB, where two micro-batches of one sample
   // with every block checkpointed peak at 135.79).
   if (request.checkpointed_step) {
-    for (const cost::ProfilePoint& q : measure_checkpointed_steps(w, request.knobs, tp, deep, hi))
+    for (const cost::ProfilePoint& q :
+         measure_checkpointed_steps(w, request.knobs, tp, deep, hi, plain_deep_peaks(profile)))
       profile.points.push_back(q);
   }
   const cost::ModelShape& s = profile.shape;

@@ -22,4 +22,20 @@ int timed_repeats(double first_ms, int at_least) {
   return std::max(at_least, static_cast<int>(std::min<double>(enough, kMaxTimedRepeats)));
 }
 
+double expected_peak(const std::vector<PeakAt>& measured, int64_t batch) {
+  std::vector<PeakAt> by_batch = measured;
+  std::sort(by_batch.begin(), by_batch.end(),
+            [](const PeakAt& a, const PeakAt& b) { return a.batch < b.batch; });
+  by_batch.erase(std::unique(by_batch.begin(), by_batch.end(),
+                             [](const PeakAt& a, const PeakAt& b) { return a.batch == b.batch; }),
+                 by_batch.end());
+  if (by_batch.size() < 2) return 0;
+  const PeakAt& hi = by_batch.back();
+  const PeakAt& below = by_batch[by_batch.size() - 2];
+  const double slope = (hi.bytes - below.bytes) / static_cast<double>(hi.batch - below.batch);
+  const double along = hi.bytes + slope * static_cast<double>(batch - hi.batch);
+  if (batch <= hi.batch) return std::max(0.0, along);
+  return hi.bytes + 1.5 * std::max(0.0, along - hi.bytes);
+}
+
 }  // namespace slapo::runners

@@ -8,6 +8,8 @@
 // 2026-11-27 (table 1's base key, gpt-mini at sequence 64): the one-block variant's first step at
 // 4 samples faulted 10,798 pages, its next ones 2,048 and 0, and took 20–33% longer; at 16
 // samples 21,250 against 1,536–8,192, 2–20% longer (docs/cost-model.md, "A point's first step").
+// The one-block variant runs such a batch once untimed first (sweep_steps); the deep one, whose
+// steps cost more, has the heap made resident up to the peak expected there (expected_peak).
 
 #include <cstdint>
 #include <vector>
@@ -36,5 +38,18 @@ std::vector<SweepStep> sweep_steps(int64_t micro, const std::vector<int64_t>& ba
 constexpr double kMinTimedMs = 60;
 constexpr int kMaxTimedRepeats = 25;
 int timed_repeats(double first_ms, int at_least);
+
+// A step's peak tensor bytes at a batch.
+struct PeakAt {
+  int64_t batch = 0;
+  double bytes = 0;
+};
+
+// The peak a step at `batch` is expected to reach, from the peaks `measured` at other batches of
+// the same variant (any order): along the line through the two largest batches, and past the
+// largest its growth half as much again — a peak grows faster with the batch than at one to four
+// samples, where the optimizer's step sets it (bert-mini's deep variant: 111.6, 131.7, 199.8 and
+// 347.3 MB at 1, 4, 10 and 23 samples). Zero (nothing known) with fewer than two batches measured.
+double expected_peak(const std::vector<PeakAt>& measured, int64_t batch);
 
 }  // namespace slapo::runners

@@ -1,18 +1,50 @@
-// Run by HeapPolicyTest in a process of its own (the heap's settings are the process's, set once):
-// a 24 MiB tensor allocated, touched and freed under the tracking allocator, and what glibc's heap
-// held meanwhile, printed as "<bytes mapped apart from the heap while it lived> <bytes free in the
-// heap after>".
+// Run by HeapPolicyTest in a process of its own (the heap's settings are the process's, set once).
+//
+//   heap_child            a 24 MiB tensor allocated, touched and freed under the tracking
+//                         allocator, and what glibc's heap held meanwhile, printed as "<bytes
+//                         mapped apart from the heap while it lived> <bytes free in the heap
+//                         after>"
+//   heap_child faults     the page faults of writing 96 MiB of tensors of 8 MiB each, printed
+//   heap_child faults touched   ... after touch_heap of those bytes
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
+#include "runners/heap_policy.h"
 #include "runners/tracking_allocator.h"
 
-int main() {
+namespace {
+
+long minor_faults() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   slapo::runners::TrackingAllocator::instance();
+  if (argc > 1 && std::string(argv[1]) == "faults") {
+    constexpr int64_t kFloats = 2 << 20;  // 8 MiB
+    constexpr int kTensors = 12;
+    torch::ones({1 << 16});  // the operator's first call: its thread pool, lazy initialisation
+    if (argc > 2 && std::string(argv[2]) == "touched")
+      slapo::runners::touch_heap(kTensors * kFloats * sizeof(float));
+    const long before = minor_faults();
+    {
+      std::vector<torch::Tensor> held;
+      for (int i = 0; i < kTensors; ++i) held.push_back(torch::ones({kFloats}));
+    }
+    std::printf("%ld\n", minor_faults() - before);
+    return 0;
+  }
   const struct mallinfo2 before = mallinfo2();
   size_t mapped_while_live = 0;
   {

@@ -41,5 +41,22 @@ TEST(SweepStepsTest, AShortMeasurementIsTimedUntilItsRunsAddUp) {
   EXPECT_EQ(timed_repeats(25.0, 1), 3);
 }
 
+TEST(SweepStepsTest, APeakIsExpectedAlongTheLineOfTheLargestBatchesGrowingFasterPastThem) {
+  // bert-mini's deep variant (benchmark/tables/bert-mini-batch-ckpt.profiles.json), in MB.
+  const std::vector<PeakAt> measured = {{4, 131.7}, {1, 111.6}, {10, 199.8}};
+  // Past 10 samples: the line through 4 and 10 (11.35 MB a sample), its growth half as much again
+  // — 347.3 MB measured at 23.
+  EXPECT_NEAR(expected_peak(measured, 23), 199.8 + 1.5 * 13 * (199.8 - 131.7) / 6, 1e-9);
+  EXPECT_GT(expected_peak(measured, 23), 347.3);
+  // Between measured batches, on the line; at one, itself.
+  EXPECT_NEAR(expected_peak(measured, 7), 165.75, 1e-9);
+  EXPECT_NEAR(expected_peak(measured, 10), 199.8, 1e-9);
+  // Nothing known from one batch (twice) or none.
+  EXPECT_EQ(expected_peak({{4, 131.7}, {4, 140.0}}, 16), 0);
+  EXPECT_EQ(expected_peak({}, 16), 0);
+  // A peak that fell with the batch (noise, a moment of the optimizer) is not extended down.
+  EXPECT_EQ(expected_peak({{1, 100}, {2, 90}}, 8), 90);
+}
+
 }  // namespace
 }  // namespace slapo::runners
