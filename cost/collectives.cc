@@ -1,6 +1,7 @@
 #include "cost/collectives.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -62,6 +63,8 @@ CollectiveModel::CollectiveModel(const CollectiveProfile& profile)
   all_reduce_ = fit("all_reduce");
   all_gather_ = fit("all_gather");
   send_ = fit("send_recv");
+  has_gradient_sync_ = by_op.count("gradient_sync") > 0;
+  if (has_gradient_sync_) gradient_sync_ = fit("gradient_sync");
 }
 
 double CollectiveModel::all_reduce_ms(double bytes, int64_t ranks, double calls) const {
@@ -79,5 +82,15 @@ double CollectiveModel::all_gather_ms(double bytes, int64_t ranks, double calls)
 }
 
 double CollectiveModel::send_ms(double bytes) const { return send_.at(bytes); }
+
+double CollectiveModel::gradient_sync_ms(double bytes, int64_t ranks, double bucket_bytes) const {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const double buckets = std::max(1.0, std::ceil(bytes / bucket_bytes));
+  if (!has_gradient_sync_) return all_reduce_ms(bytes, ranks, buckets);
+  // As measured, and for another group size what its all-reduces take more or less (the ring
+  // formulas of all_reduce_ms); the packing, over each rank's own bytes, does not change.
+  return std::max(0.0, gradient_sync_.at(bytes) + all_reduce_ms(bytes, ranks, buckets) -
+                           all_reduce_ms(bytes, measured_ranks_, buckets));
+}
 
 }  // namespace slapo::cost

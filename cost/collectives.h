@@ -24,7 +24,9 @@ struct AlphaBeta {
   }
 };
 
-// One timed collective: `op` ("all_reduce" | "all_gather" | "send_recv") of `bytes` per rank.
+// One timed collective: `op` ("all_reduce" | "all_gather" | "send_recv") of `bytes` per rank, or
+// "gradient_sync": data parallelism's averaging of `bytes` of gradients as the runtime does it
+// (schedule/runtime/data_parallel.h: packed into buckets, all-reduced, divided, copied back).
 struct CollectiveSample {
   std::string op;
   double bytes = 0;
@@ -56,6 +58,14 @@ class CollectiveModel {
   double all_gather_ms(double bytes, int64_t ranks, double calls = 1) const;
   // One message of `bytes` from one rank to another.
   double send_ms(double bytes) const;
+  // Data parallelism's averaging of `bytes` of gradients over `ranks` ranks (0 for one), in
+  // buckets of `bucket_bytes`: its own line where the profile timed it — the packing into buckets
+  // and back is as much again as the all-reduce on a CPU (126 MB of gradients: 96 ms of memory
+  // passes beside the collective) —, else the all-reduces of its buckets alone (a profile of an
+  // earlier slapo).
+  double gradient_sync_ms(double bytes, int64_t ranks, double bucket_bytes) const;
+  // Whether the profile timed the gradients' averaging itself.
+  bool has_gradient_sync() const { return has_gradient_sync_; }
   // True when a group of `ranks` is larger than the group measured (the ring formulas extrapolate).
   bool extrapolates(int64_t ranks) const { return ranks > measured_ranks_; }
 
@@ -65,7 +75,8 @@ class CollectiveModel {
 
  private:
   int measured_ranks_;
-  AlphaBeta all_reduce_, all_gather_, send_;
+  AlphaBeta all_reduce_, all_gather_, send_, gradient_sync_;
+  bool has_gradient_sync_ = false;
 };
 
 }  // namespace slapo::cost

@@ -451,8 +451,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   st.tail = st.optimizer;
   if (dp > 1) {
     const double bytes = kFloatBytes * st.params;
-    st.tail += collectives_->all_reduce_ms(bytes, dp,
-                                           std::max(1.0, std::ceil(bytes / kGradientBucketBytes)));
+    st.tail += collectives_->gradient_sync_ms(bytes, dp, kGradientBucketBytes);
   }
   if (p > 1 && (first || last) && shape.tied_params > 0)
     st.tail += collectives_->all_reduce_ms(kFloatBytes * shape.tied_params, 2);

@@ -625,6 +625,22 @@ TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   EXPECT_NE(tp.err.find("profiled the collectives of 2 ranks"), std::string::npos) << tp.err;
   const auto t = nlohmann::json::parse(last_line(tp.out));
   EXPECT_GT(t["time_ms"]["collectives"].get<double>(), 0) << t.dump();
+  // The collective profile stored beside: data parallelism's averaging of the gradients timed as
+  // the runtime does it (packed into buckets, all-reduced, copied back), at two sizes, the larger
+  // longer (timings under the suite's load: no tighter check here; docs/cost-model.md has figures).
+  Outcome stored = run("db profiles --db " + db + " --format json");
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  std::map<double, double> synced;  // bytes -> ms
+  for (const auto& record : nlohmann::json::parse(stored.out)) {
+    const auto& profile = record["profile"];
+    if (!profile.contains("samples")) continue;
+    for (const auto& s : profile["samples"]) {
+      if (s["op"] == "gradient_sync") synced[s["bytes"].get<double>()] = s["ms"].get<double>();
+    }
+  }
+  ASSERT_EQ(synced.size(), 2u) << stored.out;
+  EXPECT_GT(synced.begin()->second, 0) << stored.out;
+  EXPECT_GT(synced.rbegin()->second, synced.begin()->second) << stored.out;
   // The simulated rank keeps what a rank of the real job keeps, now that nothing of a collective
   // outlives its call by a race (dist/gloo_communicator.cc): within 1% (1.2 kB of 0.6 MB when
   // written), where the job that let it (a gather's part held past the step's peak) measured 16%

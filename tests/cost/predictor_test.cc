@@ -572,6 +572,36 @@ TEST(CollectivesTest, FitsAlphaBetaAndScalesByTheRingAlgorithms) {
   EXPECT_THROW(CollectiveModel{one_size}, Error);
 }
 
+TEST(CollectivesTest, GradientsAreAveragedAsTimedOrAsTheirBucketsAllReduces) {
+  CollectiveProfile c;
+  for (double bytes : {4096.0, 4194304.0}) {
+    c.samples.push_back({"all_reduce", bytes, 0.05 + bytes * 2e-6});
+    c.samples.push_back({"all_gather", bytes, 0.04 + bytes * 1e-6});
+    c.samples.push_back({"send_recv", bytes, 0.02 + bytes * 5e-7});
+  }
+  const double bucket = 25 << 20;
+  // A profile of an earlier slapo: the buckets' all-reduces (48 MiB: two).
+  const CollectiveModel before(CollectiveProfile::from_json(c.to_json(), "c"));
+  EXPECT_FALSE(before.has_gradient_sync());
+  EXPECT_NEAR(before.gradient_sync_ms(48 << 20, 2, bucket), before.all_reduce_ms(48 << 20, 2, 2),
+              1e-9);
+  // Timed: its own line, through the store and back.
+  c.samples.push_back({"gradient_sync", 12 << 20, 60});
+  c.samples.push_back({"gradient_sync", 48 << 20, 210});
+  const CollectiveModel timed(CollectiveProfile::from_json(c.to_json(), "c"));
+  EXPECT_TRUE(timed.has_gradient_sync());
+  EXPECT_NEAR(timed.gradient_sync_ms(48 << 20, 2, bucket), 210, 1e-9);
+  EXPECT_NEAR(timed.gradient_sync_ms(30 << 20, 2, bucket), 135, 1e-9);
+  EXPECT_EQ(timed.gradient_sync_ms(48 << 20, 1, bucket), 0);
+  // Four ranks: what the all-reduces take more by the ring formulas, the packing as measured.
+  EXPECT_NEAR(timed.gradient_sync_ms(48 << 20, 4, bucket),
+              210 + timed.all_reduce_ms(48 << 20, 4, 2) - timed.all_reduce_ms(48 << 20, 2, 2),
+              1e-9);
+  // One size is no line.
+  c.samples.pop_back();
+  EXPECT_THROW(CollectiveModel{c}, Error);
+}
+
 TEST(CutSearchTest, FindsTheSplitThatEnumerationFinds) {
   // 12 blocks, the first 5 checkpointed (stages are not alike), 3 stages of 2..6 blocks.
   const Predictor predictor(synthetic_profile(12), synthetic_collectives());
