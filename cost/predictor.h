@@ -57,14 +57,16 @@ struct PredictInput {
 // The moment of a step that sets a rank's peak (a closed set: a prediction of every configuration
 // of a space carries one per stage, no string made).
 enum class PeakMoment {
-  kLossBackward,      // the loss running backward, every micro-batch in flight kept
-  kTopBlockBackward,  // a pipeline stage before the last: its top block's backward
-  kRecompute,         // a checkpointed block recomputed for its backward
-  kOptimizerStep,     // the least peak: the optimizer step
-  kLeastProfiled,     // on one rank, above the optimizer step: the least profiled (a backward's)
+  kLossBackward,       // the loss running backward, every micro-batch in flight kept
+  kTopBlockBackward,   // a pipeline stage before the last: its top block's backward
+  kRecompute,          // a checkpointed block recomputed for its backward
+  kOptimizerStep,      // the least peak: the optimizer step
+  kLeastProfiled,      // on one rank, above the optimizer step: the least profiled (a backward's)
+  kGradientAveraging,  // data parallelism: the gradients averaged, a bucket of them packed
 };
 // "the loss's backward", "its top block's backward", "a checkpointed block's recompute", "the
-// optimizer step", "the model's least (profiled: one sample, every block checkpointed)".
+// optimizer step", "the model's least (profiled: one sample, every block checkpointed)", "the
+// gradients' averaging (a bucket packed)".
 const char* to_string(PeakMoment moment);
 
 struct StagePrediction {

@@ -235,6 +235,51 @@ TEST(PredictorTest, AStagesLeastPeakIsItsStateAndItsLargestParametersTemporaries
   EXPECT_LT(by_ratio.predict(in).stages[0].peak_bytes, first_state + 128 * kMB);
 }
 
+// Under data parallelism the gradients are averaged a bucket at a time, each bucket packed into a
+// tensor of its own beside the state (schedule/runtime/data_parallel.h): where the optimizer's
+// temporaries are fewer (a fused optimizer), that moment sets the peak.
+TEST(PredictorTest, UnderDataParallelismAPackedBucketOfGradientsBesideTheStateIsAMoment) {
+  testing::SyntheticWorkload w;
+  w.outside_act_mb = 4;  // a sample's activations under a bucket of the gradients
+  Profile profile = w.profile();
+  profile.optimizer_temp_bytes_per_element = 0;  // a fused optimizer: no temporaries
+  profile.shape.largest_block_tensor = 0.25e6;
+  profile.shape.largest_prologue_tensor = profile.shape.largest_epilogue_tensor = 2e6;
+  const double state = testing::SyntheticWorkload::state_bytes(kLayers);
+  {
+    const Predictor predictor(profile, synthetic_collectives());
+    // One rank of one sample, every block checkpointed: below the state and a bucket (the head
+    // keeps less than a block here: the recompute's moment, as composed — docs/cost-model.md).
+    const Prediction alone = predictor.predict(at(1, kLayers));
+    EXPECT_LT(alone.peak_bytes, state + 26 * kMB);
+    EXPECT_NE(alone.peak_at, PeakMoment::kGradientAveraging);
+    // Two ranks of one sample each: 16 bytes a parameter (6.5e6 of them: the state) and their
+    // 26 MB of gradients in one bucket.
+    PredictInput two = at(2, kLayers);
+    two.dp = 2;
+    const Prediction p = predictor.predict(two);
+    EXPECT_NEAR(p.peak_bytes, state + 4 * 6.5e6, 1);
+    EXPECT_EQ(p.peak_at, PeakMoment::kGradientAveraging);
+    EXPECT_STREQ(to_string(p.peak_at), "the gradients' averaging (a bucket packed)");
+    // Sixteen samples a rank: their activations, as on one rank.
+    PredictInput more = at(32, 0);
+    more.dp = 2;
+    EXPECT_NEAR(predictor.predict(more).peak_bytes, w.peak(kLayers, 16, 0), 1);
+    EXPECT_EQ(predictor.predict(more).peak_at, PeakMoment::kLossBackward);
+  }
+  // More gradients than a bucket (an embedding of 10e6 parameters: 14.5e6 in all, 58 MB of
+  // gradients): the bucket's 25 MiB beside 16 bytes a parameter (a block's state a parameter);
+  // a gradient larger than a bucket (the embedding's 32 MB): its bytes.
+  profile.shape.prologue_params = 10e6;
+  PredictInput two = at(2, kLayers);
+  two.dp = 2;
+  EXPECT_NEAR(Predictor(profile, synthetic_collectives()).predict(two).peak_bytes,
+              16 * 14.5e6 + (25 << 20), 1);
+  profile.shape.largest_prologue_tensor = 8e6;
+  EXPECT_NEAR(Predictor(profile, synthetic_collectives()).predict(two).peak_bytes,
+              16 * 14.5e6 + 4 * 8e6, 1);
+}
+
 // A head that keeps less than a block (the fused LM loss): with the first blocks checkpointed, the
 // peak is either at the head or when the top checkpointed block is recomputed — by then the plain
 // blocks above it and the loss have run backward — not both at once. The head's buffer that does
