@@ -7,8 +7,11 @@
 #include <memory>
 #include <set>
 
+#include <cstdio>
 #include <cstdlib>
 #include <ostream>
+
+#include <sys/resource.h>
 
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
@@ -169,6 +172,20 @@ enum class NewBatch {
 // kept heap has resident at least.
 size_t g_heap_reached = 0;
 
+// SLAPO_PROFILE_TRACE set (and not "0"): each measured point printed to standard error as it is
+// measured — its time, the page faults of its first timed step, its peak (docs/cost-model.md).
+bool tracing() {
+  const char* v = std::getenv("SLAPO_PROFILE_TRACE");
+  return v && *v && std::string(v) != "0";
+}
+
+// This process's minor page faults so far (pages mapped in on first touch).
+long minor_page_faults() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
+}
+
 // The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as
 // one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
 // in turn (runners/sweep_steps.h): one model, one warm-up step at the smallest batch a step takes
@@ -242,7 +259,9 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       largest = std::max(largest, batch);
       tracker.reset_peak();
       if (group) group->reset_tally();
+      const long faults_before = minor_page_faults();
       std::vector<double> ms = {run(batch)};
+      const long faults = minor_page_faults() - faults_before;
       // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
       // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of
       // a few milliseconds (a tiny model) until they add up (runners/sweep_steps.h).
@@ -261,6 +280,15 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       if (group) p.collectives = group->tally() * (1.0 / steps);
       points.push_back(p);
       peaks.push_back({batch, p.peak_bytes});
+      if (tracing()) {
+        std::fprintf(stderr,
+                     "profile trace: %lld block(s), %lld checkpointed, %lld micro-batch(es), %lld "
+                     "samples: %.1f ms (%d timed step(s)), %ld page faults in the first, peak %.0f "
+                     "bytes\n",
+                     static_cast<long long>(depth), static_cast<long long>(ckpt),
+                     static_cast<long long>(micro), static_cast<long long>(batch), p.step_ms, steps,
+                     faults, p.peak_bytes);
+      }
     }
   } catch (const Error&) {
     throw;

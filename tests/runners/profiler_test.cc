@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -58,6 +60,34 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
   // The largest batch asked for is among them.
   EXPECT_TRUE(std::any_of(profile.points.begin(), profile.points.end(),
                           [](const cost::ProfilePoint& q) { return q.batch == 8; }));
+}
+
+// SLAPO_PROFILE_TRACE: each measured point on standard error as it is measured, with the page
+// faults of its first timed step — the one-block variant and the deep one, at every batch.
+TEST(ProfilerTest, ATracedProfilePrintsEachPointItMeasures) {
+  ProfileRequest request;
+  request.workload = tiny();
+  request.batch_lo = 2;
+  request.batch_hi = 8;
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  const cost::Profile profile = measure_profile(request);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  unsetenv("SLAPO_PROFILE_TRACE");
+  for (const cost::ProfilePoint& q : profile.points) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "profile trace: %lld block(s), %lld checkpointed, %lld micro-batch(es), %lld "
+                  "samples: ",
+                  static_cast<long long>(q.layers), static_cast<long long>(q.ckpt_blocks),
+                  static_cast<long long>(q.micro_batches), static_cast<long long>(q.batch));
+    EXPECT_NE(err.find(line), std::string::npos) << line << "\n" << err;
+  }
+  EXPECT_NE(err.find(" page faults in the first, peak "), std::string::npos) << err;
+  // Off unless asked for.
+  ::testing::internal::CaptureStderr();
+  measure_profile(request);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("profile trace:"), std::string::npos);
 }
 
 // gpt-tiny profiled at 2 and 4 samples.
