@@ -75,7 +75,9 @@ def main():
     args = p.parse_args()
     if args.repeat < 1:
         p.error(f"--repeat {args.repeat}: measure each configuration at least once")
-    db = os.path.join(tempfile.mkdtemp(), "profiles.db")
+    # The profiles' database, removed when the script ends.
+    work = tempfile.TemporaryDirectory()
+    db = os.path.join(work.name, "profiles.db")
     # Profiling happens here, once for every key of the space; its cost is reported.
     plan = json.loads(tune(args, "plan", "--space", args.space, "--db", db, "--top", "1", "--json"))
     configs = json.loads(subprocess.run([args.tune, "space", "sample", args.space, "--n", str(args.n), "--seed",

@@ -41,7 +41,9 @@ def main():
                 r["objective"].append(t["objective"])
                 r["ms"].append(t["metrics"]["step_ms_median"])
                 r["peak"].append(t["metrics"]["peak_bytes"])
-    db = os.path.join(tempfile.mkdtemp(), "profiles.db")
+    # The profiles' database, removed when the script ends.
+    work = tempfile.TemporaryDirectory()
+    db = os.path.join(work.name, "profiles.db")
     out = subprocess.run([args.tune, "plan", "--space", space, "--db", db, "--top", str(len(recorded)), "--json", "--each-config"],
                          capture_output=True, text=True)
     if out.returncode != 0:
