@@ -6,9 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
+# The probe and each fuzzer's working corpus, removed however the script ends.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 if ! command -v clang++ >/dev/null 2>&1 || \
    ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long){return 0;}' | \
-     clang++ -x c++ -fsanitize=fuzzer - -o /tmp/slapo-fuzz-probe 2>/dev/null; then
+     clang++ -x c++ -fsanitize=fuzzer - -o "$scratch/probe" 2>/dev/null; then
   echo "fuzz: skipped (clang with libFuzzer not available)"
   exit 0
 fi
@@ -22,7 +25,8 @@ cmake --build build-fuzz --target "${fuzzers[@]/%/_fuzz}" -j "${JOBS:-2}" >/dev/
 each=$(( seconds / ${#fuzzers[@]} ))
 (( each > 0 )) || each=1
 for name in "${fuzzers[@]}"; do
-  work=$(mktemp -d)
+  work="$scratch/$name"
+  mkdir -p "$work"
   cp fuzz/corpus_"$name"/* "$work"/
   # Exits non-zero on any crash, leak, sanitizer report, timeout, or memory past the limits (a
   # parser must bound what it allocates, whatever the input).
