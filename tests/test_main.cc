@@ -5,11 +5,11 @@
 // ::testing::TempDir(), and the programs they start (slapo-tune, workers, the Python reference)
 // under TMPDIR. GoogleTest's own main leaves all of it in /tmp: after a day of runs this machine's
 // held 3,278 of the suite's files, 1.7 GB (an oversized-cell database of 80 MB a run among them).
-// Here
-// TEST_TMPDIR (what ::testing::TempDir() returns) and TMPDIR (std::filesystem's and the children's)
-// both name one fresh directory per test process, and whatever is in it when the tests end goes
-// with it — a test need not clean up after itself, and parallel test processes never share a
-// file name. A test that crashes leaves its directory (slapo-test-XXXXXX) behind to look at.
+// Here TEST_TMPDIR (what ::testing::TempDir() returns) and TMPDIR (std::filesystem's and the
+// children's) both name one fresh directory per test process, and whatever is in it when the tests
+// end goes with it — a test need not clean up after itself, and parallel test processes never
+// share a file name. A test that crashes leaves its directory (slapo-test-XXXXXX) behind to look
+// at.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
