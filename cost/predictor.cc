@@ -430,6 +430,9 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double outside_params = shape.prologue_params + shape.epilogue_params - shape.tied_params;
   double outside_state = fit_.outside_state;
   st.params = n * shape.block_params + outside_params;
+  // A parameter's bytes of state (itself, its gradient, the optimizer's), read off the blocks: the
+  // state fitted outside them also holds what the head keeps whatever the batch.
+  const double per_param = shape.block_params > 0 ? fit_.block_state / shape.block_params : 0;
   if (p > 1) {
     const double share = (first ? shape.prologue_params : 0) + (last ? shape.epilogue_params : 0);
     st.params = n * shape.block_params + share;
@@ -438,7 +441,6 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
     // what its loss holds whatever the batch (the fused LM loss's chunk of logits) — is the last
     // stage's. Split by the parameters, bert-mini's fused head put half of its chunk on the first
     // stage: 7.9 MiB, its trials 6.9% under the prediction.
-    const double per_param = shape.block_params > 0 ? fit_.block_state / shape.block_params : 0;
     const double prologue = std::min(fit_.outside_state, shape.prologue_params * per_param);
     const double untied = (shape.prologue_params - shape.tied_params) * per_param;
     if (per_param <= 0) {
@@ -513,7 +515,6 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   if (dp > 1) {
     const double bucket =
         std::max(std::min(kGradientBucketBytes, kFloatBytes * st.params), kFloatBytes * largest);
-    const double per_param = shape.block_params > 0 ? fit_.block_state / shape.block_params : 0;
     const double averaging = (per_param > 0 ? per_param * st.params : st.state) + bucket;
     if (averaging > least.bytes) least = {averaging, PeakMoment::kGradientAveraging};
   }

@@ -238,17 +238,15 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     };
     std::vector<PeakAt> peaks = known;
-    int64_t largest = 0;
     auto stepped = [&] { g_heap_reached = std::max(g_heap_reached, tracker.peak_bytes()); };
     for (const SweepStep& at : sweep_steps(micro, batches, new_batch == NewBatch::kStepUntimed)) {
       const int64_t batch = at.batch;
       if (!at.timed) {
         run(batch);
         stepped();
-        largest = std::max(largest, batch);
         continue;
       }
-      if (new_batch == NewBatch::kTouchHeap && batch > largest) {
+      if (new_batch == NewBatch::kTouchHeap && at.grows) {
         const double expected = baseline + expected_peak(peaks, batch);
         const size_t live = tracker.live_bytes();
         if (expected > static_cast<double>(std::max(g_heap_reached, live))) {
@@ -256,7 +254,6 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
           g_heap_reached = static_cast<size_t>(expected);
         }
       }
-      largest = std::max(largest, batch);
       tracker.reset_peak();
       if (group) group->reset_tally();
       const long faults_before = minor_page_faults();

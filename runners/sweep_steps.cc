@@ -7,12 +7,17 @@ namespace slapo::runners {
 
 std::vector<SweepStep> sweep_steps(int64_t micro, const std::vector<int64_t>& batches,
                                    bool warm_new_batches) {
-  std::vector<SweepStep> steps = {{micro, false}};
+  std::vector<SweepStep> steps = {{micro, false, true}};
   int64_t largest = micro;
   for (int64_t batch : batches) {
-    if (warm_new_batches && batch > largest) steps.push_back({batch, false});
+    const bool grows = batch > largest;
     largest = std::max(largest, batch);
-    steps.push_back({batch, true});
+    if (warm_new_batches && grows) {
+      steps.push_back({batch, false, true});
+      steps.push_back({batch, true, false});
+    } else {
+      steps.push_back({batch, true, grows});
+    }
   }
   return steps;
 }

@@ -19,12 +19,15 @@ namespace slapo::runners {
 struct SweepStep {
   int64_t batch = 0;
   bool timed = false;
+  // A batch larger than every step before it: this step faults in the memory it grows into.
+  bool grows = false;
 };
 
 // A warm-up step of `micro` samples (the smallest a step of `micro` micro-batches takes), then a
 // timed step at each of `batches` in order. With `warm_new_batches`, an untimed step first at each
-// batch larger than every step before it, so that the timed one runs on the memory the untimed one
-// faulted in — as a trial's timed steps do.
+// batch larger than every step before it (the one that `grows`), so that the timed one runs on the
+// memory the untimed one faulted in — as a trial's timed steps do; without, that timed step
+// `grows` itself.
 std::vector<SweepStep> sweep_steps(int64_t micro, const std::vector<int64_t>& batches,
                                    bool warm_new_batches);
 
