@@ -1,5 +1,6 @@
 #include "runners/heap_policy.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -65,9 +66,10 @@ void keep_freed_memory() {
   });
 }
 
-void touch_heap(size_t bytes) {
+size_t touch_heap(size_t bytes, std::optional<long long> available) {
 #ifdef __GLIBC__
-  if (heap_policy() != "retained" || bytes == 0) return;
+  if (heap_policy() != "retained" || bytes == 0) return 0;
+  if (available) bytes = std::min(bytes, static_cast<size_t>(std::max(0LL, *available / 2)));
   // Half the threshold: each block is surely the heap's, not a mapping of its own.
   constexpr size_t kBlock = kMmapThreshold / 2;
   constexpr size_t kPage = 4096;
@@ -80,8 +82,11 @@ void touch_heap(size_t bytes) {
   }
   // Freed in reverse: each merges with the free top of the heap, which is never trimmed.
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) std::free(*it);
+  return blocks.size() * kBlock;
 #else
   (void)bytes;
+  (void)available;
+  return 0;
 #endif
 }
 

@@ -15,7 +15,10 @@
 // variable), or off glibc.
 
 #include <cstddef>
+#include <optional>
 #include <string>
+
+#include "runners/available_memory.h"
 
 namespace slapo::runners {
 
@@ -37,6 +40,11 @@ void keep_freed_memory();
 // keeps them. The next step's tensors then find their pages in memory — as every timed step of a
 // trial does — instead of faulting them in while it is timed. Does nothing when the heap is not
 // kept (the pages would go back to the system at once).
-void touch_heap(size_t bytes);
+//
+// Takes at most half of `available` (available_memory_bytes(); unknown: no cap but malloc's): the
+// bytes come from a line's extrapolation (runners/sweep_steps.h), and a guess must not take what
+// the step itself, or the machine, needs. Returns the bytes made resident (whole blocks of 16 MiB,
+// the last one rounding up).
+size_t touch_heap(size_t bytes, std::optional<long long> available = available_memory_bytes());
 
 }  // namespace slapo::runners

@@ -250,8 +250,8 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
         const double expected = baseline + expected_peak(peaks, batch);
         const size_t live = tracker.live_bytes();
         if (expected > static_cast<double>(std::max(g_heap_reached, live))) {
-          touch_heap(static_cast<size_t>(expected) - live);
-          g_heap_reached = static_cast<size_t>(expected);
+          const size_t touched = touch_heap(static_cast<size_t>(expected) - live);
+          g_heap_reached = std::max(g_heap_reached, live + touched);
         }
       }
       tracker.reset_peak();

@@ -6,6 +6,9 @@
 //                         after>"
 //   heap_child faults     the page faults of writing 96 MiB of tensors of 8 MiB each, printed
 //   heap_child faults touched   ... after touch_heap of those bytes
+//   heap_child faults capped    ... after touch_heap of those bytes with 64 MiB said to be
+//                               available (it takes half: 32 MiB), printed with the bytes it
+//                               says it touched
 
 #include <malloc.h>
 #include <sys/resource.h>
@@ -35,14 +38,18 @@ int main(int argc, char** argv) {
     constexpr int64_t kFloats = 2 << 20;  // 8 MiB
     constexpr int kTensors = 12;
     torch::ones({1 << 16});  // the operator's first call: its thread pool, lazy initialisation
-    if (argc > 2 && std::string(argv[2]) == "touched")
-      slapo::runners::touch_heap(kTensors * kFloats * sizeof(float));
+    const std::string touch = argc > 2 ? argv[2] : "";
+    size_t touched = 0;
+    if (touch == "touched")
+      touched = slapo::runners::touch_heap(kTensors * kFloats * sizeof(float));
+    else if (touch == "capped")
+      touched = slapo::runners::touch_heap(kTensors * kFloats * sizeof(float), 64LL << 20);
     const long before = minor_faults();
     {
       std::vector<torch::Tensor> held;
       for (int i = 0; i < kTensors; ++i) held.push_back(torch::ones({kFloats}));
     }
-    std::printf("%ld\n", minor_faults() - before);
+    std::printf("%ld %zu\n", minor_faults() - before, touched);
     return 0;
   }
   const struct mallinfo2 before = mallinfo2();

@@ -66,17 +66,21 @@ TEST(HeapPolicyTest, AFreedTensorStaysInTheHeapUnlessGlibcsWayIsAskedFor) {
 }
 
 // heap_child's page faults writing 96 MiB of tensors in a fresh process with SLAPO_HEAP set to
-// `choice`, the heap touched first or not.
-long faults_writing(const std::string& choice, bool touched) {
-  const std::string command =
-      "SLAPO_HEAP=" + choice + " " + HEAP_CHILD + " faults" + (touched ? " touched" : "");
+// `choice`, the heap touched first ("touched", "capped") or not (""), and the bytes touch_heap
+// said it touched.
+struct Faults {
+  long faults = -1;
+  size_t touched = 0;
+};
+Faults faults_writing(const std::string& choice, const std::string& touch) {
+  const std::string command = "SLAPO_HEAP=" + choice + " " + HEAP_CHILD + " faults " + touch;
   FILE* pipe = popen(command.c_str(), "r");
   EXPECT_NE(pipe, nullptr) << command;
-  long faults = -1;
-  if (!pipe) return faults;
-  EXPECT_EQ(std::fscanf(pipe, "%ld", &faults), 1) << command;
+  Faults out;
+  if (!pipe) return out;
+  EXPECT_EQ(std::fscanf(pipe, "%ld %zu", &out.faults, &out.touched), 2) << command;
   EXPECT_EQ(pclose(pipe), 0) << command;
-  return faults;
+  return out;
 }
 
 TEST(HeapPolicyTest, ATouchedHeapHasThePagesOfTheNextTensorsResident) {
@@ -86,11 +90,28 @@ TEST(HeapPolicyTest, ATouchedHeapHasThePagesOfTheNextTensorsResident) {
   }
   constexpr long kPages = (96 << 20) / 4096;
   // Written as they come, the tensors fault in every page of theirs.
-  EXPECT_GE(faults_writing("retained", false), kPages);
+  EXPECT_GE(faults_writing("retained", "").faults, kPages);
   // After touch_heap, hardly any: the profile's deep steps time what a trial's timed steps do.
-  EXPECT_LT(faults_writing("retained", true), kPages / 20);
+  const Faults touched = faults_writing("retained", "touched");
+  EXPECT_LT(touched.faults, kPages / 20);
+  EXPECT_EQ(touched.touched, size_t{96} << 20);
   // On glibc's own heap the touched pages go back to the system when freed: nothing is kept.
-  EXPECT_GE(faults_writing("system", true), kPages);
+  const Faults system = faults_writing("system", "touched");
+  EXPECT_GE(system.faults, kPages);
+  EXPECT_EQ(system.touched, 0u);
+}
+
+TEST(HeapPolicyTest, TheHeapIsTouchedNoFurtherThanHalfOfTheMemoryAvailable) {
+  {
+    ScopedEnv no_choice("SLAPO_HEAP", nullptr);
+    if (heap_policy() != "retained") GTEST_SKIP() << "this environment configures malloc itself";
+  }
+  constexpr long kPages = (96 << 20) / 4096;
+  // 96 MiB asked for with 64 MiB available: 32 MiB touched, the other 64 MiB of tensors fault.
+  const Faults capped = faults_writing("retained", "capped");
+  EXPECT_EQ(capped.touched, size_t{32} << 20);
+  EXPECT_GE(capped.faults, kPages * 2 / 3 - kPages / 20);
+  EXPECT_LT(capped.faults, kPages);
 }
 
 TEST(HeapPolicyTest, MallocSettingsOfTheEnvironmentAreLeftAsTheyAre) {
