@@ -365,11 +365,11 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   fit_.least_ratio = state_d > 0 ? std::max(1.0, least_peak / state_d) : 1.0;
 }
 
-Predictor::LeastPeak Predictor::least_peak(double state, double largest, bool whole,
-                                           double in_flight) const {
+Predictor::LeastPeak Predictor::least_peak(double state, double param_state, double largest,
+                                           bool whole, double in_flight) const {
   const double temps = profile_.optimizer_temp_bytes_per_element;
   if (temps < 0 || largest <= 0) return {fit_.least_ratio * state, PeakMoment::kOptimizerStep};
-  const double optimizer_step = state + temps * largest;
+  const double optimizer_step = param_state + temps * largest;
   const double least = fit_.least_ratio * state;
   if (!whole || least <= optimizer_step) return {optimizer_step, PeakMoment::kOptimizerStep};
   return {least + in_flight, PeakMoment::kLeastProfiled};
@@ -503,19 +503,25 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   // On one rank, the other micro-batches in flight at the least moment of a micro-batch's backward
   // keep their part: two GPipe micro-batches of one sample, every block checkpointed, peaked 6%
   // above the least on gpt-tiny.
-  LeastPeak least = least_peak(st.state, largest, p == 1, (in_flight - 1) * x * (kept + loss_kept));
+  // What the parameters hold at the optimizer step, counted at a block's state a parameter: the
+  // state fitted outside the blocks holds what the head keeps whatever the batch too, gone by then
+  // (gpt-neo-125m at 4 blocks, 4 samples over two ranks, LibTorch's AdamW: 15.7 MB, its optimizer
+  // step predicted 538.4 MB where the step peaked at 529.8 MB, in the gradients' averaging).
+  const double param_state = per_param > 0 ? per_param * st.params : st.state;
+  LeastPeak least =
+      least_peak(st.state, param_state, largest, p == 1, (in_flight - 1) * x * (kept + loss_kept));
   // Under data parallelism, between the backward and the optimizer step the gradients are averaged
   // a bucket at a time, each bucket packed into a tensor of its own beside the parameters, their
   // gradients and the optimizer's state (schedule/runtime/data_parallel.h): a bucket's bytes, or a
   // gradient's where one is larger. It sets the peak where the optimizer's temporaries are fewer —
   // gpt-neo-125m at 4 blocks, 4 samples over two ranks, the fused AdamW: 529,816,108 bytes
   // measured, 16 bytes a parameter and a 25 MiB bucket, where the loss's backward was predicted at
-  // 526.6 MB. Counted at a block's state a parameter: the state fitted outside the blocks holds
-  // what the head keeps whatever the batch too, gone by then (15.7 MB there: 3% over).
+  // 526.6 MB. Beside the parameters' state as the optimizer step's (15.7 MB less than the
+  // state fitted there: 3% over with it).
   if (dp > 1) {
     const double bucket =
         std::max(std::min(kGradientBucketBytes, kFloatBytes * st.params), kFloatBytes * largest);
-    const double averaging = (per_param > 0 ? per_param * st.params : st.state) + bucket;
+    const double averaging = param_state + bucket;
     if (averaging > least.bytes) least = {averaging, PeakMoment::kGradientAveraging};
   }
   if (least.bytes > held) {

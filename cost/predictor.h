@@ -185,7 +185,8 @@ class Predictor {
  private:
   Prediction raw(const PredictInput& in) const;
   // The least a rank of `state` bytes peaks at — in the optimizer step, whose temporaries are of
-  // one parameter at a time: the state and those of its largest parameter (`largest` elements;
+  // one parameter at a time: what its parameters hold (`param_state`: themselves, their gradients,
+  // the optimizer's state) and the temporaries of its largest parameter (`largest` elements;
   // a pipeline stage holding the embedding needs them whole, whatever its share of the state).
   // The whole model on one rank (`whole`) no lower than its least peak profiled — one sample,
   // every block checkpointed — and, where that lies above the optimizer step (then a moment of
@@ -196,7 +197,8 @@ class Predictor {
     double bytes = 0;
     PeakMoment at = PeakMoment::kOptimizerStep;
   };
-  LeastPeak least_peak(double state, double largest, bool whole, double in_flight = 0) const;
+  LeastPeak least_peak(double state, double param_state, double largest, bool whole,
+                       double in_flight = 0) const;
 
   Profile profile_;
   std::optional<CollectiveModel> collectives_;
