@@ -1,5 +1,6 @@
 #include "runners/parallel_trainer.h"
 
+#include <chrono>
 #include <set>
 
 #include <torch/nn/module.h>
@@ -134,7 +135,12 @@ double ParallelTrainer::step(const torch::Tensor& tokens, const torch::Tensor& t
                                    targets.narrow(0, first, per_rank), loss_, step_index, first);
   if (!tied_.empty() && groups_.ends) schedule::sum_gradients(tied_, *groups_.ends);
   schedule::average_gradients(tensors_, *groups_.dp);
-  if (update) optimizer_->step();
+  if (update) {
+    const auto start = std::chrono::steady_clock::now();
+    optimizer_->step();
+    optimizer_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   // The global mean: each data-parallel replica's last stage (tensor rank 0) contributes its share.
   const bool reports = runner_->last() && groups_.tp_rank() == 0;
   torch::Tensor total =

@@ -65,6 +65,9 @@ class ParallelTrainer {
   const schedule::PipelineTiming& pipeline_timing() const { return runner_->timing(); }
   // Seconds spent in collectives and point-to-point messages since construction, over all groups.
   double communication_seconds() const;
+  // Seconds the optimizer's steps took since construction: the profile times the optimizer on the
+  // model's own parameters, in the step (runners/profiler.h).
+  double optimizer_seconds() const { return optimizer_seconds_; }
 
  private:
   // Reads the workload's checkpoint into the scheduled model: of each parameter this rank holds
@@ -80,6 +83,7 @@ class ParallelTrainer {
   std::vector<torch::Tensor> tensors_;  // params_' tensors, in the same order
   std::vector<torch::Tensor> tied_;     // held by the first and the last stage: gradients summed
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  double optimizer_seconds_ = 0;
   models::LossFn loss_;  // the family's (models/training_batch.h)
 };
 

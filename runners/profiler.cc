@@ -107,15 +107,14 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   return shape;
 }
 
-// One optimizer step over `params` parameters (one flat tensor): its time per parameter, and the
-// bytes of temporaries it makes per element of a parameter (its state allocated by the warm-up
-// step): AdamW's are of one parameter at a time, the largest a rank holds sets its least peak
-// (cost/predictor.h).
-struct OptimizerCost {
-  double ms_per_param = 0;
-  double temp_bytes_per_element = 0;
-};
-OptimizerCost optimizer_cost(const Workload& w, const models::TemplateConfig& tc, double params) {
+// The bytes of temporaries one optimizer step makes per element of a parameter, measured on one
+// flat tensor of `params` elements (its state allocated by a step before): AdamW's are of one
+// parameter at a time, the largest a rank holds sets its least peak (cost/predictor.h). Its time
+// is not read here: on one flat tensor LibTorch's AdamW ran 1.4–1.8× its time on the model's own
+// parameters (llama-mini's 8.9M: 45–48 ms against 25–34), its temporaries out of the caches —
+// the profile times it in the model's steps (measure_sweep).
+double optimizer_temp_bytes_per_element(const Workload& w, const models::TemplateConfig& tc,
+                                        double params) {
   torch::Tensor p = torch::zeros({static_cast<int64_t>(params)}).requires_grad_();
   p.mutable_grad() = torch::full_like(p, 1e-3);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -128,14 +127,12 @@ OptimizerCost optimizer_cost(const Workload& w, const models::TemplateConfig& tc
   else
     optimizer = std::make_unique<torch::optim::AdamW>(std::vector<torch::Tensor>{p},
                                                       torch::optim::AdamWOptions(w.lr));
-  OptimizerCost cost;
-  cost.ms_per_param = median_ms(5, [&] { optimizer->step(); }) / params;
+  optimizer->step();  // the state
   TrackingAllocator& tracker = TrackingAllocator::instance();
   const size_t before = tracker.live_bytes();
   tracker.reset_peak();
   optimizer->step();
-  cost.temp_bytes_per_element = static_cast<double>(tracker.peak_bytes() - before) / params;
-  return cost;
+  return static_cast<double>(tracker.peak_bytes() - before) / params;
 }
 
 // The embeddings' forward and backward, per sample, at `batch` samples.
@@ -199,12 +196,14 @@ long minor_page_faults() {
 // samples faulted 37k pages and ran −8 to +19% against the two after it, and an untimed step
 // would cost about a third more profile (docs/cost-model.md). A larger batch needs no warm-up of
 // its own otherwise — the optimizer's state, the thread pools exist by then — where a model and a
-// warm-up step per point made gpt-mini's profile cost 12 s, not 7.
+// warm-up step per point made gpt-mini's profile cost 12 s, not 7. With `optimizer_ms`, each
+// point's optimizer step (the mean over its timed steps) is added to it.
 std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
                                               int64_t depth, int64_t ckpt, int64_t micro,
                                               const std::vector<int64_t>& batches, int64_t few,
                                               NewBatch new_batch,
-                                              const std::vector<PeakAt>& known = {}) {
+                                              const std::vector<PeakAt>& known = {},
+                                              std::vector<double>* optimizer_ms = nullptr) {
   models::ModelSpec spec = w.spec();
   spec.layers = depth;
   Config c = knobs;
@@ -257,6 +256,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       tracker.reset_peak();
       if (group) group->reset_tally();
       const long faults_before = minor_page_faults();
+      const double optimizer_before = trainer.optimizer_seconds();
       std::vector<double> ms = {run(batch)};
       const long faults = minor_page_faults() - faults_before;
       // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
@@ -267,6 +267,8 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       while (static_cast<int>(ms.size()) < steps_to_time) ms.push_back(run(batch));
       stepped();
       const int steps = static_cast<int>(ms.size());
+      if (optimizer_ms)
+        optimizer_ms->push_back((trainer.optimizer_seconds() - optimizer_before) * 1e3 / steps);
       cost::ProfilePoint p;
       p.layers = depth;
       p.batch = batch;
@@ -519,12 +521,16 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
   // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
   // first.
+  // The optimizer's steps in the deep variant's plain steps: its time on the model's own
+  // parameters, in the caches a step leaves it.
+  std::vector<double> optimizer_ms;
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
     for (const cost::ProfilePoint& q :
          measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, few,
-                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap))
+                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap, {},
+                       depth > 1 && ckpt == 0 && micro == 1 ? &optimizer_ms : nullptr))
       profile.points.push_back(q);
   };
   measure(1, 0, 1, {1, lo, hi});
@@ -545,11 +551,9 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
          measure_checkpointed_steps(w, request.knobs, tp, deep, hi, plain_deep_peaks(profile)))
       profile.points.push_back(q);
   }
-  const cost::ModelShape& s = profile.shape;
-  const OptimizerCost optimizer =
-      optimizer_cost(w, tc, s.variant_params(static_cast<double>(deep)));
-  profile.optimizer_ms_per_param = optimizer.ms_per_param;
-  profile.optimizer_temp_bytes_per_element = optimizer.temp_bytes_per_element;
+  const double deep_params = profile.shape.variant_params(static_cast<double>(deep));
+  profile.optimizer_ms_per_param = median(optimizer_ms) / deep_params;
+  profile.optimizer_temp_bytes_per_element = optimizer_temp_bytes_per_element(w, tc, deep_params);
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
   profile.block_bytes = measure_block_bytes(w, request.knobs, lo, hi);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
