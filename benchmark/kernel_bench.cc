@@ -11,7 +11,11 @@
 // Shapes: gpt-mini (batch 8 × 128 tokens: hidden 256, ffn 1024) and gpt2 (1 × 1024 tokens:
 // hidden 768, ffn 3072).
 //   BM_AdamW           torch::optim::AdamW::step   vs slapo::schedule::FusedAdamW::step
-//                      (<impl>/<model>/<threads>: the parameters of gpt-mini (0) or gpt2 (1))
+//                      (<impl>/<model>/<threads>: the parameters of gpt-mini (0), gpt2 (1) or
+//                      llama-mini (2));
+//                      impl 2: torch::optim::AdamW on one flat tensor of as many elements (how the
+//                      cost model's profile timed the optimizer until it timed it in the model's
+//                      steps: docs/cost-model.md)
 //   BM_Attention       causal softmax(q·kᵀ/√d) with keyed dropout (p = 0.1) · v, ATen's matmul,
 //                      masked_fill, softmax, dropout, matmul vs slapo::memory_efficient_attention
 //                      (<impl>/<shape>/<threads>: gpt-mini, 8 × 8 heads × 128 (0); gpt2, 1 × 12
@@ -156,23 +160,24 @@ SLAPO_KERNEL_BENCH(BM_AddLayerNorm, 256, 768);
 // them), AdamW's defaults but the learning rate.
 void BM_AdamW(benchmark::State& state) {
   torch::set_num_threads(static_cast<int>(state.range(2)));
-  auto model =
-      slapo::models::build_model(slapo::models::model_preset(state.range(1) ? "gpt2" : "gpt-mini"));
-  const auto params = slapo::schedule::unique_parameters(*model);
+  const char* const models[] = {"gpt-mini", "gpt2", "llama-mini"};
+  auto model = slapo::models::build_model(slapo::models::model_preset(models[state.range(1)]));
+  auto params = slapo::schedule::unique_parameters(*model);
   int64_t elements = 0;
-  for (const auto& p : params) {
-    p.mutable_grad() = torch::randn_like(p) * 1e-3;
-    elements += p.numel();
-  }
+  for (const auto& p : params) elements += p.numel();
+  if (state.range(0) == 2) params = {torch::zeros({elements}).requires_grad_()};
+  for (const auto& p : params) p.mutable_grad() = torch::randn_like(p) * 1e-3;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   const auto options = torch::optim::AdamWOptions(1e-4);
-  if (state.range(0) == 0)
-    optimizer = std::make_unique<torch::optim::AdamW>(params, options);
-  else
+  if (state.range(0) == 1)
     optimizer = std::make_unique<slapo::schedule::FusedAdamW>(params, options);
+  else
+    optimizer = std::make_unique<torch::optim::AdamW>(params, options);
   optimizer->step();  // the moments are allocated at the first step
   for (auto _ : state) optimizer->step();
-  state.SetLabel(state.range(0) == 0 ? "torch::optim::AdamW" : "slapo FusedAdamW");
+  const char* const labels[] = {"torch::optim::AdamW", "slapo FusedAdamW",
+                                "torch::optim::AdamW, one flat tensor"};
+  state.SetLabel(labels[state.range(0)]);
   state.SetItemsProcessed(state.iterations() * elements);
 }
 void BM_Attention(benchmark::State& state) {
@@ -215,7 +220,7 @@ BENCHMARK(BM_Attention)
     ->UseRealTime();
 
 BENCHMARK(BM_AdamW)
-    ->ArgsProduct({{0, 1}, {0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Repetitions(5)

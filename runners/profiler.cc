@@ -110,9 +110,10 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
 // The bytes of temporaries one optimizer step makes per element of a parameter, measured on one
 // flat tensor of `params` elements (its state allocated by a step before): AdamW's are of one
 // parameter at a time, the largest a rank holds sets its least peak (cost/predictor.h). Its time
-// is not read here: on one flat tensor LibTorch's AdamW ran 1.4–1.8× its time on the model's own
-// parameters (llama-mini's 8.9M: 45–48 ms against 25–34), its temporaries out of the caches —
-// the profile times it in the model's steps (measure_sweep).
+// is not read here: on one flat tensor of as many elements LibTorch's AdamW ran from 0.6 to 2.1
+// times its time on a model's own parameters, by their shapes (benchmark/kernel_bench.cc,
+// BM_AdamW: llama-mini 42.3 ms against 20.3, gpt2 549 against 883) — the profile times it within
+// the model's steps (measure_sweep).
 double optimizer_temp_bytes_per_element(const Workload& w, const models::TemplateConfig& tc,
                                         double params) {
   torch::Tensor p = torch::zeros({static_cast<int64_t>(params)}).requires_grad_();

@@ -1,5 +1,5 @@
-// The trainer of one rank (runners/parallel_trainer.h): the time its optimizer's steps take, read by
-// the profile (runners/profiler.h) to time the optimizer on the model's own parameters.
+// The trainer of one rank (runners/parallel_trainer.h): the time its optimizer's steps take, read
+// by the profile (runners/profiler.h) to time the optimizer on the model's own parameters.
 
 #include "runners/parallel_trainer.h"
 

@@ -122,8 +122,8 @@ TEST(ProfilerTest, TheShapeCountsEachPartsLargestParameterAndTheOptimizersTempor
   EXPECT_NEAR(measure_profile(r).optimizer_temp_bytes_per_element, 0, 0.01);
 }
 
-// The optimizer is timed in the deep variant's own steps (on one flat tensor its temporaries miss
-// the caches: LibTorch's AdamW ran 1.4–1.8× as long): some time, within each of those steps.
+// The optimizer is timed in the deep variant's own steps (on one flat tensor LibTorch's AdamW ran
+// 0.6–2.1 times as long, by the model's shapes): some time, within each of those steps.
 TEST(ProfilerTest, TheOptimizerIsTimedWithinTheModelsSteps) {
   const cost::Profile profile = measure_profile(tiny_request());
   int64_t deep = 0;
