@@ -249,6 +249,12 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   const Mapping& m = mapping(config);
   const int ranks = ranks_beside(m.world());
   const std::vector<std::string> worker = {self_executable(), "worker"};
+  if (std::optional<cost::Profile> swapped = derive_across_optimizer(config, derived_how)) {
+    swapped->key_json = key;
+    swapped->fingerprint_json = fingerprint_;
+    swapped->code_revision = kMeasuringRevision;
+    return std::move(*swapped);
+  }
   if (!bases_.count(m.family)) {
     if (std::optional<cost::Profile> shifted = derive_across_head(config, key, derived_how)) {
       // A composed profile is the shift of another key's: it is of this key, measured here now.
@@ -472,6 +478,32 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
     }
   }
   out.profile_s = measured.profile_s;
+  return out;
+}
+
+std::optional<cost::Profile> WorkloadCostModel::derive_across_optimizer(const Config& config,
+                                                                        std::string* derived_how) {
+  const Value* fused = computation_knobs(config).find("fused_adamw");
+  if (fused == nullptr || !std::holds_alternative<bool>(*fused) || !std::get<bool>(*fused))
+    return std::nullopt;
+  Config twin = config;
+  twin.set("fused_adamw", Value(false));
+  const Mapping& t = mapping(twin);
+  if (!t.why_not.empty()) return std::nullopt;
+  const cost::Profile& from = predictor_for(t.key, twin).profile();
+  const Mapping& m = mapping(config);
+  ProfileRequest request = request_of(computation_knobs(config), m);
+  request.base = from;
+  request.base_knobs = computation_knobs(twin);
+  request.optimizer = true;
+  cost::Profile out = std::move(
+      measure_profiles_beside_peers(request, ranks_beside(m.world()), {self_executable(), "worker"})
+          .front());
+  if (derived_how) {
+    *derived_how = "derived from " + profiled_what(twin) +
+                   "'s profile: its steps that peaked in the optimizer's step run again, the two "
+                   "optimizers timed within the deep variant's steps";
+  }
   return out;
 }
 

@@ -139,6 +139,12 @@ class WorkloadCostModel : public tuner::CostModel {
   // `derived_how` (may be null) says how a derived profile was made, for the note.
   cost::Profile measure_profile(const Config& config, const std::string& key,
                                 std::string* derived_how);
+  // The profile of a configuration with the fused AdamW (`fused_adamw` true): its twin's with
+  // LibTorch's AdamW — profiled first, measured or derived however —, swapped across the optimizer
+  // (cost/optimizer_swap.h: the twin's optimizer-bound steps run again, the optimizers timed
+  // within the deep variant's steps). None for any other configuration.
+  std::optional<cost::Profile> derive_across_optimizer(const Config& config,
+                                                       std::string* derived_how);
   // The profile of `key` when a measured base differs from it only in the ends
   // (cost/head_difference.h): the base's blocks with this key's ends measured where the base's
   // were (probe_across_head) once per family — the pair kept in head_pairs_ —, then every key of

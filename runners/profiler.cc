@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "core/text.h"
 #include "cost/derived_profile.h"
 #include "cost/head_difference.h"
+#include "cost/optimizer_swap.h"
 #include "cost/profile_batches.h"
 #include "dist/launcher.h"
 #include "models/template_config.h"
@@ -424,6 +426,48 @@ cost::Profile measure_profile(const ProfileRequest& request) {
   return measure_profiles(request).front();
 }
 
+// A key that differs from `base` (of `base_knobs`) only in the optimizer (cost/optimizer_swap.h):
+// the base's steps that peaked in its optimizer step run again with this key's, a sweep per
+// variant; the optimizers' difference timed within the deep variant's one-sample steps, the base's
+// first and this key's after it, each model warmed up by a step of its own.
+cost::Profile measure_across_optimizer(const Workload& w, const Config& knobs,
+                                       const models::TemplateConfig& tc, const Config& base_knobs,
+                                       const cost::Profile& base, int64_t few) {
+  const int tp = static_cast<int>(base.tp);
+  int64_t deep = 0;
+  for (const cost::ProfilePoint& q : base.points) deep = std::max(deep, q.layers);
+  // The optimizer's time a step, with either optimizer: the deep variant at one sample.
+  auto optimizer_ms = [&](const Config& of) {
+    std::vector<double> ms;
+    measure_sweep(w, of, tp, deep, 0, 1, {1}, few, NewBatch::kAsItComes, {}, &ms);
+    return median(ms);
+  };
+  // A step that counts for nothing first, as a whole profile's (measure_profiles).
+  measure_sweep(w, knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
+  const double deep_params = base.shape.variant_params(static_cast<double>(deep));
+  const double base_ms = optimizer_ms(base_knobs);
+  const double own_ms = optimizer_ms(knobs);
+  const double ms_per_param =
+      std::max(0.0, base.optimizer_ms_per_param + (own_ms - base_ms) / deep_params);
+  // The optimizer-bound steps, a sweep per variant (blocks, checkpointed blocks, micro-batches).
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<int64_t>> sweeps;
+  for (const cost::ProfilePoint& q : cost::optimizer_bound_points(base))
+    sweeps[{q.layers, q.ckpt_blocks, q.micro_batches}].push_back(q.batch);
+  std::vector<cost::ProfilePoint> measured;
+  for (auto& [variant, batches] : sweeps) {
+    const auto [depth, ckpt, micro] = variant;
+    std::sort(batches.begin(), batches.end());
+    for (const cost::ProfilePoint& q :
+         measure_sweep(w, knobs, tp, depth, ckpt, micro, batches, few,
+                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap))
+      measured.push_back(q);
+  }
+  return cost::swap_optimizer(
+      base, ms_per_param,
+      optimizer_temp_bytes_per_element(w, tc, base.shape.variant_params(static_cast<double>(deep))),
+      measured);
+}
+
 std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   const auto start = Clock::now();
   Workload w = request.workload;
@@ -494,6 +538,12 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
                 ", not ", tp);
     cost::Profile profile =
         measure_across_head(w, request.knobs, request.base_knobs, *request.base);
+    profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
+    return {profile};
+  }
+  if (request.base && request.optimizer) {
+    cost::Profile profile =
+        measure_across_optimizer(w, request.knobs, tc, request.base_knobs, *request.base, few);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
   }
@@ -572,6 +622,7 @@ std::string ProfileRequest::to_json() const {
     j["base"] = nlohmann::ordered_json::parse(base->to_json());
     j["base_knobs"] = nlohmann::ordered_json::parse(base_knobs.to_json());
     if (head) j["head"] = true;
+    if (optimizer) j["optimizer"] = true;
     if (!siblings.empty()) {
       j["siblings"] = nlohmann::ordered_json::array();
       for (const Config& c : siblings)
@@ -629,6 +680,7 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
     r.base = cost::Profile::from_json(j["base"].dump(), origin);
     r.base_knobs = Config::from_json(j["base_knobs"].dump(), origin);
     r.head = j.value("head", false);
+    r.optimizer = j.value("optimizer", false);
     if (j.contains("siblings")) {
       SLAPO_CHECK(j["siblings"].is_array(), ErrorCode::kInvalidArgument, origin,
                   ": a profile request's siblings are an array of knobs");

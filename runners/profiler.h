@@ -61,6 +61,12 @@ struct ProfileRequest {
   // saves shows at depth, where runners/cost_model.h measures the deep steps), and the profile is
   // the base's shifted by what they differ by. No siblings; tp = 1 only.
   bool head = false;
+  // The base differs from this key only in the optimizer (`fused_adamw`): then only the base's
+  // steps that peaked in its optimizer step (cost::optimizer_bound_points) are run again, with this
+  // key's optimizer, and the deep variant's one-sample step with each optimizer in turn, for the
+  // difference of their steps' optimizer time; the profile is the base's swapped
+  // (cost/optimizer_swap.h). No siblings.
+  bool optimizer = false;
   // A profile measured up to a smaller batch: only the deep variant's step at batch_hi without
   // checkpointing is measured, and added to it — or its steps at each of `extend_batches`, in
   // one sweep (ascending), when given.

@@ -3,6 +3,7 @@
 // (set_replaying: benchmark/tuner_efficiency.cc), which never measures.
 
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/metrics.h"
 #include "db/database.h"
 #include "runners/cost_model.h"
+#include "runners/profiler.h"
 #include "runners/workload.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
@@ -162,6 +164,79 @@ TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComp
     ++stored;
   }
   EXPECT_EQ(stored, 4u);
+}
+
+// A key with the fused AdamW is its twin's with LibTorch's AdamW, swapped across the optimizer
+// (cost/optimizer_swap.h): only the twin's steps that peaked in its optimizer step run again. Its
+// peaks are those a whole profile of it measures, to the byte.
+TEST(WorkloadCostModelTest, AKeyWithTheFusedAdamWIsItsTwinsProfileAcrossTheOptimizer) {
+  auto database = db::Database::in_memory();
+  // A large vocabulary, short sequences and an untied head: LibTorch's AdamW makes 8 bytes an
+  // element of the embedding at its step, more than one sample's activations need — those steps
+  // peak there.
+  const Workload w = Workload::from_json(
+      R"({"model": "llama-tiny", "vocab": 16384, "seq_len": 8, "threads": 1, "batch_size": 8})",
+      "test");
+  auto at = [](bool fused) {
+    Config c;
+    c.set("batch_size", Value(int64_t{8}));
+    c.set("fused_adamw", Value(fused));
+    return c;
+  };
+  std::vector<std::string> notes;
+  WorkloadCostModel model(w, database.get(), [&](const std::string& n) { notes.push_back(n); });
+  // The fused key first: its twin is profiled for it.
+  const cost::Predicted fused = model.predict(at(true));
+  ASSERT_TRUE(fused.prediction) << fused.why_not;
+  ASSERT_TRUE(model.predict(at(false)).prediction);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[0].find("profiled fused_adamw=false in"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[1].find("profiled fused_adamw=true in"), std::string::npos) << notes[1];
+  EXPECT_NE(notes[1].find("derived from fused_adamw=false's profile"), std::string::npos)
+      << notes[1];
+  std::optional<cost::Profile> swapped;
+  for (const db::StoredProfile& p : database->profiles()) {
+    if (p.key.find("\"fused_adamw\":true") != std::string::npos)
+      swapped = cost::Profile::from_json(p.profile_json, "test");
+  }
+  ASSERT_TRUE(swapped);
+  EXPECT_EQ(swapped->optimizer_temp_bytes_per_element, 0);
+  // A whole profile of the fused key at the same batches.
+  ProfileRequest whole;
+  whole.workload = w;
+  whole.knobs.set("fused_adamw", Value(true));
+  whole.batch_lo = 4;
+  whole.batch_hi = 8;
+  const cost::Profile measured = measure_profile(whole);
+  size_t compared = 0;
+  for (const cost::ProfilePoint& q : swapped->points) {
+    EXPECT_TRUE(q.derived);
+    for (const cost::ProfilePoint& m : measured.points) {
+      if (m.layers != q.layers || m.batch != q.batch || m.ckpt_blocks != q.ckpt_blocks ||
+          m.micro_batches != q.micro_batches)
+        continue;
+      EXPECT_EQ(q.peak_bytes, m.peak_bytes)
+          << q.layers << " blocks, " << q.batch << " samples, " << q.ckpt_blocks << " checkpointed";
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, swapped->points.size() - 1) << "the profiles were measured at other batches";
+  // Some of the twin's steps peaked in its optimizer step, and were run again: lower now.
+  std::optional<cost::Profile> twin;
+  for (const db::StoredProfile& p : database->profiles()) {
+    if (p.key.find("\"fused_adamw\":false") != std::string::npos)
+      twin = cost::Profile::from_json(p.profile_json, "test");
+  }
+  ASSERT_TRUE(twin);
+  ASSERT_EQ(twin->points.size(), swapped->points.size());
+  size_t lower = 0;
+  for (size_t i = 0; i < twin->points.size(); ++i)
+    lower += swapped->points[i].peak_bytes < twin->points[i].peak_bytes;
+  EXPECT_GE(lower, 2u);
+  // Stored: a later model reuses both and measures nothing.
+  WorkloadCostModel later(w, database.get());
+  EXPECT_EQ(later.predict(at(true)).prediction->peak_bytes, fused.prediction->peak_bytes);
+  EXPECT_EQ(later.profile_seconds(), 0.0);
 }
 
 // How tensor parallelism would split the model changes nothing on one part: configurations that

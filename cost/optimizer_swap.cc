@@ -1,0 +1,75 @@
+#include "cost/optimizer_swap.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace slapo::cost {
+
+namespace {
+
+// Above this share over its variant's one-sample peak a step peaked in its forward or backward:
+// the predictor's own reading (cost/predictor.cc's kAtTheFloor).
+constexpr double kAtTheFloor = 1e-3;
+
+using Variant = std::pair<int64_t, int64_t>;  // blocks, checkpointed blocks
+Variant variant_of(const ProfilePoint& q) { return {q.layers, q.ckpt_blocks}; }
+
+bool is_one_sample(const ProfilePoint& q) { return q.batch == 1 && q.micro_batches == 1; }
+
+std::map<Variant, double> one_sample_peaks(const std::vector<ProfilePoint>& points) {
+  std::map<Variant, double> out;
+  for (const ProfilePoint& q : points) {
+    if (is_one_sample(q)) out[variant_of(q)] = q.peak_bytes;
+  }
+  return out;
+}
+
+auto step_of(const ProfilePoint& q) {
+  return std::make_tuple(q.layers, q.batch, q.ckpt_blocks, q.micro_batches);
+}
+
+}  // namespace
+
+std::vector<ProfilePoint> optimizer_bound_points(const Profile& base) {
+  const std::map<Variant, double> floors = one_sample_peaks(base.points);
+  std::vector<ProfilePoint> out;
+  for (const ProfilePoint& q : base.points) {
+    auto floor = floors.find(variant_of(q));
+    if (is_one_sample(q) ||
+        (floor != floors.end() && q.peak_bytes <= floor->second * (1 + kAtTheFloor)))
+      out.push_back(q);
+  }
+  return out;
+}
+
+Profile swap_optimizer(const Profile& base, double ms_per_param, double temp_bytes_per_element,
+                       const std::vector<ProfilePoint>& measured) {
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, double> peak_of;
+  for (const ProfilePoint& q : measured) peak_of[step_of(q)] = q.peak_bytes;
+  for (const ProfilePoint& q : optimizer_bound_points(base)) {
+    SLAPO_CHECK(peak_of.count(step_of(q)), ErrorCode::kInvalidArgument,
+                "a profile derived across the optimizer needs the step of ", q.layers,
+                " block(s) at ", q.batch, " sample(s) (", q.ckpt_blocks,
+                " checkpointed) run again: it peaked in the base's optimizer step");
+  }
+  const std::map<Variant, double> floors = one_sample_peaks(measured);
+  Profile out = base;
+  out.optimizer_ms_per_param = ms_per_param;
+  out.optimizer_temp_bytes_per_element = temp_bytes_per_element;
+  const double more_ms_per_param = ms_per_param - base.optimizer_ms_per_param;
+  for (ProfilePoint& q : out.points) {
+    q.step_ms += more_ms_per_param * base.shape.variant_params(static_cast<double>(q.layers));
+    if (auto at = peak_of.find(step_of(q)); at != peak_of.end()) {
+      q.peak_bytes = at->second;
+    } else if (auto floor = floors.find(variant_of(q)); floor != floors.end()) {
+      q.peak_bytes = std::max(q.peak_bytes, floor->second);
+    }
+    q.derived = true;
+  }
+  return out;
+}
+
+}  // namespace slapo::cost
