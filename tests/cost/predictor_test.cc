@@ -199,6 +199,26 @@ TEST(PredictorTest, AStepThatPeaksInItsOptimizerStepSaysNothingOfTheActivations)
   }
 }
 
+// `w`'s profile with an optimizer that makes 64 bytes an element of its largest parameter at its
+// step (128 MB for the 2e6-element embedding and head; a block's largest holds 0.25e6), as
+// measured on one flat tensor.
+Profile with_optimizer_temporaries(testing::SyntheticWorkload& w) {
+  w.optimizer_peak_mb = 128;
+  Profile profile = w.profile();
+  profile.shape.largest_block_tensor = 0.25e6;
+  profile.shape.largest_prologue_tensor = profile.shape.largest_epilogue_tensor = 2e6;
+  profile.optimizer_temp_bytes_per_element = 64;
+  return profile;
+}
+
+// `batch` samples, the first `ckpt` blocks checkpointed, over four pipeline stages of a block each.
+PredictInput four_stages(int64_t batch, int64_t ckpt) {
+  PredictInput in = at(batch, ckpt);
+  in.pp = 4;
+  in.cuts = {1, 2, 3};
+  return in;
+}
+
 // The optimizer step's temporaries are of one parameter at a time: a pipeline stage's least peak
 // is its state and the temporaries of the largest parameter it holds — the embedding's whole on
 // the first stage, a block weight's on a stage of blocks alone. A profile that measured no
@@ -206,18 +226,11 @@ TEST(PredictorTest, AStepThatPeaksInItsOptimizerStepSaysNothingOfTheActivations)
 // first of two stages 6.9% under its trials).
 TEST(PredictorTest, AStagesLeastPeakIsItsStateAndItsLargestParametersTemporaries) {
   testing::SyntheticWorkload w;
-  w.optimizer_peak_mb = 128;  // 64 bytes an element of the 2e6-element embedding
-  Profile profile = w.profile();
-  profile.shape.largest_block_tensor = 0.25e6;
-  profile.shape.largest_prologue_tensor = profile.shape.largest_epilogue_tensor = 2e6;
-  profile.optimizer_temp_bytes_per_element = 64;  // as measured on one flat tensor
-  const Predictor predictor(profile, synthetic_collectives());
+  const Predictor predictor(with_optimizer_temporaries(w), synthetic_collectives());
   // One rank: the whole model's least peak, as measured.
   EXPECT_NEAR(predictor.predict(at(1, kLayers)).peak_bytes, w.peak(kLayers, 1, kLayers), 1);
   // Four stages of a block each, every block checkpointed, one sample.
-  PredictInput in = at(1, kLayers);
-  in.pp = 4;
-  in.cuts = {1, 2, 3};
+  const PredictInput in = four_stages(1, kLayers);
   const Prediction p = predictor.predict(in);
   ASSERT_EQ(p.stages.size(), 4u);
   const double first_state = (16 + 40 * 2 / 2.5) * kMB;  // a block, the embedding's share
@@ -242,32 +255,21 @@ TEST(PredictorTest, AStagesLeastPeakIsItsStateAndItsLargestParametersTemporaries
 // was over by the head's buffer (gpt-neo-125m: 15.7 MB, 1.6%).
 TEST(PredictorTest, TheOptimizerStepHoldsTheParametersStateNotWhatTheHeadKeeps) {
   testing::SyntheticWorkload w;
-  w.optimizer_peak_mb = 128;  // 64 bytes an element of the 2e6-element embedding
   w.head_buffer_mb = 20;
-  Profile profile = w.profile();
-  profile.shape.largest_block_tensor = 0.25e6;
-  profile.shape.largest_prologue_tensor = profile.shape.largest_epilogue_tensor = 2e6;
-  profile.optimizer_temp_bytes_per_element = 64;
-  const Predictor predictor(profile, synthetic_collectives());
+  const Predictor predictor(with_optimizer_temporaries(w), synthetic_collectives());
   // The buffer is in the state fitted outside the blocks (40 MB of parameters' state).
   EXPECT_NEAR(predictor.fit().outside_state, (40 + 20) * kMB, 1);
   // The whole model on one rank, one sample, every block checkpointed: as measured.
   EXPECT_NEAR(predictor.predict(at(1, kLayers)).peak_bytes, w.peak(kLayers, 1, kLayers), 1);
   // The last of four stages: a block's state, the head's (the rest of the parameters' state), its
   // temporaries — not the buffer.
-  PredictInput in = at(1, kLayers);
-  in.pp = 4;
-  in.cuts = {1, 2, 3};
-  const Prediction p = predictor.predict(in);
+  const Prediction p = predictor.predict(four_stages(1, kLayers));
   ASSERT_EQ(p.stages.size(), 4u);
   EXPECT_EQ(p.stages[3].peak_at, PeakMoment::kOptimizerStep);
   EXPECT_NEAR(p.stages[3].peak_bytes, (16 + 40 + 128) * kMB, 1);
   // At the head, the buffer is there: a stage whose activations peak above the optimizer step
   // holds it.
-  PredictInput many = at(64, 0);
-  many.pp = 4;
-  many.cuts = {1, 2, 3};
-  const Prediction q = predictor.predict(many);
+  const Prediction q = predictor.predict(four_stages(64, 0));
   EXPECT_EQ(q.stages[3].peak_at, PeakMoment::kLossBackward);
   EXPECT_GT(q.stages[3].peak_bytes, (16 + 40 + 20 + 64 * (10 + 30)) * kMB - 1);
 }
