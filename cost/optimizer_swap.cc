@@ -10,10 +10,6 @@ namespace slapo::cost {
 
 namespace {
 
-// Above this share over its variant's one-sample peak a step peaked in its forward or backward:
-// the predictor's own reading (cost/predictor.cc's kAtTheFloor).
-constexpr double kAtTheFloor = 1e-3;
-
 using Variant = std::pair<int64_t, int64_t>;  // blocks, checkpointed blocks
 Variant variant_of(const ProfilePoint& q) { return {q.layers, q.ckpt_blocks}; }
 
@@ -39,7 +35,7 @@ std::vector<ProfilePoint> optimizer_bound_points(const Profile& base) {
   for (const ProfilePoint& q : base.points) {
     auto floor = floors.find(variant_of(q));
     if (is_one_sample(q) ||
-        (floor != floors.end() && q.peak_bytes <= floor->second * (1 + kAtTheFloor)))
+        (floor != floors.end() && q.peak_bytes <= floor->second * (1 + kAtTheOneSamplePeak)))
       out.push_back(q);
   }
   return out;

@@ -19,9 +19,6 @@ namespace {
 // all-reduces of at most this many bytes. Not included: that header needs LibTorch.
 constexpr double kGradientBucketBytes = 25 << 20;
 constexpr double kFloatBytes = 4;
-// A peak within this share of its variant's one-sample peak is the optimizer step's, not the
-// activations' (that peak does not grow with the batch: equal to the byte where it is the peak).
-constexpr double kAtTheFloor = 1e-3;
 
 // The points of one variant without checkpointing.
 std::vector<const ProfilePoint*> plain_points(const Profile& p, int64_t layers) {
@@ -109,7 +106,7 @@ std::map<double, double> activation_peaks(const std::vector<const ProfilePoint*>
   std::map<double, double> out;
   for (const auto& [x, peaks] : by_batch) {
     const double peak = median(peaks);
-    if (!above_the_floor || peak > floor * (1 + kAtTheFloor)) out[x] = peak;
+    if (!above_the_floor || peak > floor * (1 + kAtTheOneSamplePeak)) out[x] = peak;
   }
   return out;
 }

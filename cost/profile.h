@@ -105,6 +105,12 @@ struct Profile {
   static Profile from_json(const std::string& json, const std::string& origin);
 };
 
+// A step's peak within this share of its variant's one-sample peak is the optimizer step's, not
+// the activations' (that peak does not grow with the batch: equal to the byte where it is the
+// peak). Read by the predictor's fit and by the derivation across the optimizer
+// (cost/optimizer_swap.h).
+constexpr double kAtTheOneSamplePeak = 1e-3;
+
 // Whether `profile` has the one-block step in two GPipe micro-batches (measured or derived): what
 // the loss keeps per micro-batch in flight, which only configurations running GPipe in more than
 // one micro-batch read (cost/predictor.h). A profile measured for a space without them has none
