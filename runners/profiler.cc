@@ -462,10 +462,8 @@ cost::Profile measure_across_optimizer(const Workload& w, const Config& knobs,
                        depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap))
       measured.push_back(q);
   }
-  return cost::swap_optimizer(
-      base, ms_per_param,
-      optimizer_temp_bytes_per_element(w, tc, base.shape.variant_params(static_cast<double>(deep))),
-      measured);
+  return cost::swap_optimizer(base, ms_per_param,
+                              optimizer_temp_bytes_per_element(w, tc, deep_params), measured);
 }
 
 std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
