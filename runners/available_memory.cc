@@ -1,19 +1,22 @@
 #include "runners/available_memory.h"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
+
+#include "core/error.h"
+#include "core/read_file.h"
 
 namespace slapo::runners {
 
 namespace {
 
+// The text of a kernel's file; empty when this system has none (no such cgroup file, no /proc).
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  try {
+    return read_file_capped(path, 1 << 20, "a kernel's file", "");
+  } catch (const Error&) {
+    return "";
+  }
 }
 
 // The first whole number of `text`, if it starts with one (after blanks).

@@ -429,39 +429,41 @@ cost::Profile measure_profile(const ProfileRequest& request) {
 // A key that differs from `base` (of `base_knobs`) only in the optimizer (cost/optimizer_swap.h):
 // the base's steps that peaked in its optimizer step run again with this key's, a sweep per
 // variant; the optimizers' difference timed within the deep variant's one-sample steps, the base's
-// first and this key's after it, each model warmed up by a step of its own.
+// first and this key's in its sweep after it, each model warmed up by a step of its own.
 cost::Profile measure_across_optimizer(const Workload& w, const Config& knobs,
                                        const models::TemplateConfig& tc, const Config& base_knobs,
                                        const cost::Profile& base, int64_t few) {
   const int tp = static_cast<int>(base.tp);
   int64_t deep = 0;
   for (const cost::ProfilePoint& q : base.points) deep = std::max(deep, q.layers);
-  // The optimizer's time a step, with either optimizer: the deep variant at one sample.
-  auto optimizer_ms = [&](const Config& of) {
-    std::vector<double> ms;
-    measure_sweep(w, of, tp, deep, 0, 1, {1}, few, NewBatch::kAsItComes, {}, &ms);
-    return median(ms);
-  };
   // A step that counts for nothing first, as a whole profile's (measure_profiles).
   measure_sweep(w, knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
-  const double deep_params = base.shape.variant_params(static_cast<double>(deep));
-  const double base_ms = optimizer_ms(base_knobs);
-  const double own_ms = optimizer_ms(knobs);
-  const double ms_per_param =
-      std::max(0.0, base.optimizer_ms_per_param + (own_ms - base_ms) / deep_params);
-  // The optimizer-bound steps, a sweep per variant (blocks, checkpointed blocks, micro-batches).
+  // The base's optimizer within the deep variant's one-sample step.
+  std::vector<double> base_ms;
+  measure_sweep(w, base_knobs, tp, deep, 0, 1, {1}, few, NewBatch::kAsItComes, {}, &base_ms);
+  // The optimizer-bound steps, a sweep per variant (blocks, checkpointed blocks, micro-batches),
+  // ascending: the deep variant's plain sweep — it always holds the one-sample step — times this
+  // key's optimizer there first.
   std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<int64_t>> sweeps;
   for (const cost::ProfilePoint& q : cost::optimizer_bound_points(base))
     sweeps[{q.layers, q.ckpt_blocks, q.micro_batches}].push_back(q.batch);
   std::vector<cost::ProfilePoint> measured;
+  std::vector<double> own_ms;
   for (auto& [variant, batches] : sweeps) {
     const auto [depth, ckpt, micro] = variant;
     std::sort(batches.begin(), batches.end());
+    const bool deep_plain = depth == deep && ckpt == 0 && micro == 1;
     for (const cost::ProfilePoint& q :
          measure_sweep(w, knobs, tp, depth, ckpt, micro, batches, few,
-                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap))
+                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap, {},
+                       deep_plain ? &own_ms : nullptr))
       measured.push_back(q);
   }
+  SLAPO_CHECK(!base_ms.empty() && !own_ms.empty(), ErrorCode::kInvalidArgument,
+              "a profile derived across the optimizer needs its base's deep one-sample step");
+  const double deep_params = base.shape.variant_params(static_cast<double>(deep));
+  const double ms_per_param =
+      std::max(0.0, base.optimizer_ms_per_param + (own_ms.front() - base_ms.front()) / deep_params);
   return cost::swap_optimizer(base, ms_per_param,
                               optimizer_temp_bytes_per_element(w, tc, deep_params), measured);
 }
@@ -568,11 +570,11 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
   measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
-  // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
-  // first.
   // The optimizer's steps in the deep variant's plain steps: its time on the model's own
   // parameters, in the caches a step leaves it.
   std::vector<double> optimizer_ms;
+  // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
+  // first.
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
@@ -665,6 +667,11 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
                   j.value("batch_lo", 0) >= 1 && j.value("batch_hi", 0) >= 1,
               ErrorCode::kInvalidArgument, origin,
               ": not a profile request (workload, knobs, batch_lo, batch_hi)");
+  for (const char* flag : {"head", "optimizer", "gpipe_step", "extend_gpipe_step",
+                           "checkpointed_step", "extend_checkpointed_step"}) {
+    SLAPO_CHECK(!j.contains(flag) || j[flag].is_boolean(), ErrorCode::kInvalidArgument, origin,
+                ": a profile request's ", flag, " is true or false");
+  }
   ProfileRequest r;
   r.workload = Workload::from_json(j["workload"].dump(), origin);
   r.knobs = Config::from_json(j["knobs"].dump(), origin);
@@ -689,11 +696,6 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
   if (j.contains("extend")) {
     r.extend = cost::Profile::from_json(j["extend"].dump(), origin);
     r.extend_batches = batch_sizes(j, "extend_batches", origin);
-  }
-  for (const char* flag :
-       {"gpipe_step", "extend_gpipe_step", "checkpointed_step", "extend_checkpointed_step"}) {
-    SLAPO_CHECK(!j.contains(flag) || j[flag].is_boolean(), ErrorCode::kInvalidArgument, origin,
-                ": a profile request's ", flag, " is true or false");
   }
   r.gpipe_step = j.value("gpipe_step", true);
   r.extend_gpipe_step = j.value("extend_gpipe_step", false);

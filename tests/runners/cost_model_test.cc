@@ -194,11 +194,16 @@ TEST(WorkloadCostModelTest, AKeyWithTheFusedAdamWIsItsTwinsProfileAcrossTheOptim
   EXPECT_NE(notes[1].find("profiled fused_adamw=true in"), std::string::npos) << notes[1];
   EXPECT_NE(notes[1].find("derived from fused_adamw=false's profile"), std::string::npos)
       << notes[1];
-  std::optional<cost::Profile> swapped;
-  for (const db::StoredProfile& p : database->profiles()) {
-    if (p.key.find("\"fused_adamw\":true") != std::string::npos)
-      swapped = cost::Profile::from_json(p.profile_json, "test");
-  }
+  // The stored profile of either key.
+  auto stored = [&](bool fused) -> std::optional<cost::Profile> {
+    const std::string knob = fused ? "\"fused_adamw\":true" : "\"fused_adamw\":false";
+    for (const db::StoredProfile& p : database->profiles()) {
+      if (p.key.find(knob) != std::string::npos)
+        return cost::Profile::from_json(p.profile_json, "test");
+    }
+    return std::nullopt;
+  };
+  const std::optional<cost::Profile> swapped = stored(true);
   ASSERT_TRUE(swapped);
   EXPECT_EQ(swapped->optimizer_temp_bytes_per_element, 0);
   // A whole profile of the fused key at the same batches.
@@ -222,11 +227,7 @@ TEST(WorkloadCostModelTest, AKeyWithTheFusedAdamWIsItsTwinsProfileAcrossTheOptim
   }
   EXPECT_GE(compared, swapped->points.size() - 1) << "the profiles were measured at other batches";
   // Some of the twin's steps peaked in its optimizer step, and were run again: lower now.
-  std::optional<cost::Profile> twin;
-  for (const db::StoredProfile& p : database->profiles()) {
-    if (p.key.find("\"fused_adamw\":false") != std::string::npos)
-      twin = cost::Profile::from_json(p.profile_json, "test");
-  }
+  const std::optional<cost::Profile> twin = stored(false);
   ASSERT_TRUE(twin);
   ASSERT_EQ(twin->points.size(), swapped->points.size());
   size_t lower = 0;

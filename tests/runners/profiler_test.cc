@@ -258,6 +258,26 @@ TEST(ProfilerTest, TheGPipeStepIsMeasuredOnlyWhenAskedAndAddedLater) {
   EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
 }
 
+// A request across the optimizer (cost/optimizer_swap.h) reads back from its JSON as a job of two
+// ranks receives it, and runs: every step of the profile it returns composed from the base's. Its
+// flag is true or false, or the request is refused with the request's error.
+TEST(ProfilerTest, ARequestAcrossTheOptimizerReadsBackAndRuns) {
+  ProfileRequest r = tiny_request();
+  r.base = measure_profile(r);
+  r.base_knobs = r.knobs;
+  r.knobs.set("fused_adamw", Value(true));
+  r.optimizer = true;
+  const ProfileRequest back = ProfileRequest::from_json(r.to_json(), "test");
+  EXPECT_TRUE(back.optimizer);
+  const cost::Profile swapped = measure_profile(back);
+  ASSERT_EQ(swapped.points.size(), r.base->points.size());
+  for (const cost::ProfilePoint& q : swapped.points) EXPECT_TRUE(q.derived);
+  EXPECT_EQ(swapped.optimizer_temp_bytes_per_element, 0);
+  std::string bad = r.to_json();
+  bad.replace(bad.find("\"optimizer\":true"), 16, "\"optimizer\":1");
+  EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
+}
+
 // Likewise the deep variant's checkpointed step: left out when not asked for, and added alone at
 // the largest batch of the deep variant's plain steps — where a whole profile measures it, with the
 // same peak to the byte.
