@@ -7,6 +7,8 @@
 #include <mutex>
 #include <vector>
 
+#include <sys/resource.h>
+
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -88,6 +90,18 @@ size_t touch_heap(size_t bytes, std::optional<long long> available) {
   (void)available;
   return 0;
 #endif
+}
+
+size_t keep_the_first_steps_peak(size_t peak, size_t live, size_t largest) {
+  if (peak <= live) return 0;
+  const size_t margin = largest > static_cast<size_t>(kMmapThreshold) ? largest : 0;
+  return touch_heap(peak - live + margin);
+}
+
+long minor_page_faults() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_minflt;
 }
 
 }  // namespace slapo::runners

@@ -12,8 +12,6 @@
 #include <cstdlib>
 #include <ostream>
 
-#include <sys/resource.h>
-
 #include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
@@ -177,13 +175,6 @@ size_t g_heap_reached = 0;
 bool tracing() {
   const char* v = std::getenv("SLAPO_PROFILE_TRACE");
   return v && *v && std::string(v) != "0";
-}
-
-// This process's minor page faults so far (pages mapped in on first touch).
-long minor_page_faults() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
 }
 
 // The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as

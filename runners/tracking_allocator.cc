@@ -24,6 +24,7 @@ struct State {
       sizes;  // data pointer → bytes (the data pointer is the context)
   std::atomic<size_t> live{0};
   std::atomic<size_t> peak{0};
+  std::atomic<size_t> largest{0};  // the largest single allocation since the peak was reset
   std::atomic<size_t> budget{0};
 };
 
@@ -68,6 +69,9 @@ class Allocator final : public c10::Allocator {
     size_t peak = s.peak.load();
     while (now > peak && !s.peak.compare_exchange_weak(peak, now)) {
     }
+    size_t largest = s.largest.load();
+    while (n > largest && !s.largest.compare_exchange_weak(largest, n)) {
+    }
     return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
@@ -91,7 +95,11 @@ TrackingAllocator& TrackingAllocator::instance() {
 
 size_t TrackingAllocator::live_bytes() const { return state().live.load(); }
 size_t TrackingAllocator::peak_bytes() const { return state().peak.load(); }
-void TrackingAllocator::reset_peak() { state().peak = state().live.load(); }
+size_t TrackingAllocator::largest_allocation() const { return state().largest.load(); }
+void TrackingAllocator::reset_peak() {
+  state().peak = state().live.load();
+  state().largest = 0;
+}
 void TrackingAllocator::set_budget(size_t bytes) { state().budget = bytes; }
 size_t TrackingAllocator::budget() const { return state().budget.load(); }
 

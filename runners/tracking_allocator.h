@@ -20,7 +20,9 @@ class TrackingAllocator {
 
   size_t live_bytes() const;
   size_t peak_bytes() const;
-  // Starts a new peak at the current live bytes.
+  // The bytes of the largest single allocation since reset_peak.
+  size_t largest_allocation() const;
+  // Starts a new peak at the current live bytes (and a new largest allocation).
   void reset_peak();
   // 0: no budget. Otherwise an allocation that would take live bytes past it throws
   // c10::OutOfMemoryError ("slapo memory budget of N bytes exceeded ...").

@@ -17,6 +17,7 @@
 #include "models/training_batch.h"
 #include "models/weights/weights_file.h"
 #include "models/zoo.h"
+#include "runners/heap_policy.h"
 #include "runners/parallel_trainer.h"
 #include "runners/runner.h"
 #include "runners/tracking_allocator.h"
@@ -292,6 +293,7 @@ TrialResult measure_trial(const Workload& w, const Config& config,
   std::vector<double> step_ms;
   double loss_first = NAN, loss_last = NAN;
   double comm_s = 0, wait_s = 0, timed_s = 0;
+  long timed_faults = 0;
   try {
     const auto build_start = Clock::now();
     std::unique_ptr<ParallelTrainer> trainer;
@@ -310,10 +312,12 @@ TrialResult measure_trial(const Workload& w, const Config& config,
     for (int step = 0; step < w.warmup + w.steps; ++step) {
       auto [tokens, targets] = batches.next();
       const double comm_before = trainer->communication_seconds();
+      const long faults_before = minor_page_faults();
       const auto start = Clock::now();
       const double value = trainer->step(tokens, targets, static_cast<uint64_t>(step));
       if (step >= w.warmup) {
         step_ms.push_back(ms_since(start));
+        timed_faults += minor_page_faults() - faults_before;
         comm_s += trainer->communication_seconds() - comm_before;
         wait_s += trainer->pipeline_timing().wait_s;
         timed_s += step_ms.back() / 1000;
@@ -324,6 +328,10 @@ TrialResult measure_trial(const Workload& w, const Config& config,
       }
       if (step == 0) loss_first = value;
       loss_last = value;
+      // Untimed: the steps after the first find its peak's pages resident, as the profile's do.
+      if (step == 0)
+        keep_the_first_steps_peak(tracker.peak_bytes(), tracker.live_bytes(),
+                                  tracker.largest_allocation());
     }
     // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
     result.metrics["train_ms"] = ms_since(train_start);
@@ -353,15 +361,19 @@ TrialResult measure_trial(const Workload& w, const Config& config,
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   // Across ranks: the largest peak and RSS (the rank that would run out first), the mean shares.
-  torch::Tensor worst = torch::tensor({static_cast<double>(tracker.peak_bytes() - baseline),
-                                       static_cast<double>(usage.ru_maxrss) * 1024},
-                                      torch::kDouble);
+  torch::Tensor worst =
+      torch::tensor({static_cast<double>(tracker.peak_bytes() - baseline),
+                     static_cast<double>(usage.ru_maxrss) * 1024,
+                     static_cast<double>(timed_faults) /
+                         static_cast<double>(std::max<size_t>(1, step_ms.size()))},
+                    torch::kDouble);
   groups.world->all_reduce(worst, schedule::ReduceOp::kMax);
   torch::Tensor shares = torch::tensor({comm_s / timed_s, wait_s / timed_s}, torch::kDouble);
   groups.world->all_reduce(shares);
   shares /= groups.layout.world();
   result.metrics[metric::kPeakBytes] = worst[0].item<double>();
   result.metrics[metric::kMaxRssBytes] = worst[1].item<double>();
+  result.metrics[metric::kPageFaultsPerStep] = worst[2].item<double>();
   if (groups.layout.world() > 1) {
     result.metrics[metric::kCommShare] = shares[0].item<double>();
     result.metrics[metric::kBubbleShare] = shares[1].item<double>();

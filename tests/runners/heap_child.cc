@@ -9,9 +9,12 @@
 //   heap_child faults capped    ... after touch_heap of those bytes with 64 MiB said to be
 //                               available (it takes half: 32 MiB), printed with the bytes it
 //                               says it touched
+//   heap_child steps [kept]     the page faults of a second "step" — 8 MiB tensors and two of 160
+//                               MiB (above the mmap threshold, and together above the heap's 256
+//                               MiB pad) alive at once —, after a first one and, with "kept",
+//                               keep_the_first_steps_peak
 
 #include <malloc.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <string>
@@ -24,16 +27,30 @@
 
 namespace {
 
-long minor_faults() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_minflt;
+using slapo::runners::minor_page_faults;
+
+// Tensors a training step might hold at its peak, written (the pages touched) and freed.
+void step() {
+  std::vector<torch::Tensor> held;
+  for (int i = 0; i < 4; ++i) held.push_back(torch::ones({2 << 20}));   // 8 MiB
+  for (int i = 0; i < 2; ++i) held.push_back(torch::ones({40 << 20}));  // 160 MiB
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  slapo::runners::TrackingAllocator::instance();
+  slapo::runners::TrackingAllocator& tracker = slapo::runners::TrackingAllocator::instance();
+  if (argc > 1 && std::string(argv[1]) == "steps") {
+    tracker.reset_peak();
+    step();
+    if (argc > 2 && std::string(argv[2]) == "kept")
+      slapo::runners::keep_the_first_steps_peak(tracker.peak_bytes(), tracker.live_bytes(),
+                                                tracker.largest_allocation());
+    const long before = minor_page_faults();
+    step();
+    std::printf("%ld\n", minor_page_faults() - before);
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "faults") {
     constexpr int64_t kFloats = 2 << 20;  // 8 MiB
     constexpr int kTensors = 12;
@@ -44,12 +61,12 @@ int main(int argc, char** argv) {
       touched = slapo::runners::touch_heap(kTensors * kFloats * sizeof(float));
     else if (touch == "capped")
       touched = slapo::runners::touch_heap(kTensors * kFloats * sizeof(float), 64LL << 20);
-    const long before = minor_faults();
+    const long before = minor_page_faults();
     {
       std::vector<torch::Tensor> held;
       for (int i = 0; i < kTensors; ++i) held.push_back(torch::ones({kFloats}));
     }
-    std::printf("%ld %zu\n", minor_faults() - before, touched);
+    std::printf("%ld %zu\n", minor_page_faults() - before, touched);
     return 0;
   }
   const struct mallinfo2 before = mallinfo2();

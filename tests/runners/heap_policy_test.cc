@@ -114,6 +114,31 @@ TEST(HeapPolicyTest, TheHeapIsTouchedNoFurtherThanHalfOfTheMemoryAvailable) {
   EXPECT_LT(capped.faults, kPages);
 }
 
+// heap_child's page faults in its second step, the first step's peak kept or not.
+long faults_of_the_second_step(bool kept) {
+  const std::string command =
+      std::string("SLAPO_HEAP=retained ") + HEAP_CHILD + " steps" + (kept ? " kept" : "");
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr) << command;
+  long faults = -1;
+  if (!pipe) return faults;
+  EXPECT_EQ(std::fscanf(pipe, "%ld", &faults), 1) << command;
+  EXPECT_EQ(pclose(pipe), 0) << command;
+  return faults;
+}
+
+TEST(HeapPolicyTest, TheStepsAfterTheFirstFindTheFirstStepsPeakResident) {
+  {
+    ScopedEnv no_choice("SLAPO_HEAP", nullptr);
+    if (heap_policy() != "retained") GTEST_SKIP() << "this environment configures malloc itself";
+  }
+  constexpr long kLargePages = (160l << 20) / 4096;  // one of the step's two large tensors
+  // The heap's pad holds one large tensor; the other is mapped on its own, every step.
+  EXPECT_GE(faults_of_the_second_step(false), kLargePages);
+  // Kept: the second step's pages are all resident.
+  EXPECT_LT(faults_of_the_second_step(true), kLargePages / 20);
+}
+
 TEST(HeapPolicyTest, MallocSettingsOfTheEnvironmentAreLeftAsTheyAre) {
   ScopedEnv no_choice("SLAPO_HEAP", nullptr);
   ScopedEnv no_tunables("GLIBC_TUNABLES", nullptr);
