@@ -19,9 +19,6 @@ namespace slapo::runners {
 
 namespace {
 
-// glibc's largest mmap threshold on 64 bits (DEFAULT_MMAP_THRESHOLD_MAX): blocks up to it come
-// from the heap; a larger one (a big vocabulary's logits) is still mapped on its own.
-constexpr int kMmapThreshold = 32 << 20;
 // Grown this much beyond a request: fewer, larger extensions of the heap (address space; a page
 // costs memory only once touched).
 constexpr int kTopPad = 256 << 20;
@@ -61,7 +58,8 @@ void keep_freed_memory() {
   std::call_once(once, [] {
 #ifdef __GLIBC__
     if (heap_policy() != "retained") return;
-    mallopt(M_MMAP_THRESHOLD, kMmapThreshold);  // also ends glibc's moving of the threshold
+    mallopt(M_MMAP_THRESHOLD,
+            static_cast<int>(kMmapThreshold));  // also ends glibc's moving of the threshold
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
     mallopt(M_TOP_PAD, kTopPad);
 #endif
@@ -90,12 +88,6 @@ size_t touch_heap(size_t bytes, std::optional<long long> available) {
   (void)available;
   return 0;
 #endif
-}
-
-size_t keep_the_first_steps_peak(size_t peak, size_t live, size_t largest) {
-  if (peak <= live) return 0;
-  const size_t margin = largest > static_cast<size_t>(kMmapThreshold) ? largest : 0;
-  return touch_heap(peak - live + margin);
 }
 
 long minor_page_faults() {

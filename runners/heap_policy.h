@@ -22,6 +22,11 @@
 
 namespace slapo::runners {
 
+// glibc's largest mmap threshold on 64 bits (DEFAULT_MMAP_THRESHOLD_MAX): blocks up to it come
+// from the kept heap; a larger one (a big vocabulary's logits) is mapped on its own — and kept by
+// the tracking allocator instead (runners/large_block_cache.h).
+inline constexpr size_t kMmapThreshold = 32 << 20;
+
 // "retained" when keep_freed_memory() applies the policy in this environment, "system" when it
 // leaves the heap as it is. A pure function of the environment: the machine fingerprint reads it
 // in a process that runs no model.
@@ -46,15 +51,6 @@ void keep_freed_memory();
 // the step itself, or the machine, needs. Returns the bytes made resident (whole blocks of 16 MiB,
 // the last one rounding up).
 size_t touch_heap(size_t bytes, std::optional<long long> available = available_memory_bytes());
-
-// After a process's first training step: makes the heap hold that step's peak above what is live
-// now (touch_heap), so the next steps find every tensor's pages resident. Without it a step whose
-// tensors outgrow the heap's 256 MiB pad gets its largest blocks (the logits of a big vocabulary,
-// above the 32 MiB threshold) mapped on their own, and faults their pages in again every step:
-// bert-mini at 16 samples ran its steps 15% slower than the profile that had touched its heap
-// (docs/runners.md, "The heap"). `peak` and `live` are the tracking allocator's bytes. Returns the
-// bytes touched.
-size_t keep_the_first_steps_peak(size_t peak, size_t live, size_t largest);
 
 // This process's minor page faults so far (pages mapped in on first touch).
 long minor_page_faults();

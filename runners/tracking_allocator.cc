@@ -1,6 +1,7 @@
 #include "runners/tracking_allocator.h"
 
 #include <atomic>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 
@@ -10,6 +11,7 @@
 #include <c10/util/Exception.h>
 
 #include "runners/heap_policy.h"
+#include "runners/large_block_cache.h"
 
 namespace slapo::runners {
 
@@ -18,13 +20,23 @@ namespace {
 // LibTorch's CPU allocators are installed at priority 0; ours must be at least that.
 constexpr uint8_t kPriority = 1;
 
+void* allocate_block(size_t bytes) { return c10::alloc_cpu(bytes); }
+
+struct Allocation {
+  size_t bytes = 0;              // what the tensor asked for: live and peak count these
+  LargeBlockCache::Block block;  // what holds them
+};
+
 struct State {
   std::mutex mutex;
-  std::unordered_map<void*, size_t>
-      sizes;  // data pointer → bytes (the data pointer is the context)
+  // data pointer → its allocation (the data pointer is the context)
+  std::unordered_map<void*, Allocation> allocations;
+  // Large blocks kept for the next step, where the heap is kept (runners/heap_policy.h).
+  LargeBlockCache large_blocks{
+      heap_policy() == "retained" ? kMmapThreshold : std::numeric_limits<size_t>::max(),
+      &allocate_block, &c10::free_cpu};
   std::atomic<size_t> live{0};
   std::atomic<size_t> peak{0};
-  std::atomic<size_t> largest{0};  // the largest single allocation since the peak was reset
   std::atomic<size_t> budget{0};
 };
 
@@ -36,17 +48,20 @@ State& state() {
 void release(void* p) {
   if (p == nullptr) return;
   State& s = state();
-  size_t n = 0;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    auto it = s.sizes.find(p);
-    if (it != s.sizes.end()) {
-      n = it->second;
-      s.sizes.erase(it);
+    auto it = s.allocations.find(p);
+    if (it != s.allocations.end()) {
+      const Allocation a = it->second;
+      s.allocations.erase(it);
+      s.live -= a.bytes;
+      if (a.block.capacity >= s.large_blocks.cached_from()) {
+        s.large_blocks.give_back(a.block);
+        return;
+      }
     }
   }
-  s.live -= n;
-  c10::free_cpu(p);
+  c10::free_cpu(p);  // a small block: the heap keeps it (runners/heap_policy.h)
 }
 
 class Allocator final : public c10::Allocator {
@@ -60,17 +75,18 @@ class Allocator final : public c10::Allocator {
                        " bytes exceeded: ", live, " bytes live, ", n, " more requested");
     }
     if (n == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
-    void* p = c10::alloc_cpu(n);
+    LargeBlockCache::Block block;
+    if (n < s.large_blocks.cached_from()) block = {c10::alloc_cpu(n), n};
+    size_t now = 0;
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      s.sizes[p] = n;
+      if (block.data == nullptr) block = s.large_blocks.take(n, s.live.load());
+      s.allocations[block.data] = {n, block};
+      now = (s.live += n);
     }
-    const size_t now = (s.live += n);
+    void* p = block.data;
     size_t peak = s.peak.load();
     while (now > peak && !s.peak.compare_exchange_weak(peak, now)) {
-    }
-    size_t largest = s.largest.load();
-    while (n > largest && !s.largest.compare_exchange_weak(largest, n)) {
     }
     return {p, p, &release, c10::Device(c10::DeviceType::CPU)};
   }
@@ -95,11 +111,7 @@ TrackingAllocator& TrackingAllocator::instance() {
 
 size_t TrackingAllocator::live_bytes() const { return state().live.load(); }
 size_t TrackingAllocator::peak_bytes() const { return state().peak.load(); }
-size_t TrackingAllocator::largest_allocation() const { return state().largest.load(); }
-void TrackingAllocator::reset_peak() {
-  state().peak = state().live.load();
-  state().largest = 0;
-}
+void TrackingAllocator::reset_peak() { state().peak = state().live.load(); }
 void TrackingAllocator::set_budget(size_t bytes) { state().budget = bytes; }
 size_t TrackingAllocator::budget() const { return state().budget.load(); }
 

@@ -6,6 +6,10 @@
 // malloc: report the process RSS beside it). Past the budget, an allocation throws LibTorch's
 // c10::OutOfMemoryError, so an out-of-memory boundary exists on the CPU as it does on a GPU.
 //
+// Where the heap is kept (runners/heap_policy.h), the blocks too large for it are kept here for
+// the next tensor of their size (runners/large_block_cache.h); live and peak bytes are the
+// tensors', whatever holds them.
+//
 // One process-wide instance, never destroyed: it must outlive every tensor it allocated.
 
 #include <cstddef>
@@ -20,9 +24,7 @@ class TrackingAllocator {
 
   size_t live_bytes() const;
   size_t peak_bytes() const;
-  // The bytes of the largest single allocation since reset_peak.
-  size_t largest_allocation() const;
-  // Starts a new peak at the current live bytes (and a new largest allocation).
+  // Starts a new peak at the current live bytes.
   void reset_peak();
   // 0: no budget. Otherwise an allocation that would take live bytes past it throws
   // c10::OutOfMemoryError ("slapo memory budget of N bytes exceeded ...").

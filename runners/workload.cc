@@ -17,7 +17,7 @@
 #include "models/training_batch.h"
 #include "models/weights/weights_file.h"
 #include "models/zoo.h"
-#include "runners/heap_policy.h"
+#include "runners/heap_policy.h"  // minor_page_faults
 #include "runners/parallel_trainer.h"
 #include "runners/runner.h"
 #include "runners/tracking_allocator.h"
@@ -328,10 +328,6 @@ TrialResult measure_trial(const Workload& w, const Config& config,
       }
       if (step == 0) loss_first = value;
       loss_last = value;
-      // Untimed: the steps after the first find its peak's pages resident, as the profile's do.
-      if (step == 0)
-        keep_the_first_steps_peak(tracker.peak_bytes(), tracker.live_bytes(),
-                                  tracker.largest_allocation());
     }
     // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
     result.metrics["train_ms"] = ms_since(train_start);

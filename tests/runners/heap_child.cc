@@ -9,10 +9,9 @@
 //   heap_child faults capped    ... after touch_heap of those bytes with 64 MiB said to be
 //                               available (it takes half: 32 MiB), printed with the bytes it
 //                               says it touched
-//   heap_child steps [kept]     the page faults of a second "step" — 8 MiB tensors and two of 160
-//                               MiB (above the mmap threshold, and together above the heap's 256
-//                               MiB pad) alive at once —, after a first one and, with "kept",
-//                               keep_the_first_steps_peak
+//   heap_child steps      the page faults of writing the large tensors of a second "step" — 8 MiB
+//                         tensors and two of 160 MiB (above the mmap threshold, and together
+//                         above the heap's 256 MiB pad) alive at once —, after a first one
 
 #include <malloc.h>
 
@@ -29,26 +28,23 @@ namespace {
 
 using slapo::runners::minor_page_faults;
 
-// Tensors a training step might hold at its peak, written (the pages touched) and freed.
-void step() {
+// Tensors a training step might hold at its peak, written (the pages touched) and freed; returns
+// the page faults of writing the large ones.
+long step() {
   std::vector<torch::Tensor> held;
-  for (int i = 0; i < 4; ++i) held.push_back(torch::ones({2 << 20}));   // 8 MiB
+  for (int i = 0; i < 4; ++i) held.push_back(torch::ones({2 << 20}));  // 8 MiB
+  const long before = minor_page_faults();
   for (int i = 0; i < 2; ++i) held.push_back(torch::ones({40 << 20}));  // 160 MiB
+  return minor_page_faults() - before;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  slapo::runners::TrackingAllocator& tracker = slapo::runners::TrackingAllocator::instance();
+  slapo::runners::TrackingAllocator::instance();
   if (argc > 1 && std::string(argv[1]) == "steps") {
-    tracker.reset_peak();
     step();
-    if (argc > 2 && std::string(argv[2]) == "kept")
-      slapo::runners::keep_the_first_steps_peak(tracker.peak_bytes(), tracker.live_bytes(),
-                                                tracker.largest_allocation());
-    const long before = minor_page_faults();
-    step();
-    std::printf("%ld\n", minor_page_faults() - before);
+    std::printf("%ld\n", step());
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "faults") {

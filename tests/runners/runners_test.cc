@@ -94,14 +94,14 @@ TEST(SubprocessRunnerTest, ATrialsTimedStepsFindTheirPagesResident) {
   o.timeout_s = 120;
   // The logits of 64 samples of 16 positions over 32768 words: 128 MiB tensors, mapped on their
   // own by glibc (above its 32 MiB threshold) unless the heap has room for them, and a step of
-  // 404 MiB, more than the heap's 256 MiB pad gives it.
+  // 404 MiB, more than the heap's 256 MiB pad gives it: the tracking allocator keeps them.
   o.workload_json =
       R"({"model": "gpt-tiny", "vocab": 32768, "seq_len": 16, "warmup": 1, "steps": 2, "threads": 2})";
   const TrialResult r = SubprocessRunner(o).run({config(R"({"batch_size": 64})")})[0];
   ASSERT_EQ(r.status, TrialStatus::kOk) << r.error << r.log_tail;
   const double step_pages = r.metrics.at(metric::kPeakBytes) / 4096;
   EXPECT_GT(step_pages, (400 << 20) / 4096);
-  // Without the first step's peak kept, every step faulted its logits in again: 84,000 pages.
+  // Without the large blocks kept, every step faulted its logits in again: 84,000 pages.
   EXPECT_LT(r.metrics.at(metric::kPageFaultsPerStep), step_pages / 50);
 }
 
