@@ -15,8 +15,8 @@ inline constexpr const char* kLossFirst = "loss_first";
 inline constexpr const char* kLossLast = "loss_last";
 inline constexpr const char* kBuildMs = "build_ms";
 inline constexpr const char* kMaxRssBytes = "max_rss_bytes";
-// Pages the process faulted in per timed step (0 when a step finds its memory resident: the heap
-// kept and touched after the first step, runners/heap_policy.h), the largest rank's.
+// Pages the process faulted in per timed step, the largest rank's: near 0 when a step finds its
+// memory resident (the heap and its large blocks kept, runners/heap_policy.h).
 inline constexpr const char* kPageFaultsPerStep = "page_faults_per_step";
 inline constexpr const char* kWallS = "wall_s";           // a trial's whole process, start to exit
 inline constexpr const char* kThroughput = "throughput";  // the command runner's default metric

@@ -58,8 +58,8 @@ void keep_freed_memory() {
   std::call_once(once, [] {
 #ifdef __GLIBC__
     if (heap_policy() != "retained") return;
-    mallopt(M_MMAP_THRESHOLD,
-            static_cast<int>(kMmapThreshold));  // also ends glibc's moving of the threshold
+    // Also ends glibc's moving of the threshold.
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThreshold));
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
     mallopt(M_TOP_PAD, kTopPad);
 #endif
