@@ -7,8 +7,12 @@ namespace slapo::runners {
 LargeBlockCache::LargeBlockCache(size_t cached_from, Allocate allocate, Free free)
     : cached_from_(cached_from), allocate_(allocate), free_(free) {}
 
-LargeBlockCache::~LargeBlockCache() {
+LargeBlockCache::~LargeBlockCache() { release_all(); }
+
+void LargeBlockCache::release_all() {
   for (const auto& [capacity, data] : kept_) free_(data);
+  kept_.clear();
+  cached_ = 0;
 }
 
 LargeBlockCache::Block LargeBlockCache::take(size_t bytes, size_t live) {

@@ -43,6 +43,8 @@ class LargeBlockCache {
   Block take(size_t bytes, size_t live);
   // Keeps the block (at least `cached_from` bytes) or frees it.
   void give_back(const Block& block);
+  // Frees every kept block.
+  void release_all();
 
   size_t cached_bytes() const { return cached_; }
   size_t cached_from() const { return cached_from_; }

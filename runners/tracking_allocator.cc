@@ -111,6 +111,14 @@ TrackingAllocator& TrackingAllocator::instance() {
 
 size_t TrackingAllocator::live_bytes() const { return state().live.load(); }
 size_t TrackingAllocator::peak_bytes() const { return state().peak.load(); }
+size_t TrackingAllocator::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().large_blocks.cached_bytes();
+}
+void TrackingAllocator::release_cached_blocks() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().large_blocks.release_all();
+}
 void TrackingAllocator::reset_peak() { state().peak = state().live.load(); }
 void TrackingAllocator::set_budget(size_t bytes) { state().budget = bytes; }
 size_t TrackingAllocator::budget() const { return state().budget.load(); }

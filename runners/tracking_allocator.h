@@ -24,6 +24,11 @@ class TrackingAllocator {
 
   size_t live_bytes() const;
   size_t peak_bytes() const;
+  // Frees the large blocks kept for the next tensors of their sizes (runners/large_block_cache.h):
+  // before a step of new sizes, whose blocks should find the heap's room instead.
+  void release_cached_blocks();
+  // The bytes of the large blocks kept (not tensors').
+  size_t cached_bytes() const;
   // Starts a new peak at the current live bytes.
   void reset_peak();
   // 0: no budget. Otherwise an allocation that would take live bytes past it throws

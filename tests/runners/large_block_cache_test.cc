@@ -108,9 +108,15 @@ TEST_F(LargeBlockCacheTest, ASteadyStepMakesItsBlocksOnce) {
   EXPECT_EQ(cache.cached_bytes(), 24000u);
 }
 
-TEST_F(LargeBlockCacheTest, TheCacheFreesWhatItKeepsWhenDestroyed) {
+TEST_F(LargeBlockCacheTest, TheCacheFreesWhatItKeepsWhenAskedOrDestroyed) {
   {
     LargeBlockCache cache(kFrom, &make, &unmake);
+    cache.give_back(cache.take(5000, 10000));  // high water 15000: both kept
+    cache.give_back(cache.take(3000, 0));
+    EXPECT_EQ(outstanding().size(), 2u);
+    cache.release_all();
+    EXPECT_TRUE(outstanding().empty());
+    EXPECT_EQ(cache.cached_bytes(), 0u);
     cache.give_back(cache.take(5000, 0));
     EXPECT_EQ(outstanding().size(), 1u);
   }

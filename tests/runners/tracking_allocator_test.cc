@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "runners/heap_policy.h"
 #include "runners/tracking_allocator.h"
 
 namespace slapo::runners {
@@ -45,6 +46,28 @@ TEST(TrackingAllocatorTest, BudgetTurnsAnOverrunIntoOutOfMemory) {
   }
   tracker.set_budget(0);
   EXPECT_NO_THROW(torch::empty({1 << 20}, torch::kFloat));  // usable afterwards
+}
+
+TEST(TrackingAllocatorTest, ALargeBlockIsKeptUntilTheCacheIsReleased) {
+  if (heap_policy() != "retained") GTEST_SKIP() << "this environment configures malloc itself";
+  TrackingAllocator& tracker = TrackingAllocator::instance();
+  tracker.release_cached_blocks();
+  const size_t live = tracker.live_bytes();
+  void* first = nullptr;
+  {
+    torch::Tensor big = torch::ones({24 << 20});  // 96 MiB: above the mmap threshold
+    first = big.data_ptr();
+  }
+  EXPECT_EQ(tracker.live_bytes(), live);  // not a tensor's any more
+  // Kept, and the next tensor of its size gets it.
+  EXPECT_EQ(tracker.cached_bytes(), 96u << 20);
+  {
+    torch::Tensor again = torch::empty({24 << 20});
+    EXPECT_EQ(again.data_ptr(), first);
+    EXPECT_EQ(tracker.cached_bytes(), 0u);
+  }
+  tracker.release_cached_blocks();
+  EXPECT_EQ(tracker.cached_bytes(), 0u);
 }
 
 }  // namespace
