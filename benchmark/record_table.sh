@@ -26,6 +26,8 @@ spread_max=${SPREAD_MAX:-0.05}
 retries=${RETRIES:-2}
 space="$base.toml"
 [ -f "$space" ] || { echo "record_table.sh: $space: no such space file" >&2; exit 2; }
+[[ "$retries" =~ ^[0-9]+$ ]] ||
+  { echo "record_table.sh: RETRIES=$retries: expected a whole number of runs again (0, 1, 2...)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -69,12 +69,18 @@ TEST(SubprocessRunnerTest, EveryFaultBecomesAStatusAndTheNextTrialRuns) {
   EXPECT_EQ(results[6].status, TrialStatus::kOk);
 }
 
-TEST(SubprocessRunnerTest, RealWorkerReportsOomAndNonFiniteLoss) {
+// slapo-tune's own worker process for `workload_json`.
+SubprocessOptions real_worker(const std::string& workload_json) {
   SubprocessOptions o;
   o.worker = {SLAPO_TUNE, "worker"};
   o.timeout_s = 120;
-  o.workload_json =
-      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 2, "threads": 1, "memory_budget": 20000})";
+  o.workload_json = workload_json;
+  return o;
+}
+
+TEST(SubprocessRunnerTest, RealWorkerReportsOomAndNonFiniteLoss) {
+  SubprocessOptions o = real_worker(
+      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 2, "threads": 1, "memory_budget": 20000})");
   const TrialResult oom = SubprocessRunner(o).run({config(R"({"batch_size": 8})")})[0];
   EXPECT_EQ(oom.status, TrialStatus::kOom) << oom.error << oom.log_tail;
   EXPECT_NE(oom.error.find("slapo memory budget of"), std::string::npos) << oom.error;
@@ -89,14 +95,11 @@ TEST(SubprocessRunnerTest, RealWorkerReportsOomAndNonFiniteLoss) {
 
 TEST(SubprocessRunnerTest, ATrialsTimedStepsFindTheirPagesResident) {
   if (heap_policy() != "retained") GTEST_SKIP() << "this environment configures malloc itself";
-  SubprocessOptions o;
-  o.worker = {SLAPO_TUNE, "worker"};
-  o.timeout_s = 120;
   // The logits of 64 samples of 16 positions over 32768 words: 128 MiB tensors, mapped on their
   // own by glibc (above its 32 MiB threshold) unless the heap has room for them, and a step of
   // 404 MiB, more than the heap's 256 MiB pad gives it: the tracking allocator keeps them.
-  o.workload_json =
-      R"({"model": "gpt-tiny", "vocab": 32768, "seq_len": 16, "warmup": 1, "steps": 2, "threads": 2})";
+  const SubprocessOptions o = real_worker(
+      R"({"model": "gpt-tiny", "vocab": 32768, "seq_len": 16, "warmup": 1, "steps": 2, "threads": 2})");
   const TrialResult r = SubprocessRunner(o).run({config(R"({"batch_size": 64})")})[0];
   ASSERT_EQ(r.status, TrialStatus::kOk) << r.error << r.log_tail;
   const double step_pages = r.metrics.at(metric::kPeakBytes) / 4096;
