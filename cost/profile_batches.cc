@@ -18,7 +18,10 @@ int64_t middle_batch(int64_t lo, int64_t hi, const std::vector<int64_t>& taken) 
       best_distance = distance;
     }
   }
-  return best > 0 ? best : static_cast<int64_t>(std::llround(geometric));
+  if (best > 0) return best;
+  // Nothing the space runs lies between: a step there would predict no configuration (a step's
+  // time is a polyline through the measured batches, its peak measured at lo and hi).
+  return taken.empty() ? static_cast<int64_t>(std::llround(geometric)) : 0;
 }
 
 int64_t taken_at_most(int64_t at_most, int64_t at_least, const std::vector<int64_t>& taken) {

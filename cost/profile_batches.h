@@ -15,8 +15,9 @@
 namespace slapo::cost {
 
 // The batch nearest the geometric mean of `lo` and `hi` (by ratio; the smaller of two as near)
-// among `taken` (a rank's micro-batches the space runs, any order) strictly between them; the
-// geometric mean itself, rounded, when none is.
+// among `taken` (a rank's micro-batches the space runs, any order) strictly between them; none (0)
+// when the space runs none there, and the geometric mean itself, rounded, when what it runs is not
+// known (`taken` empty).
 int64_t middle_batch(int64_t lo, int64_t hi, const std::vector<int64_t>& taken);
 
 // The largest of `taken` from `at_least` up to `at_most`; `at_most` when none is.

@@ -18,7 +18,14 @@ namespace slapo::runners {
 
 namespace {
 
+// Runs per message: warm-ups, then timed runs (the median read). A message of kLargeMessage bytes
+// or more is bandwidth-bound and its runs agree (this machine: the 16 MiB all-gather's within a
+// few per cent), and its runs cost the profile most (nine of the 16 MiB and the gradients' sizes
+// were 1.0 s of the collectives' 1.2): fewer of them. The counts depend on the size alone, so every
+// rank runs as many collectives.
 constexpr int kWarmup = 2, kRepeats = 7;
+constexpr int kLargeWarmup = 1, kLargeRepeats = 3;
+constexpr double kLargeMessage = 4 << 20;
 // Message sizes: the latency end, the pipeline messages of small models, the gradient buckets.
 const double kSizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
 // Gradients averaged by data parallelism: a bucket's worth and two buckets (of 25 MiB), in tensors
@@ -27,22 +34,26 @@ const double kSizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
 const double kGradientSizes[] = {12 << 20, 48 << 20};
 constexpr int64_t kGradientTensorFloats = 1 << 18;
 
+// The median of `f`'s timed runs, for a message of `bytes`.
 template <typename F>
-double median_ms(F&& f) {
+double median_ms(double bytes, F&& f) {
+  const bool large = bytes >= kLargeMessage;
+  const int warmup = large ? kLargeWarmup : kWarmup;
+  const int repeats = large ? kLargeRepeats : kRepeats;
   std::vector<double> ms;
-  for (int i = 0; i < kWarmup + kRepeats; ++i) {
+  for (int i = 0; i < warmup + repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
     f();
     const double t =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= kWarmup) ms.push_back(t);
+    if (i >= warmup) ms.push_back(t);
   }
   return median(ms);
 }
 
 }  // namespace
 
-void run_collective_worker(std::ostream& out) {
+cost::CollectiveProfile measure_collectives() {
   const dist::RankEnv env = dist::RankEnv::from_env();
   Layout layout;
   layout.dp = env.world_size;
@@ -55,12 +66,14 @@ void run_collective_worker(std::ostream& out) {
     const int64_t n = static_cast<int64_t>(bytes / 4);
     torch::Tensor t = torch::ones({n});
     world.barrier();
-    profile.samples.push_back({"all_reduce", bytes, median_ms([&] { world.all_reduce(t); })});
+    profile.samples.push_back(
+        {"all_reduce", bytes, median_ms(bytes, [&] { world.all_reduce(t); })});
     world.barrier();
-    profile.samples.push_back({"all_gather", bytes, median_ms([&] { world.all_gather(t); })});
+    profile.samples.push_back(
+        {"all_gather", bytes, median_ms(bytes, [&] { world.all_gather(t); })});
     world.barrier();
     // A round trip between ranks 0 and 1, halved; the other ranks wait at the barrier.
-    const double round_trip = median_ms([&] {
+    const double round_trip = median_ms(bytes, [&] {
       if (world.rank() == 0) {
         world.send(t, 1, 0)->wait();
         world.recv(t, 1, 1);
@@ -81,13 +94,19 @@ void run_collective_worker(std::ostream& out) {
       params.back().mutable_grad() = torch::ones_like(params.back());
     }
     world.barrier();
-    profile.samples.push_back(
-        {"gradient_sync", bytes, median_ms([&] { schedule::average_gradients(params, world); })});
+    profile.samples.push_back({"gradient_sync", bytes, median_ms(bytes, [&] {
+                                 schedule::average_gradients(params, world);
+                               })});
   }
   world.barrier();
   profile.profile_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (world.rank() == 0) out << profile.to_json() << std::endl;
+  return profile;
+}
+
+void run_collective_worker(std::ostream& out) {
+  const cost::CollectiveProfile profile = measure_collectives();
+  if (dist::RankEnv::from_env().rank == 0) out << profile.to_json() << std::endl;
 }
 
 cost::CollectiveProfile profile_collectives(int ranks, const std::vector<std::string>& worker) {

@@ -20,4 +20,9 @@ cost::CollectiveProfile profile_collectives(int ranks, const std::vector<std::st
 // prints the profile as one JSON line on `out`.
 void run_collective_worker(std::ostream& out);
 
+// What run_collective_worker measures, returned on every rank (rank 0's is the job's): for a job
+// launched for something else that times the collectives too (a profile's, runners/profiler.h),
+// whose launch is then paid once. Its profile_s is the measuring alone.
+cost::CollectiveProfile measure_collectives();
+
 }  // namespace slapo::runners

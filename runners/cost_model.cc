@@ -34,6 +34,12 @@ int ranks_beside(int world) {
   return std::min<int>(world, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
+constexpr int kCollectiveRanks = 2;  // the groups this machine runs: docs/cost-model.md
+
+std::string collectives_key() {
+  return nlohmann::json{{"collectives", {{"ranks", kCollectiveRanks}}}}.dump();
+}
+
 // Knobs the model predicts across: everything else (tp included: a rank's shard is another
 // computation) changes the computation and is part of the profile key.
 bool predicted_across(const std::string& knob) {
@@ -286,7 +292,16 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   // family is predicted to fit, if that is larger (a derived key takes its base's batches).
   const bool capped = !request.base && capped_batch() > 0;
   if (capped) request.batch_hi = capped_batch();
-  std::vector<cost::Profile> profiles = measure_profiles_beside_peers(request, ranks, worker);
+  // A job of the collectives' ranks times them too when they are still to be measured (every
+  // configuration of several ranks needs them): one launch, not two.
+  request.collectives = ranks == kCollectiveRanks && !replaying_ && !load_stored_collectives();
+  cost::CollectiveProfile measured_collectives;
+  std::vector<cost::Profile> profiles =
+      measure_profiles_beside_peers(request, ranks, worker, &measured_collectives);
+  if (request.collectives) {
+    adopt_collectives(std::move(measured_collectives), " (in the same job as the profile below)");
+    request.collectives = false;
+  }
   cost::Profile profile = std::move(profiles.front());
   // The siblings' profiles, stored now (a run stopped before it predicts them loses nothing) and
   // kept for predictor_for.
@@ -662,38 +677,41 @@ std::string WorkloadCostModel::why_stale(const std::string& fingerprint,
   return "";
 }
 
+bool WorkloadCostModel::load_stored_collectives() {
+  if (collectives_) return true;
+  if (!database_ || reprofile_) return false;
+  const std::optional<std::string> stored = database_->profile(collectives_key());
+  if (!stored) return false;
+  cost::CollectiveProfile p =
+      cost::CollectiveProfile::from_json(*stored, "the stored collective profile");
+  const std::string stale = why_stale(p.fingerprint_json, p.code_revision);
+  if (!stale.empty()) {
+    if (on_note_) on_note_("the stored collective profile " + stale + ": profiling again");
+    return false;
+  }
+  if (on_note_) on_note_("collective profile reused");
+  collectives_.emplace(p);
+  return true;
+}
+
+void WorkloadCostModel::adopt_collectives(cost::CollectiveProfile profile, const char* how) {
+  profile.fingerprint_json = fingerprint_;
+  profile.code_revision = kMeasuringRevision;
+  profile_seconds_ += profile.profile_s;
+  if (database_) database_->put_profile(collectives_key(), profile.to_json());
+  if (on_note_) {
+    on_note_("profiled the collectives of " + std::to_string(kCollectiveRanks) + " ranks in " +
+             std::to_string(static_cast<int>(profile.profile_s + 0.5)) + " s" + how);
+  }
+  collectives_.emplace(profile);
+}
+
 const cost::CollectiveModel& WorkloadCostModel::collectives() {
-  if (collectives_) return *collectives_;
-  const int ranks = 2;  // the groups this machine runs: docs/cost-model.md
-  const std::string key = nlohmann::json{{"collectives", {{"ranks", ranks}}}}.dump();
-  std::optional<cost::CollectiveProfile> profile;
-  if (database_ && !reprofile_) {
-    if (const std::optional<std::string> stored = database_->profile(key)) {
-      cost::CollectiveProfile p =
-          cost::CollectiveProfile::from_json(*stored, "the stored collective profile");
-      const std::string stale = why_stale(p.fingerprint_json, p.code_revision);
-      if (stale.empty()) {
-        profile = std::move(p);
-        if (on_note_) on_note_("collective profile reused");
-      } else if (on_note_) {
-        on_note_("the stored collective profile " + stale + ": profiling again");
-      }
-    }
-  }
-  if (!profile) {
-    SLAPO_CHECK(!replaying_, ErrorCode::kNotFound,
-                "replaying: the recording holds no profile of the collectives");
-    profile = profile_collectives(ranks, {self_executable(), "worker", "--collectives"});
-    profile->fingerprint_json = fingerprint_;
-    profile->code_revision = kMeasuringRevision;
-    profile_seconds_ += profile->profile_s;
-    if (database_) database_->put_profile(key, profile->to_json());
-    if (on_note_) {
-      on_note_("profiled the collectives of " + std::to_string(ranks) + " ranks in " +
-               std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s");
-    }
-  }
-  collectives_.emplace(*profile);
+  if (load_stored_collectives()) return *collectives_;
+  SLAPO_CHECK(!replaying_, ErrorCode::kNotFound,
+              "replaying: the recording holds no profile of the collectives");
+  adopt_collectives(
+      profile_collectives(kCollectiveRanks, {self_executable(), "worker", "--collectives"}), "");
   return *collectives_;
 }
 

@@ -193,6 +193,12 @@ class WorkloadCostModel : public tuner::CostModel {
   const SpaceRuns& space_runs();
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
+  // The stored collectives' profile loaded, when one may be reused (else a note says why): whether
+  // they are known now.
+  bool load_stored_collectives();
+  // Keeps `profile`, measured now: stored, counted in the profiling time and noted (`how` ends
+  // the note).
+  void adopt_collectives(cost::CollectiveProfile profile, const char* how);
   // The profile stored for `key` when it may be reused (a database, no --reprofile, readable, of
   // this machine and revision, and — derived — with every step the space reads); else none, and
   // `not_reused` says why when one was stored.

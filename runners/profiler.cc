@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -27,6 +28,7 @@
 #include "models/templates.h"
 #include "models/zoo.h"
 #include "runners/block_probe.h"
+#include "runners/collective_profile.h"
 #include "runners/heap_policy.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
@@ -177,6 +179,15 @@ bool tracing() {
   return v && *v && std::string(v) != "0";
 }
 
+// Traced (tracing()): what each part of a profile took, from `since` on; `since` restarts.
+void trace_part(const char* part, Clock::time_point& since) {
+  const auto now = Clock::now();
+  if (tracing())
+    std::fprintf(stderr, "profile trace: %s took %.0f ms\n", part,
+                 std::chrono::duration<double, std::milli>(now - since).count());
+  since = now;
+}
+
 // The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as
 // one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
 // in turn (runners/sweep_steps.h): one model, one warm-up step at the smallest batch a step takes
@@ -191,13 +202,15 @@ bool tracing() {
 // would cost about a third more profile (docs/cost-model.md). A larger batch needs no warm-up of
 // its own otherwise — the optimizer's state, the thread pools exist by then — where a model and a
 // warm-up step per point made gpt-mini's profile cost 12 s, not 7. With `optimizer_ms`, each
-// point's optimizer step (the mean over its timed steps) is added to it.
+// point's optimizer step (the mean over its timed steps) is added to it. Batches up to
+// `once_up_to` are timed once, whatever their step: a step read for its bytes alone.
 std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
                                               int64_t depth, int64_t ckpt, int64_t micro,
                                               const std::vector<int64_t>& batches, int64_t few,
                                               NewBatch new_batch,
                                               const std::vector<PeakAt>& known = {},
-                                              std::vector<double>* optimizer_ms = nullptr) {
+                                              std::vector<double>* optimizer_ms = nullptr,
+                                              int64_t once_up_to = 0) {
   models::ModelSpec spec = w.spec();
   spec.layers = depth;
   Config c = knobs;
@@ -261,7 +274,9 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of
       // a few milliseconds (a tiny model) until they add up (runners/sweep_steps.h).
       const int steps_to_time =
-          timed_repeats(ms.front(), batch <= few && ms.front() < kShortStepMs ? 2 : 1);
+          batch <= once_up_to
+              ? 1
+              : timed_repeats(ms.front(), batch <= few && ms.front() < kShortStepMs ? 2 : 1);
       while (static_cast<int>(ms.size()) < steps_to_time) ms.push_back(run(batch));
       stepped();
       const int steps = static_cast<int>(ms.size());
@@ -331,15 +346,16 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
 
 // The deep variant with every block checkpointed, one timed step at one sample and one at `at`:
 // the recompute's share and what a checkpointed block keeps are read at `at` (a one-sample step
-// weighs 1% of the share's fit on gpt-mini, so its time needs no second step), the one-sample
-// step for its bytes alone — the whole model's least peak. The heap is made resident up to what
+// weighs 1% of the share's fit on gpt-mini, so its time needs no second step — nor the steps that
+// add up to 60 ms elsewhere: two more of bert-mini's 27 ms), the one-sample step for its bytes
+// alone — the whole model's least peak. The heap is made resident up to what
 // the plain deep variant's steps (`plain`) reached at `at`, more than checkpointing needs: in a
 // process of its own (a profile extended) the step at `at` would fault it in while timed.
 std::vector<cost::ProfilePoint> measure_checkpointed_steps(const Workload& w, const Config& knobs,
                                                            int tp, int64_t deep, int64_t at,
                                                            const std::vector<PeakAt>& plain) {
-  return measure_sweep(w, knobs, tp, deep, deep, 1, {1, at}, /*few=*/0, NewBatch::kTouchHeap,
-                       plain);
+  return measure_sweep(w, knobs, tp, deep, deep, 1, {1, at}, /*few=*/0, NewBatch::kTouchHeap, plain,
+                       nullptr, /*once_up_to=*/1);
 }
 
 // The peaks of the deep variant's plain steps (one micro-batch) that `profile` measured.
@@ -558,13 +574,16 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   const int64_t lo = smallest_batch(request);
   const int64_t mid = cost::middle_batch(lo, hi, request.batches_taken);
 
+  auto part_start = Clock::now();
   cost::Profile profile;
   profile.layers = layers;
   profile.tp = tp;
   profile.shape = model_shape(w, request.knobs, tp);
+  trace_part("the shape", part_start);
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
   measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
+  trace_part("the step that counts for nothing", part_start);
   // The optimizer's steps in the deep variant's plain steps: its time on the model's own
   // parameters, in the caches a step leaves it.
   std::vector<double> optimizer_ms;
@@ -578,6 +597,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
                        depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap, {},
                        depth > 1 && ckpt == 0 && micro == 1 ? &optimizer_ms : nullptr))
       profile.points.push_back(q);
+    trace_part(depth == 1 ? "a one-block sweep" : "a deep sweep", part_start);
   };
   measure(1, 0, 1, {1, lo, hi});
   if (request.gpipe_step) measure(1, 0, 2, {2 * lo});
@@ -596,12 +616,16 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     for (const cost::ProfilePoint& q :
          measure_checkpointed_steps(w, request.knobs, tp, deep, hi, plain_deep_peaks(profile)))
       profile.points.push_back(q);
+    trace_part("the checkpointed sweep", part_start);
   }
   const double deep_params = profile.shape.variant_params(static_cast<double>(deep));
   profile.optimizer_ms_per_param = median(optimizer_ms) / deep_params;
   profile.optimizer_temp_bytes_per_element = optimizer_temp_bytes_per_element(w, tc, deep_params);
+  trace_part("the optimizer's temporaries", part_start);
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
+  trace_part("the prologue", part_start);
   profile.block_bytes = measure_block_bytes(w, request.knobs, lo, hi);
+  trace_part("a block's bytes", part_start);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
   return {profile};
 }
@@ -632,6 +656,7 @@ std::string ProfileRequest::to_json() const {
   if (extend_gpipe_step) j["extend_gpipe_step"] = true;
   if (!checkpointed_step) j["checkpointed_step"] = false;
   if (extend_checkpointed_step) j["extend_checkpointed_step"] = true;
+  if (collectives) j["collectives"] = true;
   return j.dump();
 }
 
@@ -663,7 +688,7 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
               ErrorCode::kInvalidArgument, origin,
               ": not a profile request (workload, knobs, batch_lo, batch_hi)");
   for (const char* flag : {"head", "optimizer", "gpipe_step", "extend_gpipe_step",
-                           "checkpointed_step", "extend_checkpointed_step"}) {
+                           "checkpointed_step", "extend_checkpointed_step", "collectives"}) {
     SLAPO_CHECK(!j.contains(flag) || j[flag].is_boolean(), ErrorCode::kInvalidArgument, origin,
                 ": a profile request's ", flag, " is true or false");
   }
@@ -696,21 +721,30 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
   r.extend_gpipe_step = j.value("extend_gpipe_step", false);
   r.checkpointed_step = j.value("checkpointed_step", true);
   r.extend_checkpointed_step = j.value("extend_checkpointed_step", false);
+  r.collectives = j.value("collectives", false);
   return r;
 }
 
 void run_profile_worker(const std::string& request_json, std::ostream& out) {
-  const std::vector<cost::Profile> profiles =
-      measure_profiles(ProfileRequest::from_json(request_json, "--profile"));
+  const ProfileRequest request = ProfileRequest::from_json(request_json, "--profile");
+  const std::vector<cost::Profile> profiles = measure_profiles(request);
+  // After the profile: every rank's sweeps done, the machine as quiet as for the collectives' own
+  // job (the ranks meet at the collectives' first barrier).
+  std::optional<cost::CollectiveProfile> collectives;
+  if (request.collectives) collectives = measure_collectives();
   const char* rank = std::getenv("RANK");
   if (rank && std::string(rank) != "0") return;
+  if (collectives) out << collectives->to_json() << std::endl;
   nlohmann::json line = nlohmann::json::array();
   for (const cost::Profile& p : profiles) line.push_back(nlohmann::json::parse(p.to_json()));
   out << line.dump() << std::endl;
 }
 
 std::vector<cost::Profile> measure_profiles_beside_peers(const ProfileRequest& request, int ranks,
-                                                         const std::vector<std::string>& worker) {
+                                                         const std::vector<std::string>& worker,
+                                                         cost::CollectiveProfile* collectives) {
+  SLAPO_CHECK(!request.collectives || (collectives && ranks > 1), ErrorCode::kInvalidArgument,
+              "a profile that times the collectives too runs beside peers and returns them");
   if (ranks <= 1) return measure_profiles(request);
   dist::check_not_in_a_rank("profiling", worker);
   dist::LaunchOptions launch;
@@ -722,14 +756,24 @@ std::vector<cost::Profile> measure_profiles_beside_peers(const ProfileRequest& r
   const auto start = Clock::now();
   const dist::LaunchResult job = dist::launch_ranks(launch);
   SLAPO_CHECK(job.ok(), ErrorCode::kRuntime, "profiling failed: ", job.failure());
+  if (tracing()) std::fputs(job.ranks[0].err.c_str(), stderr);  // rank 0's trace
   const nlohmann::json line = nlohmann::json::parse(last_line(job.ranks[0].out), nullptr, false);
   SLAPO_CHECK(line.is_array() && !line.empty(), ErrorCode::kRuntime,
               "the profiling job printed no profiles");
   std::vector<cost::Profile> profiles;
   for (const nlohmann::json& p : line)
     profiles.push_back(cost::Profile::from_json(p.dump(), "the profiling job"));
-  // The job's whole time, its launch too, shared evenly.
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // The job's whole time, its launch too, shared evenly — but the collectives' own measuring.
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (request.collectives) {
+    // The line before the profiles'.
+    const std::string& out = job.ranks[0].out;
+    const std::string before = last_line(out.substr(0, out.rfind(last_line(out))));
+    SLAPO_CHECK(!before.empty(), ErrorCode::kRuntime,
+                "the profiling job printed no profile of the collectives");
+    *collectives = cost::CollectiveProfile::from_json(before, "the profiling job's collectives");
+    seconds = std::max(0.0, seconds - collectives->profile_s);
+  }
   for (cost::Profile& p : profiles) p.profile_s = seconds / static_cast<double>(profiles.size());
   return profiles;
 }

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "cost/collectives.h"
 #include "cost/profile.h"
 #include "runners/workload.h"
 
@@ -85,6 +86,10 @@ struct ProfileRequest {
   // deep variant was measured at without checkpointing (up to batch_hi).
   bool checkpointed_step = true;
   bool extend_checkpointed_step = false;
+  // Measured beside peers (measure_profiles_beside_peers): the job times this machine's
+  // collectives too, after the profile (runners/collective_profile.h) — one launch where two
+  // cost 0.4–0.5 s more on this machine (two processes loading LibTorch, their rendezvous).
+  bool collectives = false;
 
   std::string to_json() const;
   // Throws Error(kInvalidArgument) naming `origin` for text that is not a request.
@@ -102,11 +107,14 @@ cost::Profile measure_profile(const ProfileRequest& request);
 // the machine's cores, memory bandwidth and caches, and a rank profiled alone runs faster than it
 // will beside its peers. Launches `worker` + {"--profile", request} (`slapo-tune worker --profile`,
 // which calls run_profile_worker) `ranks` times and returns rank 0's profiles. Throws
-// Error(kRuntime) naming the failing rank.
-std::vector<cost::Profile> measure_profiles_beside_peers(const ProfileRequest& request, int ranks,
-                                                         const std::vector<std::string>& worker);
+// Error(kRuntime) naming the failing rank. With the request's `collectives`, the job's
+// collectives are returned in `collectives` (required then; ranks > 1), their measuring time
+// their own and the rest of the job's the profiles'.
+std::vector<cost::Profile> measure_profiles_beside_peers(
+    const ProfileRequest& request, int ranks, const std::vector<std::string>& worker,
+    cost::CollectiveProfile* collectives = nullptr);
 // One copy: measures, and prints the profiles as one JSON line (an array) on `out` when it is
-// rank 0 (RANK).
+// rank 0 (RANK) — after a line of the collectives' profile, with the request's `collectives`.
 void run_profile_worker(const std::string& request_json, std::ostream& out);
 
 }  // namespace slapo::runners

@@ -622,7 +622,9 @@ TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
   // Tensor parallelism: one rank's shard, its collectives priced by the machine's α–β.
   Outcome tp = run("predict --space " + parallel + config(2, 1, 1, 1) + " --db " + db + " --json");
   ASSERT_EQ(tp.exit_code, 0) << tp.err;
-  EXPECT_NE(tp.err.find("profiled the collectives of 2 ranks"), std::string::npos) << tp.err;
+  // Timed in the job that profiles the key beside its peer: one launch of two ranks, not two.
+  EXPECT_NE(tp.err.find("profiled the collectives of 2 ranks in "), std::string::npos) << tp.err;
+  EXPECT_NE(tp.err.find("(in the same job as the profile below)"), std::string::npos) << tp.err;
   const auto t = nlohmann::json::parse(last_line(tp.out));
   EXPECT_GT(t["time_ms"]["collectives"].get<double>(), 0) << t.dump();
   // The collective profile stored beside: data parallelism's averaging of the gradients timed as

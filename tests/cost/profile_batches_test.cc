@@ -21,11 +21,15 @@ TEST(ProfileBatchesTest, TwoAsNearTakeTheSmaller) {
   EXPECT_EQ(middle_batch(4, 32, {8, 16}), 8);
 }
 
-TEST(ProfileBatchesTest, WithNoBatchBetweenTheMiddleIsTheGeometricMean) {
+TEST(ProfileBatchesTest, WithTheBatchesNotKnownTheMiddleIsTheGeometricMean) {
   EXPECT_EQ(middle_batch(4, 16, {}), 8);
   EXPECT_EQ(middle_batch(4, 23, {}), 10);  // sqrt(92) = 9.6
-  // The ends themselves are measured already: not a middle.
-  EXPECT_EQ(middle_batch(8, 16, {1, 2, 4, 8, 16, 32}), 11);
+}
+
+TEST(ProfileBatchesTest, WithNoBatchTheSpaceRunsBetweenThereIsNoMiddle) {
+  // Table 3: the ends themselves are measured already, and 11 samples predict no configuration.
+  EXPECT_EQ(middle_batch(8, 16, {1, 2, 4, 8, 16, 32}), 0);
+  EXPECT_EQ(middle_batch(4, 8, {4, 8, 16, 32}), 0);
 }
 
 TEST(ProfileBatchesTest, TheCapIsTheLargestBatchTakenWithinIt) {

@@ -63,7 +63,8 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
 }
 
 // SLAPO_PROFILE_TRACE: each measured point on standard error as it is measured, with the page
-// faults of its first timed step — the one-block variant and the deep one, at every batch.
+// faults of its first timed step — the one-block variant and the deep one, at every batch — and
+// the time of each part of the profile.
 TEST(ProfilerTest, ATracedProfilePrintsEachPointItMeasures) {
   ProfileRequest request;
   request.workload = tiny();
@@ -84,6 +85,12 @@ TEST(ProfilerTest, ATracedProfilePrintsEachPointItMeasures) {
     EXPECT_NE(err.find(line), std::string::npos) << line << "\n" << err;
   }
   EXPECT_NE(err.find(" page faults in the first, peak "), std::string::npos) << err;
+  // And what each part of the profile took.
+  for (const char* part : {"the shape", "a one-block sweep", "a deep sweep",
+                           "the checkpointed sweep", "a block's bytes"})
+    EXPECT_NE(err.find(std::string("profile trace: ") + part + " took "), std::string::npos)
+        << part << "\n"
+        << err;
   // Off unless asked for.
   ::testing::internal::CaptureStderr();
   measure_profile(request);
@@ -276,6 +283,26 @@ TEST(ProfilerTest, ARequestAcrossTheOptimizerReadsBackAndRuns) {
   std::string bad = r.to_json();
   bad.replace(bad.find("\"optimizer\":true"), 16, "\"optimizer\":1");
   EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
+}
+
+// A request that times the collectives too reads back from its JSON as a job of two ranks
+// receives it; its flag is true or false; and only a job beside peers can time them (one rank
+// alone has no collectives to time): refused with a reason.
+TEST(ProfilerTest, ARequestForTheCollectivesTooReadsBackAndNeedsPeers) {
+  ProfileRequest r = tiny_request();
+  EXPECT_FALSE(ProfileRequest::from_json(r.to_json(), "test").collectives);
+  r.collectives = true;
+  EXPECT_TRUE(ProfileRequest::from_json(r.to_json(), "test").collectives);
+  std::string bad = r.to_json();
+  bad.replace(bad.find("\"collectives\":true"), 18, "\"collectives\":1");
+  EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
+  cost::CollectiveProfile collectives;
+  try {
+    measure_profiles_beside_peers(r, 1, {"unused"}, &collectives);
+    ADD_FAILURE() << "a profile of one rank timed the collectives";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("collectives"), std::string::npos) << e.what();
+  }
 }
 
 // Likewise the deep variant's checkpointed step: left out when not asked for, and added alone at
