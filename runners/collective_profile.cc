@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/stats.h"
 #include "core/text.h"
 #include "dist/launcher.h"
 #include "dist/world.h"
@@ -18,12 +17,18 @@ namespace slapo::runners {
 
 namespace {
 
-// Runs per message: warm-ups, then timed runs (the median read). A message of kLargeMessage bytes
-// or more is bandwidth-bound and its runs agree (this machine: the 16 MiB all-gather's within a
-// few per cent), and its runs cost the profile most (nine of the 16 MiB and the gradients' sizes
-// were 1.0 s of the collectives' 1.2): fewer of them. The counts depend on the size alone, so every
-// rank runs as many collectives.
-constexpr int kWarmup = 2, kRepeats = 7;
+// Runs per message: warm-ups, then timed runs, of which the mean is read. Not the median: a small
+// message's call takes ~0.1–0.4 ms or ~3–5 ms (a thread woken at the scheduler's next 4 ms tick on
+// two cores shared by both ranks' threads), the two mixed within a run (2026-11-28: 4 KiB
+// all-reduces of 0.33 4.65 3.98 0.29 3.71 4.01 0.33 0.43 0.43 ms) — so the median fell on one mode
+// or the other from one profile to the next (table 3's α of the all-reduce 3.45 ms in one
+// recording, 0.69 in the next; its `tp = 2` steps at 8 samples, 26 all-reduces each, predicted
+// 26% over and then 27% under the trials), where a step's calls cost the mixture: their mean. So
+// more runs of the small messages, whose runs cost little. A message of kLargeMessage bytes or
+// more is bandwidth-bound, its runs agree, and they cost the profile most (nine of the 16 MiB
+// and the gradients' sizes were 1.0 s of the collectives' 1.2): fewer of them. The counts depend
+// on the size alone, so every rank runs as many collectives.
+constexpr int kWarmup = 2, kRepeats = 15;
 constexpr int kLargeWarmup = 1, kLargeRepeats = 3;
 constexpr double kLargeMessage = 4 << 20;
 // Message sizes: the latency end, the pipeline messages of small models, the gradient buckets.
@@ -34,21 +39,21 @@ const double kSizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
 const double kGradientSizes[] = {12 << 20, 48 << 20};
 constexpr int64_t kGradientTensorFloats = 1 << 18;
 
-// The median of `f`'s timed runs, for a message of `bytes`.
+// The mean of `f`'s timed runs, for a message of `bytes`.
 template <typename F>
-double median_ms(double bytes, F&& f) {
+double mean_ms(double bytes, F&& f) {
   const bool large = bytes >= kLargeMessage;
   const int warmup = large ? kLargeWarmup : kWarmup;
   const int repeats = large ? kLargeRepeats : kRepeats;
-  std::vector<double> ms;
+  double total = 0;
   for (int i = 0; i < warmup + repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
     f();
     const double t =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= warmup) ms.push_back(t);
+    if (i >= warmup) total += t;
   }
-  return median(ms);
+  return total / repeats;
 }
 
 }  // namespace
@@ -66,14 +71,12 @@ cost::CollectiveProfile measure_collectives() {
     const int64_t n = static_cast<int64_t>(bytes / 4);
     torch::Tensor t = torch::ones({n});
     world.barrier();
-    profile.samples.push_back(
-        {"all_reduce", bytes, median_ms(bytes, [&] { world.all_reduce(t); })});
+    profile.samples.push_back({"all_reduce", bytes, mean_ms(bytes, [&] { world.all_reduce(t); })});
     world.barrier();
-    profile.samples.push_back(
-        {"all_gather", bytes, median_ms(bytes, [&] { world.all_gather(t); })});
+    profile.samples.push_back({"all_gather", bytes, mean_ms(bytes, [&] { world.all_gather(t); })});
     world.barrier();
     // A round trip between ranks 0 and 1, halved; the other ranks wait at the barrier.
-    const double round_trip = median_ms(bytes, [&] {
+    const double round_trip = mean_ms(bytes, [&] {
       if (world.rank() == 0) {
         world.send(t, 1, 0)->wait();
         world.recv(t, 1, 1);
@@ -94,7 +97,7 @@ cost::CollectiveProfile measure_collectives() {
       params.back().mutable_grad() = torch::ones_like(params.back());
     }
     world.barrier();
-    profile.samples.push_back({"gradient_sync", bytes, median_ms(bytes, [&] {
+    profile.samples.push_back({"gradient_sync", bytes, mean_ms(bytes, [&] {
                                  schedule::average_gradients(params, world);
                                })});
   }
