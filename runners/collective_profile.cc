@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 #include <ostream>
 #include <thread>
 
@@ -17,19 +18,10 @@ namespace slapo::runners {
 
 namespace {
 
-// Runs per message: warm-ups, then timed runs, of which the mean is read. Not the median: a small
-// message's call takes ~0.1–0.4 ms or ~3–5 ms (a thread woken at the scheduler's next 4 ms tick on
-// two cores shared by both ranks' threads), the two mixed within a run (2026-11-28: 4 KiB
-// all-reduces of 0.33 4.65 3.98 0.29 3.71 4.01 0.33 0.43 0.43 ms) — so the median fell on one mode
-// or the other from one profile to the next (table 3's α of the all-reduce 3.45 ms in one
-// recording, 0.69 in the next; its `tp = 2` steps at 8 samples, 26 all-reduces each, predicted
-// 26% over and then 27% under the trials), where a step's calls cost the mixture: their mean. So
-// more runs of the small messages, whose runs cost little. A message of kLargeMessage bytes or
-// more is bandwidth-bound, its runs agree, and they cost the profile most (nine of the 16 MiB
-// and the gradients' sizes were 1.0 s of the collectives' 1.2): fewer of them. The counts depend
-// on the size alone, so every rank runs as many collectives.
-constexpr int kWarmup = 2, kRepeats = 15;
-constexpr int kLargeWarmup = 1, kLargeRepeats = 3;
+// Runs per message (message_runs): a small message's runs cost little and mix two speeds, so
+// many; from kLargeMessage bytes they are bandwidth-bound, agree, and cost the profile most (nine
+// of the 16 MiB and the gradients' sizes were 1.0 s of the collectives' 1.2), so few.
+constexpr MessageRuns kSmallRuns{2, 15}, kLargeRuns{1, 3};
 constexpr double kLargeMessage = 4 << 20;
 // Message sizes: the latency end, the pipeline messages of small models, the gradient buckets.
 const double kSizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
@@ -39,24 +31,30 @@ const double kSizes[] = {4096, 256 << 10, 4 << 20, 16 << 20};
 const double kGradientSizes[] = {12 << 20, 48 << 20};
 constexpr int64_t kGradientTensorFloats = 1 << 18;
 
-// The mean of `f`'s timed runs, for a message of `bytes`.
+// What one call of `f` costs (call_ms over its timed runs), for a message of `bytes`.
 template <typename F>
-double mean_ms(double bytes, F&& f) {
-  const bool large = bytes >= kLargeMessage;
-  const int warmup = large ? kLargeWarmup : kWarmup;
-  const int repeats = large ? kLargeRepeats : kRepeats;
-  double total = 0;
-  for (int i = 0; i < warmup + repeats; ++i) {
+double timed_call_ms(double bytes, F&& f) {
+  const MessageRuns runs = message_runs(bytes);
+  std::vector<double> timed;
+  for (int i = 0; i < runs.warmup + runs.timed; ++i) {
     const auto start = std::chrono::steady_clock::now();
     f();
     const double t =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= warmup) total += t;
+    if (i >= runs.warmup) timed.push_back(t);
   }
-  return total / repeats;
+  return call_ms(timed);
 }
 
 }  // namespace
+
+MessageRuns message_runs(double bytes) { return bytes >= kLargeMessage ? kLargeRuns : kSmallRuns; }
+
+double call_ms(const std::vector<double>& timed_ms) {
+  SLAPO_CHECK(!timed_ms.empty(), ErrorCode::kInvalidArgument, "a collective timed no run");
+  return std::accumulate(timed_ms.begin(), timed_ms.end(), 0.0) /
+         static_cast<double>(timed_ms.size());
+}
 
 cost::CollectiveProfile measure_collectives() {
   const dist::RankEnv env = dist::RankEnv::from_env();
@@ -71,12 +69,14 @@ cost::CollectiveProfile measure_collectives() {
     const int64_t n = static_cast<int64_t>(bytes / 4);
     torch::Tensor t = torch::ones({n});
     world.barrier();
-    profile.samples.push_back({"all_reduce", bytes, mean_ms(bytes, [&] { world.all_reduce(t); })});
+    profile.samples.push_back(
+        {"all_reduce", bytes, timed_call_ms(bytes, [&] { world.all_reduce(t); })});
     world.barrier();
-    profile.samples.push_back({"all_gather", bytes, mean_ms(bytes, [&] { world.all_gather(t); })});
+    profile.samples.push_back(
+        {"all_gather", bytes, timed_call_ms(bytes, [&] { world.all_gather(t); })});
     world.barrier();
     // A round trip between ranks 0 and 1, halved; the other ranks wait at the barrier.
-    const double round_trip = mean_ms(bytes, [&] {
+    const double round_trip = timed_call_ms(bytes, [&] {
       if (world.rank() == 0) {
         world.send(t, 1, 0)->wait();
         world.recv(t, 1, 1);
@@ -97,7 +97,7 @@ cost::CollectiveProfile measure_collectives() {
       params.back().mutable_grad() = torch::ones_like(params.back());
     }
     world.barrier();
-    profile.samples.push_back({"gradient_sync", bytes, mean_ms(bytes, [&] {
+    profile.samples.push_back({"gradient_sync", bytes, timed_call_ms(bytes, [&] {
                                  schedule::average_gradients(params, world);
                                })});
   }

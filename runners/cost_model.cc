@@ -294,7 +294,7 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   if (capped) request.batch_hi = capped_batch();
   // A job of the collectives' ranks times them too when they are still to be measured (every
   // configuration of several ranks needs them): one launch, not two.
-  request.collectives = ranks == kCollectiveRanks && !replaying_ && !load_stored_collectives();
+  request.collectives = ranks == kCollectiveRanks && !load_stored_collectives();
   cost::CollectiveProfile measured_collectives;
   std::vector<cost::Profile> profiles =
       measure_profiles_beside_peers(request, ranks, worker, &measured_collectives);

@@ -728,8 +728,8 @@ ProfileRequest ProfileRequest::from_json(const std::string& json, const std::str
 void run_profile_worker(const std::string& request_json, std::ostream& out) {
   const ProfileRequest request = ProfileRequest::from_json(request_json, "--profile");
   const std::vector<cost::Profile> profiles = measure_profiles(request);
-  // After the profile: every rank's sweeps done, the machine as quiet as for the collectives' own
-  // job (the ranks meet at the collectives' first barrier).
+  // After the profile: every rank's sweeps done (the ranks meet when they join the group), the
+  // machine as quiet as for the collectives' own job.
   std::optional<cost::CollectiveProfile> collectives;
   if (request.collectives) collectives = measure_collectives();
   const char* rank = std::getenv("RANK");

@@ -620,8 +620,12 @@ TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
            "\"col_row\", \"embed_shard\": \"vocab\", \"attn\": \"naive\", \"ckpt_ratio\": 0.5}'";
   };
   // Tensor parallelism: one rank's shard, its collectives priced by the machine's α–β.
+  // Traced, the job's rank 0 prints its profile's trace through the command.
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
   Outcome tp = run("predict --space " + parallel + config(2, 1, 1, 1) + " --db " + db + " --json");
+  unsetenv("SLAPO_PROFILE_TRACE");
   ASSERT_EQ(tp.exit_code, 0) << tp.err;
+  EXPECT_NE(tp.err.find("profile trace: a deep sweep took "), std::string::npos) << tp.err;
   // Timed in the job that profiles the key beside its peer: one launch of two ranks, not two.
   EXPECT_NE(tp.err.find("profiled the collectives of 2 ranks in "), std::string::npos) << tp.err;
   EXPECT_NE(tp.err.find("(in the same job as the profile below)"), std::string::npos) << tp.err;

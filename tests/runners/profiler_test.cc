@@ -16,6 +16,7 @@
 #include "cost/predictor.h"
 #include "cost/profile.h"
 #include "runners/block_probe.h"
+#include "runners/collective_profile.h"
 #include "runners/profiler.h"
 #include "runners/workload.h"
 
@@ -85,6 +86,19 @@ TEST(ProfilerTest, ATracedProfilePrintsEachPointItMeasures) {
     EXPECT_NE(err.find(line), std::string::npos) << line << "\n" << err;
   }
   EXPECT_NE(err.find(" page faults in the first, peak "), std::string::npos) << err;
+  // The checkpointed one-sample step is read for its bytes: timed once, where a step of a few
+  // milliseconds is otherwise timed until its steps add up to 60 ms.
+  size_t checkpointed_at_one = 0;
+  for (const cost::ProfilePoint& q : profile.points) {
+    if (q.ckpt_blocks == 0 || q.batch != 1) continue;
+    const size_t at =
+        err.find(std::to_string(q.ckpt_blocks) + " checkpointed, 1 micro-batch(es), 1 samples: ");
+    ASSERT_NE(at, std::string::npos) << err;
+    EXPECT_NE(err.substr(at, err.find('\n', at) - at).find("(1 timed step(s))"), std::string::npos)
+        << err;
+    ++checkpointed_at_one;
+  }
+  EXPECT_EQ(checkpointed_at_one, 1u);
   // And what each part of the profile took.
   for (const char* part : {"the shape", "a one-block sweep", "a deep sweep",
                            "the checkpointed sweep", "a block's bytes"})
@@ -303,6 +317,19 @@ TEST(ProfilerTest, ARequestForTheCollectivesTooReadsBackAndNeedsPeers) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("collectives"), std::string::npos) << e.what();
   }
+}
+
+// A collective's call is priced at the mean of its timed runs, not their median, which fell on
+// one of a small message's two speeds or the other; small messages run many times, the
+// bandwidth-bound large ones few.
+TEST(CollectiveProfileTest, ACallCostsTheMeanOfItsRunsAndSmallMessagesRunMore) {
+  // Nine 4 KiB all-reduces of this machine (2026-11-28): the median 0.43 ms, the mean 2.02.
+  EXPECT_NEAR(call_ms({0.33, 4.65, 3.98, 0.29, 3.71, 4.01, 0.33, 0.43, 0.43}), 2.0178, 1e-3);
+  EXPECT_THROW(call_ms({}), Error);
+  const MessageRuns small = message_runs(4096), large = message_runs(16 << 20);
+  EXPECT_GE(small.timed, 15);
+  EXPECT_LT(large.timed, small.timed);
+  EXPECT_GE(large.timed, 3);
 }
 
 // Likewise the deep variant's checkpointed step: left out when not asked for, and added alone at
