@@ -188,29 +188,61 @@ void trace_part(const char* part, Clock::time_point& since) {
   since = now;
 }
 
-// The variant of `depth` blocks, `ckpt` of them checkpointed, in `micro` GPipe micro-batches, as
-// one rank of a tensor-parallel group of `tp` (collectives counted), stepped at each of `batches`
-// in turn (runners/sweep_steps.h): one model, one warm-up step at the smallest batch a step takes
-// (`micro` samples), then one timed step at each batch — two at batches of at most `few` samples
-// when the first is short (kShortStepMs), as many as add up to 60 ms when a step takes a few
-// (timed_repeats) —, its peak read per batch. A batch new to the process is met as `new_batch`
-// says. The one-block variant steps it untimed first (a step of it costs least, and that memory —
-// the head's logits, mostly — is the largest share of its time: 20–33% at 4 samples of gpt-mini).
-// The deep one touches the heap instead, up to the peak its steps measured so far (and `known`:
-// the same variant's peaks measured by an earlier process) expect there: its first step at 16
-// samples faulted 37k pages and ran −8 to +19% against the two after it, and an untimed step
-// would cost about a third more profile (docs/cost-model.md). A larger batch needs no warm-up of
-// its own otherwise — the optimizer's state, the thread pools exist by then — where a model and a
-// warm-up step per point made gpt-mini's profile cost 12 s, not 7. With `optimizer_ms`, each
-// point's optimizer step (the mean over its timed steps) is added to it. Batches up to
-// `once_up_to` are timed once, whatever their step: a step read for its bytes alone.
+// One sweep of measure_sweep: a variant of the model — `depth` blocks, `ckpt` of them
+// checkpointed, in `micro` GPipe micro-batches — stepped at each of `batches` in turn, and how its
+// steps are timed (the setters, each named for what it changes from the default).
+struct Sweep {
+  Sweep(int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches)
+      : depth(depth), ckpt(ckpt), micro(micro), batches(std::move(batches)) {}
+  int64_t depth, ckpt, micro;
+  std::vector<int64_t> batches;
+  int64_t few = 0;  // batches up to it time two steps when the first is short
+  NewBatch new_batch = NewBatch::kAsItComes;  // how a batch new to the process is met
+  std::vector<PeakAt> known;  // the same variant's peaks an earlier process measured
+  std::vector<double>* optimizer_ms = nullptr;  // each point's optimizer step appended here
+  int64_t once_up_to = 0;                       // batches up to it timed once, whatever their step
+
+  Sweep& two_steps_up_to(int64_t batch) {
+    few = batch;
+    return *this;
+  }
+  Sweep& meeting_new_batches(NewBatch how) {
+    new_batch = how;
+    return *this;
+  }
+  Sweep& knowing(std::vector<PeakAt> peaks) {
+    known = std::move(peaks);
+    return *this;
+  }
+  Sweep& adding_optimizer_ms_to(std::vector<double>* out) {
+    optimizer_ms = out;
+    return *this;
+  }
+  Sweep& timed_once_up_to(int64_t batch) {
+    once_up_to = batch;
+    return *this;
+  }
+};
+
+// The sweep's variant, as one rank of a tensor-parallel group of `tp` (collectives counted),
+// stepped at each of its batches in turn (runners/sweep_steps.h): one model, one warm-up step at
+// the smallest batch a step takes (`micro` samples), then one timed step at each batch — two at
+// batches of at most `few` samples when the first is short (kShortStepMs), as many as add up to
+// 60 ms when a step takes a few (timed_repeats) —, its peak read per batch. A batch new to the
+// process is met as `new_batch` says. The one-block variant steps it untimed first (a step of it
+// costs least, and that memory — the head's logits, mostly — is the largest share of its time:
+// 20–33% at 4 samples of gpt-mini). The deep one touches the heap instead, up to the peak its
+// steps measured so far (and `known`) expect there: its first step at 16 samples faulted 37k pages
+// and ran −8 to +19% against the two after it, and an untimed step would cost about a third more
+// profile (docs/cost-model.md). A larger batch needs no warm-up of its own otherwise — the
+// optimizer's state, the thread pools exist by then — where a model and a warm-up step per point
+// made gpt-mini's profile cost 12 s, not 7. With `optimizer_ms`, each point's optimizer step (the
+// mean over its timed steps) is appended to it. Batches up to `once_up_to` are timed once: a step
+// read for its bytes alone.
 std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
-                                              int64_t depth, int64_t ckpt, int64_t micro,
-                                              const std::vector<int64_t>& batches, int64_t few,
-                                              NewBatch new_batch,
-                                              const std::vector<PeakAt>& known = {},
-                                              std::vector<double>* optimizer_ms = nullptr,
-                                              int64_t once_up_to = 0) {
+                                              const Sweep& sweep) {
+  const int64_t depth = sweep.depth, ckpt = sweep.ckpt, micro = sweep.micro;
+  const std::vector<int64_t>& batches = sweep.batches;
   models::ModelSpec spec = w.spec();
   spec.layers = depth;
   Config c = knobs;
@@ -243,16 +275,17 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       if (!std::isfinite(loss)) throw failed("non-finite loss " + std::to_string(loss));
       return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     };
-    std::vector<PeakAt> peaks = known;
+    std::vector<PeakAt> peaks = sweep.known;
     auto stepped = [&] { g_heap_reached = std::max(g_heap_reached, tracker.peak_bytes()); };
-    for (const SweepStep& at : sweep_steps(micro, batches, new_batch == NewBatch::kStepUntimed)) {
+    for (const SweepStep& at :
+         sweep_steps(micro, batches, sweep.new_batch == NewBatch::kStepUntimed)) {
       const int64_t batch = at.batch;
       if (!at.timed) {
         run(batch);
         stepped();
         continue;
       }
-      if (new_batch == NewBatch::kTouchHeap && at.grows) {
+      if (sweep.new_batch == NewBatch::kTouchHeap && at.grows) {
         // The smaller batch's large blocks go back to the heap first, where the touch makes them
         // resident for the new batch's, as it does its other tensors' (a kept one would miss:
         // bert-mini's deep step at 8 samples faulted 21,189 pages in, 40 ms of its 153).
@@ -274,14 +307,15 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of
       // a few milliseconds (a tiny model) until they add up (runners/sweep_steps.h).
       const int steps_to_time =
-          batch <= once_up_to
+          batch <= sweep.once_up_to
               ? 1
-              : timed_repeats(ms.front(), batch <= few && ms.front() < kShortStepMs ? 2 : 1);
+              : timed_repeats(ms.front(), batch <= sweep.few && ms.front() < kShortStepMs ? 2 : 1);
       while (static_cast<int>(ms.size()) < steps_to_time) ms.push_back(run(batch));
       stepped();
       const int steps = static_cast<int>(ms.size());
-      if (optimizer_ms)
-        optimizer_ms->push_back((trainer.optimizer_seconds() - optimizer_before) * 1e3 / steps);
+      if (sweep.optimizer_ms)
+        sweep.optimizer_ms->push_back((trainer.optimizer_seconds() - optimizer_before) * 1e3 /
+                                      steps);
       cost::ProfilePoint p;
       p.layers = depth;
       p.batch = batch;
@@ -354,8 +388,11 @@ std::vector<cost::Profile> measure_derived(const Workload& w, const std::vector<
 std::vector<cost::ProfilePoint> measure_checkpointed_steps(const Workload& w, const Config& knobs,
                                                            int tp, int64_t deep, int64_t at,
                                                            const std::vector<PeakAt>& plain) {
-  return measure_sweep(w, knobs, tp, deep, deep, 1, {1, at}, /*few=*/0, NewBatch::kTouchHeap, plain,
-                       nullptr, /*once_up_to=*/1);
+  return measure_sweep(w, knobs, tp,
+                       Sweep(deep, deep, 1, {1, at})
+                           .meeting_new_batches(NewBatch::kTouchHeap)
+                           .knowing(plain)
+                           .timed_once_up_to(1));
 }
 
 // The peaks of the deep variant's plain steps (one micro-batch) that `profile` measured.
@@ -404,8 +441,7 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs, const 
   const cost::OutsideParams more = cost::outside_params_more(own.shape, base.shape);
   for (const auto& [micro, at] : batches) {
     for (cost::ProfilePoint q :
-         measure_sweep(w, knobs, tp, 1, 0, micro, std::vector<int64_t>(at.begin(), at.end()), 0,
-                       NewBatch::kAsItComes)) {
+         measure_sweep(w, knobs, tp, Sweep(1, 0, micro, {at.begin(), at.end()}))) {
       q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more.total();
       own.points.push_back(q);
     }
@@ -416,8 +452,8 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs, const 
   if (embed_shard(knobs) != embed_shard(base_knobs)) {
     for (const cost::ProfilePoint& q : base.points) {
       if (q.layers == 1 || q.ckpt_blocks == 0 || q.micro_batches != 1 || q.derived) continue;
-      for (const cost::ProfilePoint& c : measure_sweep(w, knobs, tp, q.layers, q.ckpt_blocks, 1,
-                                                       {q.batch}, 0, NewBatch::kAsItComes))
+      for (const cost::ProfilePoint& c :
+           measure_sweep(w, knobs, tp, Sweep(q.layers, q.ckpt_blocks, 1, {q.batch})))
         own.points.push_back(c);
     }
   }
@@ -448,10 +484,11 @@ cost::Profile measure_across_optimizer(const Workload& w, const Config& knobs,
   int64_t deep = 0;
   for (const cost::ProfilePoint& q : base.points) deep = std::max(deep, q.layers);
   // A step that counts for nothing first, as a whole profile's (measure_profiles).
-  measure_sweep(w, knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
+  measure_sweep(w, knobs, tp, Sweep(1, 0, 1, {}).two_steps_up_to(few));
   // The base's optimizer within the deep variant's one-sample step.
   std::vector<double> base_ms;
-  measure_sweep(w, base_knobs, tp, deep, 0, 1, {1}, few, NewBatch::kAsItComes, {}, &base_ms);
+  measure_sweep(w, base_knobs, tp,
+                Sweep(deep, 0, 1, {1}).two_steps_up_to(few).adding_optimizer_ms_to(&base_ms));
   // The optimizer-bound steps, a sweep per variant (blocks, checkpointed blocks, micro-batches),
   // ascending: the deep variant's plain sweep — it always holds the one-sample step — times this
   // key's optimizer there first.
@@ -464,10 +501,12 @@ cost::Profile measure_across_optimizer(const Workload& w, const Config& knobs,
     const auto [depth, ckpt, micro] = variant;
     std::sort(batches.begin(), batches.end());
     const bool deep_plain = depth == deep && ckpt == 0 && micro == 1;
-    for (const cost::ProfilePoint& q :
-         measure_sweep(w, knobs, tp, depth, ckpt, micro, batches, few,
-                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap, {},
-                       deep_plain ? &own_ms : nullptr))
+    for (const cost::ProfilePoint& q : measure_sweep(
+             w, knobs, tp,
+             Sweep(depth, ckpt, micro, batches)
+                 .two_steps_up_to(few)
+                 .meeting_new_batches(depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap)
+                 .adding_optimizer_ms_to(deep_plain ? &own_ms : nullptr)))
       measured.push_back(q);
   }
   SLAPO_CHECK(!base_ms.empty() && !own_ms.empty(), ErrorCode::kInvalidArgument,
@@ -498,8 +537,10 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     SLAPO_CHECK(!cost::has_gpipe_step(profile), ErrorCode::kInvalidArgument,
                 "extending a profile by its GPipe step: it has one");
     for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, 1, 0, 2, {2 * smallest_batch(request)}, few,
-                       NewBatch::kStepUntimed))
+         measure_sweep(w, request.knobs, tp,
+                       Sweep(1, 0, 2, {2 * smallest_batch(request)})
+                           .two_steps_up_to(few)
+                           .meeting_new_batches(NewBatch::kStepUntimed)))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -536,9 +577,11 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     std::vector<int64_t> batches = request.extend_batches;
     if (batches.empty()) batches = {request.batch_hi};
     std::sort(batches.begin(), batches.end());
-    for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, deep, 0, 1, batches, few, NewBatch::kTouchHeap,
-                       plain_deep_peaks(profile)))
+    for (const cost::ProfilePoint& q : measure_sweep(w, request.knobs, tp,
+                                                     Sweep(deep, 0, 1, batches)
+                                                         .two_steps_up_to(few)
+                                                         .meeting_new_batches(NewBatch::kTouchHeap)
+                                                         .knowing(plain_deep_peaks(profile))))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -582,7 +625,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   trace_part("the shape", part_start);
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).
-  measure_sweep(w, request.knobs, tp, 1, 0, 1, {}, few, NewBatch::kAsItComes);
+  measure_sweep(w, request.knobs, tp, Sweep(1, 0, 1, {}).two_steps_up_to(few));
   trace_part("the step that counts for nothing", part_start);
   // The optimizer's steps in the deep variant's plain steps: its time on the model's own
   // parameters, in the caches a step leaves it.
@@ -592,10 +635,13 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-    for (const cost::ProfilePoint& q :
-         measure_sweep(w, request.knobs, tp, depth, ckpt, micro, batches, few,
-                       depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap, {},
-                       depth > 1 && ckpt == 0 && micro == 1 ? &optimizer_ms : nullptr))
+    for (const cost::ProfilePoint& q : measure_sweep(
+             w, request.knobs, tp,
+             Sweep(depth, ckpt, micro, batches)
+                 .two_steps_up_to(few)
+                 .meeting_new_batches(depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap)
+                 .adding_optimizer_ms_to(depth > 1 && ckpt == 0 && micro == 1 ? &optimizer_ms
+                                                                              : nullptr)))
       profile.points.push_back(q);
     trace_part(depth == 1 ? "a one-block sweep" : "a deep sweep", part_start);
   };
