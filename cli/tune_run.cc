@@ -114,6 +114,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
     j["elapsed_s"] = summary.elapsed_s;
     j["stopped_because"] = summary.stopped_because;
     j["step_spread_median"] = optional_json(summary.step_spread);
+    j["remeasured_spread_median"] = optional_json(summary.remeasured_spread);
     out << j.dump() << "\n";
     return;
   }
@@ -125,7 +126,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
   }
   out << "; " << std::fixed << std::setprecision(1) << summary.elapsed_s << " s\n"
       << std::defaultfloat << std::setprecision(6);
-  out << noise_line(summary.step_spread, o.tuner.confirm > 0);
+  out << noise_line(summary.step_spread, o.tuner.confirm > 0, summary.remeasured_spread);
   if (!summary.best) {
     out << "no configuration succeeded\n";
     return;

@@ -363,6 +363,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (!top.empty()) summary.best = top[0];
     summary.elapsed_s = seconds_since(start);
     if (!spreads.empty()) summary.step_spread = median(spreads);
+    summary.remeasured_spread = remeasured_spread(database, task.id);
     return summary;
   };
   if (interrupt_requested()) {

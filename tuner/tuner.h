@@ -97,6 +97,10 @@ struct TuneSummary {
   // measurement of a configuration may land on this machine now. Absent when no trial reported
   // its steps' percentiles (an external command that prints no step times).
   std::optional<double> step_spread;
+  // How far the task's configurations measured more than once lay apart across their trials
+  // (remeasured_spread, tuner/confirmation.h): what the machine's speed did between trials, which
+  // step_spread cannot show. Absent when no configuration has two ok measurements.
+  std::optional<double> remeasured_spread;
 };
 
 // A run whose trials' steps spread by more than this (median) ran on a machine too noisy for its

@@ -41,5 +41,30 @@ TEST(NoiseLineTest, ARunThatConfirmedIsNotToldToConfirm) {
   EXPECT_FALSE(contains(line, "--confirm")) << line;
 }
 
+TEST(NoiseLineTest, TrialsApartWhileTheStepsAreQuietCallTheMachineNoisy) {
+  // One configuration's trials 31% apart, each trial's own steps 2% (this host on 2026-11-29).
+  const std::string line = noise_line(0.02, true, 0.31);
+  EXPECT_TRUE(contains(line, "steps spread by a median 2.0%")) << line;
+  EXPECT_TRUE(
+      contains(line, "; a configuration measured again, by a median 31.0% across its trials"))
+      << line;
+  EXPECT_TRUE(contains(line, "the machine's speed moved between trials (over 5.0%)")) << line;
+  EXPECT_TRUE(contains(line, "run on an idle machine")) << line;
+  EXPECT_FALSE(contains(line, "--confirm")) << line;
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line";
+  // Noisy steps are said first, as before.
+  EXPECT_TRUE(contains(noise_line(0.081, true, 0.31), " - a noisy machine (over 5.0%)"));
+}
+
+TEST(NoiseLineTest, TrialsCloseTogetherAddNoWarning) {
+  EXPECT_EQ(noise_line(0.023, true, 0.012),
+            "noise: a trial's steps spread by a median 2.3% (p90 - p10 over the median); a "
+            "configuration measured again, by a median 1.2% across its trials (max - min over the "
+            "median)\n");
+  // An external command that reports no step times: the trials' figure alone.
+  EXPECT_EQ(noise_line(std::nullopt, true, 0.012).rfind("noise: a configuration measured again", 0),
+            0u);
+}
+
 }  // namespace
 }  // namespace slapo::cli

@@ -33,6 +33,8 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
   // The run's noise, from the steps of the trials it measured (none on resume: unknown).
   ASSERT_TRUE(summary["step_spread_median"].is_number()) << summary.dump();
   EXPECT_GE(summary["step_spread_median"].get<double>(), 0);
+  // Nothing was measured twice: how far trials of one configuration lie apart is not known.
+  EXPECT_TRUE(summary["remeasured_spread_median"].is_null()) << summary.dump();
   Outcome again = run("single-device --space " + kSpace + " --db " + db +
                       " --runner inprocess --strategy random --trials 4 --json");
   const auto resumed = nlohmann::json::parse(last_line(again.out));
@@ -42,6 +44,25 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
   EXPECT_TRUE(resumed["step_spread_median"].is_null()) << resumed.dump();
   Outcome trials = run("db trials --db " + db + " --format json");
   EXPECT_EQ(nlohmann::json::parse(trials.out).size(), 4u);
+}
+
+// A run that measures its best again says how far that configuration's trials lay apart — the
+// machine's speed between trials, which no trial's own steps show — beside its steps' spread.
+TEST(TuneCliTest, AConfirmedRunSaysHowFarItsTrialsLayApart) {
+  const std::string db = temp_db("remeasured-spread");
+  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+                  " --runner inprocess --strategy random --trials 2 --confirm 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("noise: a trial's steps spread by a median "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; a configuration measured again, by a median "), std::string::npos)
+      << r.out;
+  Outcome json = run("single-device --space " + kSpace + " --db " + db +
+                     " --runner inprocess --strategy random --trials 2 --confirm 1 --json");
+  ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
+  const auto summary = nlohmann::json::parse(last_line(json.out));
+  // Resumed: the task's re-measurements still say it.
+  ASSERT_TRUE(summary["remeasured_spread_median"].is_number()) << summary.dump();
+  EXPECT_GE(summary["remeasured_spread_median"].get<double>(), 0);
 }
 
 // A time limit spent before the first trial (here at once; on a busy machine, on the cost

@@ -538,6 +538,7 @@ TEST(ConfirmationTest, WithoutItTheLuckyMeasurementWins) {
   ASSERT_TRUE(summary.best.has_value());
   EXPECT_EQ(summary.best->config, s.runner_up);
   EXPECT_EQ(summary.remeasured, 0u);
+  EXPECT_FALSE(summary.remeasured_spread.has_value());
 }
 
 TEST(ConfirmationTest, TheBestFewAreMeasuredAgainAndRankedByTheirMedian) {
@@ -563,6 +564,9 @@ TEST(ConfirmationTest, TheBestFewAreMeasuredAgainAndRankedByTheirMedian) {
   const auto lucky = s.database->find_trial(summary.task_id, s.runner_up);
   EXPECT_NEAR(*lucky->confirmed_objective, throughput(s.runner_up),
               1e-9);  // median of 78.1, 60, 60
+  // Across their trials: the runner-up's range 18.1 over its median 60, the optimum's none.
+  ASSERT_TRUE(summary.remeasured_spread.has_value());
+  EXPECT_NEAR(*summary.remeasured_spread, (0.3 + 0.0) / 2, 1e-9);
 
   // Running it again re-measures nothing.
   const TuneSummary resumed = tune(s.space, s.noisy, *s.database, s.key, s.options(2));
