@@ -20,7 +20,9 @@
 // is replayed as a live run would see it: `auto` searches with the model built from those
 // profiles, calibrated by every replayed measurement, and the profiles' cost counts in mean
 // trials of the table (issue 14's target: the optimum, or a tie, within 3 measured trials,
-// profile included). "auto, no model" is the same strategy without the profiles.
+// profile included). "auto, no model" is the same strategy without the profiles; "auto, command"
+// searches as a run of an external command would (no model; the budget learnt from the trials'
+// reported peaks, the first trial at the leanest corner: how many out of memory in its first ten).
 //
 // Then, with the passes replayed as noise (each measurement draws one recorded pass at random),
 // what the default strategy finally recommends after 20 trials, with and without --confirm 3,
@@ -299,18 +301,38 @@ struct Run {
   double oom_in_first_10 = 0;           // trials that ran out of memory among the first 10
 };
 
-Run run_once(const Table& table, const space::CompiledSpace& space, const std::string& strategy,
+// How a contender searches the table: a strategy, with the recorded cost model or without it, and
+// as a tuning run of an external command would (`as_command`: no model; the table's memory budget
+// learnt from the trials' reported peaks, the first trial at the leanest corner of the first
+// proposal — cli/tune_run.cc, docs/scripts.md "Learning memory from the reports").
+struct Contender {
+  std::string label, strategy;
+  bool with_model = false;
+  bool as_command = false;
+};
+
+Run run_once(const Table& table, const space::CompiledSpace& space, const Contender& contender,
              const RecordedModel* recorded, uint64_t seed) {
   TableRunner runner(table);
   auto database = db::Database::in_memory();
   const db::TaskKey key = table_task(table);
   tuner::TunerOptions options;
-  options.strategy = strategy;
+  options.strategy = contender.strategy;
   std::unique_ptr<runners::WorkloadCostModel> model;
-  if (recorded) {
+  if (contender.with_model && recorded) {
     model = recorded->fresh(space);
     options.cost_model = model.get();
   }
+  if (contender.as_command) {
+    // A command's trials report their peak as a metric (the recorded `peak_bytes`); an out of
+    // memory reports none.
+    options.memory_budget_bytes = static_cast<double>(
+        runners::Workload::from_json(table.declared.workload_json, table.declared.origin)
+            .memory_budget);
+    options.memory_metric = "peak_bytes";
+    options.lean_start = true;
+  }
+  const std::string& strategy = contender.label;
   options.trials = 0;  // until the strategy has nothing left
   options.seed = seed;
   Run run;
@@ -499,12 +521,11 @@ int main(int argc, char** argv) {
       const space::CompiledSpace space = space::CompiledSpace::compile(table.declared);
       std::optional<RecordedModel> recorded;
       if (!table.profiles.empty()) recorded.emplace(table);
-      // (label, strategy, with the recorded cost model)
-      std::vector<std::tuple<std::string, std::string, bool>> strategies = {
-          {"auto", "auto", recorded.has_value()}};
-      if (recorded) strategies.emplace_back("auto, no model", "auto", false);
+      std::vector<Contender> strategies = {{"auto", "auto", recorded.has_value()}};
+      if (recorded) strategies.push_back({"auto, no model", "auto"});
+      strategies.push_back({"auto, command", "auto", false, true});
       for (const char* name : {"bayes", "coordinate", "random", "slapo", "exhaustive"})
-        strategies.emplace_back(name, name, false);
+        strategies.push_back({name, name});
       size_t ok = 0;
       for (const auto& [k, r] : table.results) ok += r.status == TrialStatus::kOk;
       std::printf(
@@ -524,10 +545,11 @@ int main(int argc, char** argv) {
                   "p90", "to a tie", "p90", "to 98%", "p90", "best@10", "best@20", "best@30",
                   "oom@10");
       std::map<std::string, double> medians, tie_medians;
-      for (const auto& [label, strategy, with_model] : strategies) {
+      for (const Contender& contender : strategies) {
+        const std::string& label = contender.label;
         std::vector<double> to_opt, to_tie, to_98, at[3], oom10;
         for (int seed = 0; seed < seeds; ++seed) {
-          const Run r = run_once(table, space, strategy, with_model ? &*recorded : nullptr,
+          const Run r = run_once(table, space, contender, recorded ? &*recorded : nullptr,
                                  static_cast<uint64_t>(seed));
           to_opt.push_back(r.trials_to_optimum);
           to_tie.push_back(r.trials_to_tie);
