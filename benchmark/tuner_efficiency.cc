@@ -332,7 +332,6 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const Conten
     options.memory_metric = "peak_bytes";
     options.lean_start = true;
   }
-  const std::string& strategy = contender.label;
   options.trials = 0;  // until the strategy has nothing left
   options.seed = seed;
   Run run;
@@ -349,9 +348,9 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const Conten
         const cost::Predicted q = model->predict(p.config);
         if (q.prediction) predicted = std::to_string(q.prediction->samples_per_s);
       }
-      std::printf("  trace %s #%zu %s: %s, %.1f samples/s (predicted now %s)\n", strategy.c_str(),
-                  p.measured, p.config.canonical_json().c_str(), to_string(p.status),
-                  p.objective.value_or(0.0), predicted.c_str());
+      std::printf("  trace %s #%zu %s: %s, %.1f samples/s (predicted now %s)\n",
+                  contender.label.c_str(), p.measured, p.config.canonical_json().c_str(),
+                  to_string(p.status), p.objective.value_or(0.0), predicted.c_str());
     }
     if (p.status == TrialStatus::kOom && p.measured <= 10) ++run.oom_in_first_10;
     if (p.objective) best = std::max(best, *p.objective);

@@ -19,8 +19,8 @@ std::string noise_line(std::optional<double> spread, bool confirmed,
         << "% (p90 - p10 over the median)";
   if (spread && remeasured) out << "; ";
   if (remeasured) {
-    out << "a configuration measured again, by a median " << 100 * *remeasured
-        << "% across its trials (max - min over the median)";
+    out << "measured again, a configuration's trials lay a median " << 100 * *remeasured
+        << "% apart (max - min over the median)";
   }
   const auto noisy = [](std::optional<double> s) { return s && *s > tuner::kNoisyStepSpread; };
   // The steps' spread first: a machine noisy within a trial is noisy between trials too.
