@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/noise_line.h"
 #include "core/error.h"
 #include "core/metrics.h"
 
@@ -437,6 +438,12 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
   if (!data.reproduce.empty()) {
     html << "<p>The best, by hand: <code class='reproduce'>" << escape(data.reproduce)
          << "</code></p>\n";
+  }
+  if (std::string noise =
+          noise_line(data.step_spread, !data.remeasurements.empty(), data.remeasured_spread);
+      !noise.empty()) {
+    noise.pop_back();  // its newline
+    html << "<p class='noise'>" << escape(noise) << "</p>\n";
   }
 
   html << "<h2>Objective over " << escape(xk) << " × " << escape(yk) << "</h2>\n";

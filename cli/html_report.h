@@ -1,7 +1,7 @@
 #pragma once
 // The HTML report of a tuning task (`slapo-tune report`): one self-contained file — inline SVG and
 // CSS, no script, nothing fetched — with
-//   - the line that reproduces the best configuration;
+//   - the line that reproduces the best configuration, and the task's noise (cli/noise_line.h);
 //   - a heat map of the objective over two knobs (the best over the other knobs in each cell, by
 //     the median where re-measured), every recorded value of both knobs shown; cells where every
 //     trial ran out of memory, was pruned, or failed marked as such, unmeasured ones unmistakable;
@@ -12,6 +12,7 @@
 //     trial started, failed trials marked;
 //   - the top configurations with their metrics and the range of their measurements.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct ReportData {
   std::vector<db::TrialRecord> trials;
   std::vector<db::Remeasurement> remeasurements;
   std::string reproduce;  // the line that reproduces the best (empty: none succeeded)
+  // The task's noise: the median step spread of its ok trials (tuner::step_spread) and how far
+  // its re-measured configurations' trials lay apart (tuner::remeasured_spread); absent: unknown.
+  std::optional<double> step_spread, remeasured_spread;
 };
 
 // Throws Error(kInvalidArgument) naming a knob the task's configurations do not have.

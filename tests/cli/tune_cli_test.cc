@@ -175,6 +175,11 @@ TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(page.find("<th>median</th><th>measured</th>"), std::string::npos);
   EXPECT_NE(page.find("rank by the median of their measurements"), std::string::npos);
+  // And its noise: the command prints no step times; its throughput repeats to the digit.
+  EXPECT_NE(page.find("<p class='noise'>noise: measured again, a configuration's trials lay a "
+                      "median 0.0% apart"),
+            std::string::npos)
+      << page.substr(0, 2000);
 }
 
 TEST(TuneCliTest, BadInput) {
