@@ -45,8 +45,8 @@ std::optional<db::Remeasurement> remeasure(runners::Runner& runner, db::Database
 // range of its ok measurements over their median, (max - min) / median — the figure step_spread
 // gives a trial's own steps —, and the median over those trials. Nullopt when no trial has two ok
 // measurements. A trial's own steps cannot show it: on the host of 2026-11-29 one configuration
-// ran at 60 to 105 samples/s from one trial to the next, seconds apart — a range of 55% of its
-// median — while the steps within each lay 1-27% apart (docs/benchmarks.md).
+// ran at 59.8 to 104.9 samples/s in four trials seconds apart — a range of 54% of their median —
+// while the steps within each lay 1-11% apart (docs/benchmarks.md).
 std::optional<double> remeasured_spread(db::Database& database, int64_t task);
 
 ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
