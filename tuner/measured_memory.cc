@@ -77,6 +77,7 @@ void MeasuredMemory::observe(const Config& config, const TrialResult& result, in
   p.bytes = *bytes;
   p.index = index;
   measured_.push_back({config, p});
+  if (result.status != TrialStatus::kOk) return;  // a partial peak: not the configuration's
   if (const auto batch = batch_of(config)) {
     p.batch = *batch;
     by_group_[group_of(config)].push_back(p);
@@ -94,6 +95,22 @@ std::optional<std::string> MeasuredMemory::over_budget(const Config& config) con
     }
   }
   // Affine in the batch size at the same other knobs.
+  const std::optional<Fit> fit = fitted(config);
+  if (!fit || fit->bytes < budget_ * kMargin) return std::nullopt;
+  std::string from;
+  for (const Point& p : *fit->from) from += (from.empty() ? "" : ", ") + std::to_string(p.index);
+  return "predicted out of memory: " + mib(fit->bytes) + " over the budget of " + mib(budget_) +
+         " (" + metric_ + " fitted over " + batch_knob_ + " from trials " + from + ")";
+}
+
+std::optional<double> MeasuredMemory::share_of_budget(const Config& config) const {
+  if (budget_ <= 0) return std::nullopt;
+  const std::optional<Fit> fit = fitted(config);
+  if (!fit) return std::nullopt;
+  return fit->bytes / budget_;
+}
+
+std::optional<MeasuredMemory::Fit> MeasuredMemory::fitted(const Config& config) const {
   const auto batch = batch_of(config);
   const auto group = batch ? by_group_.find(group_of(config)) : by_group_.end();
   if (!batch || group == by_group_.end()) return std::nullopt;
@@ -110,12 +127,7 @@ std::optional<std::string> MeasuredMemory::over_budget(const Config& config) con
   if (n < 2 || det <= 0) return std::nullopt;  // one batch size: no slope to extrapolate with
   const double slope = (n * sxy - sx * sy) / det;
   const double intercept = (sy - slope * sx) / n;
-  const double predicted = intercept + slope * *batch;
-  if (predicted < budget_ * kMargin) return std::nullopt;
-  std::string from;
-  for (const Point& p : points) from += (from.empty() ? "" : ", ") + std::to_string(p.index);
-  return "predicted out of memory: " + mib(predicted) + " over the budget of " + mib(budget_) +
-         " (" + metric_ + " fitted over " + batch_knob_ + " from trials " + from + ")";
+  return Fit{intercept + slope * *batch, &points};
 }
 
 }  // namespace slapo::tuner

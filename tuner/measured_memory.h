@@ -7,12 +7,16 @@
 //     that reported more than the budget needs more than the budget too.
 //   - Affine in batch size at fixed other knobs: with two or more batch sizes measured at the same
 //     values of every other knob, peak memory is fitted as a + b·batch (least squares) and
-//     predicted for the other batch sizes there.
+//     predicted for the other batch sizes there. Only trials that finished teach the fit: what a
+//     trial that ran out of memory reported is the peak it reached before it failed.
 //
 // A configuration predicted over the budget by a margin (kMargin: a fit is not a measurement) is
-// recorded as pruned with the prediction as its reason and never run. Out-of-memory failures
-// without reports are MemoryDominance's to learn from; the tuner also starts such a run at the
-// leanest corner of its first proposal (tuner.cc), so it does not open with out-of-memory trials.
+// recorded as pruned with the prediction as its reason and never run. The fit's predictions, as
+// shares of the budget, also steer the search (Strategy::learn_memory_from): auto's first climb
+// along the batch measures two small batches and then goes straight to the largest batch the fit
+// says fits. Out-of-memory failures without reports are MemoryDominance's to learn from; the tuner
+// also starts such a run at the leanest corner of its first proposal (tuner.cc), so it does not
+// open with out-of-memory trials.
 
 #include <map>
 #include <optional>
@@ -43,6 +47,9 @@ class MeasuredMemory {
   void observe(const Config& config, const TrialResult& result, int64_t index);
   // Why `config` needs more than the budget, when what was measured says so; nullopt otherwise.
   std::optional<std::string> over_budget(const Config& config) const;
+  // The peak the affine fit predicts for `config`, as a share of the budget; nullopt while its
+  // batch sizes at its other knobs' values have not taught a fit.
+  std::optional<double> share_of_budget(const Config& config) const;
   const std::string& metric() const { return metric_; }
 
   // A prediction must pass the budget by this factor before a configuration is skipped.
@@ -54,8 +61,13 @@ class MeasuredMemory {
     double bytes = 0;
     int64_t index = 0;
   };
+  struct Fit {
+    double bytes = 0;                // predicted at the configuration's batch
+    const std::vector<Point>* from;  // the points fitted
+  };
   std::string group_of(const Config& config) const;  // every knob but the batch knob
   std::optional<double> batch_of(const Config& config) const;
+  std::optional<Fit> fitted(const Config& config) const;
 
   const space::CompiledSpace& space_;
   MemoryDominance dominance_;
@@ -63,7 +75,7 @@ class MeasuredMemory {
   double budget_;
   std::string batch_knob_;  // the memory-up knob the fit is affine in ("" : none)
   std::vector<std::pair<Config, Point>> measured_;
-  std::map<std::string, std::vector<Point>> by_group_;
+  std::map<std::string, std::vector<Point>> by_group_;  // the finished trials, by group
 };
 
 }  // namespace slapo::tuner
