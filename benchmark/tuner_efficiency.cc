@@ -82,6 +82,7 @@ struct Table {
   // their median (|log|). A table recorded on a noisy machine has its optimum and ties by chance.
   std::vector<double> pass_spreads;
   std::optional<double> passes_apart;
+  double memory_budget_bytes = 0;  // the workload's (0: none)
 };
 
 // A metric's median over measurements, for every metric they all have.
@@ -114,6 +115,8 @@ Table load_table(const std::string& base) {
   Table t;
   t.name = base.substr(base.find_last_of('/') + 1);
   t.declared = space::load_space_file(base + ".toml");
+  t.memory_budget_bytes = static_cast<double>(
+      runners::Workload::from_json(t.declared.workload_json, t.declared.origin).memory_budget);
   std::vector<std::string> passes = {base + ".json"};
   for (int i = 2;; ++i) {
     const std::string more = base + "." + std::to_string(i) + ".json";
@@ -324,11 +327,9 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const Conten
     options.cost_model = model.get();
   }
   if (contender.as_command) {
-    // A command's trials report their peak as a metric (the recorded `peak_bytes`); an out of
-    // memory reports none.
-    options.memory_budget_bytes = static_cast<double>(
-        runners::Workload::from_json(table.declared.workload_json, table.declared.origin)
-            .memory_budget);
+    // A command's trials report their peak as a metric (the recorded `peak_bytes`; an out of
+    // memory's is the peak it reached before it failed, which the fit leaves out).
+    options.memory_budget_bytes = table.memory_budget_bytes;
     options.memory_metric = "peak_bytes";
     options.lean_start = true;
   }

@@ -32,7 +32,8 @@ struct ReportData {
   std::vector<db::Remeasurement> remeasurements;
   std::string reproduce;  // the line that reproduces the best (empty: none succeeded)
   // The task's noise: the median step spread of its ok trials (tuner::step_spread) and how far
-  // its re-measured configurations' trials lay apart (tuner::remeasured_spread); absent: unknown.
+  // its re-measured configurations' trials lay apart (tuner::remeasured_spread, tuner/noise.h);
+  // absent: unknown.
   std::optional<double> step_spread, remeasured_spread;
 };
 

@@ -9,10 +9,8 @@
 #include "cli/count_option.h"
 #include "cli/tune_run.h"
 #include "core/error.h"
-#include "core/stats.h"
 #include "db/database.h"
-#include "tuner/confirmation.h"
-#include "tuner/strategy.h"
+#include "tuner/noise.h"
 
 namespace slapo::cli {
 
@@ -59,13 +57,8 @@ int run_report(const ReportCommandOptions& o, std::ostream& out, std::ostream& e
   data.trials = database->trials(task_id);
   data.remeasurements = database->remeasurements(task_id);
   // The noise as the tuning run's summary says it, over every trial of the task.
-  std::vector<double> spreads;
-  for (const db::TrialRecord& t : data.trials) {
-    if (t.result.status != TrialStatus::kOk) continue;
-    if (const auto spread = tuner::step_spread(t.result.metrics)) spreads.push_back(*spread);
-  }
-  if (!spreads.empty()) data.step_spread = median(spreads);
-  data.remeasured_spread = tuner::remeasured_spread(*database, task_id);
+  data.step_spread = tuner::median_step_spread(data.trials);
+  data.remeasured_spread = tuner::remeasured_spread(data.trials, data.remeasurements);
   const auto best = database->best(task_id, 1);
   if (!best.empty()) {
     const runners::RunnerSpec spec =

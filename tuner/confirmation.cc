@@ -1,12 +1,9 @@
 #include "tuner/confirmation.h"
 
-#include <algorithm>
-#include <map>
 #include <set>
 #include <vector>
 
 #include "core/interrupt.h"
-#include "core/stats.h"
 #include "tuner/measure.h"
 
 namespace slapo::tuner {
@@ -41,25 +38,6 @@ std::optional<db::Remeasurement> remeasure(runners::Runner& runner, db::Database
     on_progress(p);
   }
   return r;
-}
-
-std::optional<double> remeasured_spread(db::Database& database, int64_t task) {
-  std::map<int64_t, std::vector<double>> measurements;  // by trial: its ok objectives
-  for (const db::Remeasurement& r : database.remeasurements(task)) {
-    if (r.result.status == TrialStatus::kOk && r.objective && *r.objective > 0)
-      measurements[r.trial_index].push_back(*r.objective);
-  }
-  std::vector<double> spreads;
-  for (auto& [index, values] : measurements) {
-    const db::TrialRecord first = database.trial(task, index);
-    if (first.result.status == TrialStatus::kOk && first.objective && *first.objective > 0)
-      values.push_back(*first.objective);
-    if (values.size() < 2) continue;
-    const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-    spreads.push_back((*hi - *lo) / median(values));
-  }
-  if (spreads.empty()) return std::nullopt;
-  return median(spreads);
 }
 
 ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,

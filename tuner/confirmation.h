@@ -40,15 +40,6 @@ std::optional<db::Remeasurement> remeasure(runners::Runner& runner, db::Database
                                            const std::function<void(const Progress&)>& on_progress,
                                            const std::string& note = "");
 
-// How far the machine's speed moved between trials, as the task's re-measured configurations
-// show it (the confirmation's rounds, an outlier's check): for each trial measured again, the
-// range of its ok measurements over their median, (max - min) / median — the figure step_spread
-// gives a trial's own steps —, and the median over those trials. Nullopt when no trial has two ok
-// measurements. A trial's own steps cannot show it: on the host of 2026-11-29 one configuration
-// ran at 59.8 to 104.9 samples/s in four trials seconds apart — a range of 54% of their median —
-// while the steps within each lay 1-11% apart (docs/benchmarks.md).
-std::optional<double> remeasured_spread(db::Database& database, int64_t task);
-
 ConfirmationCounts confirm_best(runners::Runner& runner, db::Database& database,
                                 const db::TaskRecord& task, const TunerOptions& options,
                                 const std::function<bool()>& out_of_time,

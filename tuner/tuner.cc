@@ -15,6 +15,7 @@
 #include "tuner/measured_memory.h"
 #include "tuner/memory_dominance.h"
 #include "tuner/model_strategy.h"
+#include "tuner/noise.h"
 #include "tuner/shared_study.h"
 
 namespace slapo::tuner {
@@ -365,7 +366,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (!top.empty()) summary.best = top[0];
     summary.elapsed_s = seconds_since(start);
     if (!spreads.empty()) summary.step_spread = median(spreads);
-    summary.remeasured_spread = remeasured_spread(database, task.id);
+    summary.remeasured_spread =
+        remeasured_spread(database.trials(task.id), database.remeasurements(task.id));
     return summary;
   };
   if (interrupt_requested()) {

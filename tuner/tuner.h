@@ -98,7 +98,7 @@ struct TuneSummary {
   // its steps' percentiles (an external command that prints no step times).
   std::optional<double> step_spread;
   // How far the task's configurations measured more than once lay apart across their trials
-  // (remeasured_spread, tuner/confirmation.h): what the machine's speed did between trials, which
+  // (remeasured_spread, tuner/noise.h): what the machine's speed did between trials, which
   // step_spread cannot show. Absent when no configuration has two ok measurements.
   std::optional<double> remeasured_spread;
 };

@@ -20,6 +20,7 @@
 #include "tuner/measured_memory.h"
 #include "tuner/memory_dominance.h"
 #include "tuner/model_strategy.h"
+#include "tuner/noise.h"
 #include "tuner/tuner.h"
 
 namespace slapo::tuner {
@@ -420,6 +421,43 @@ TEST(TunerTest, AutoClimbsTheBatchToWhereTheReportedMemoryFitSaysItFits) {
   EXPECT_EQ(blind[1], "batch_size=8 ckpt=0.0 attn=naive ok");
   EXPECT_NE(std::find(blind.begin(), blind.end(), "batch_size=64 ckpt=0.0 attn=naive oom"),
             blind.end());
+}
+
+// The two noise figures from records in hand: the ok trials' step spreads, and per re-measured
+// trial the range of its ok measurements over their median.
+TEST(NoiseTest, StepSpreadOfTheOkTrialsAndTheRangeOfEachRemeasuredTrial) {
+  auto trial = [](int64_t index, TrialStatus status, double objective, double p10, double p90) {
+    db::TrialRecord t;
+    t.index = index;
+    t.result.status = status;
+    if (status == TrialStatus::kOk) t.objective = objective;
+    t.result.metrics[metric::kStepMsP10] = p10;
+    t.result.metrics[metric::kStepMsP90] = p90;
+    t.result.metrics[metric::kStepMsMedian] = 100;
+    return t;
+  };
+  const std::vector<db::TrialRecord> trials = {
+      trial(0, TrialStatus::kOk, 80, 95, 105),    // its steps 10% apart
+      trial(1, TrialStatus::kOk, 60, 98, 102),    // 4%
+      trial(2, TrialStatus::kOom, 0, 50, 150),    // a failure's steps count for nothing
+      trial(3, TrialStatus::kOk, 100, 99, 101)};  // 2%
+  EXPECT_NEAR(*median_step_spread(trials), 0.04, 1e-12);
+  EXPECT_FALSE(median_step_spread({trials[2]}).has_value());
+  auto again = [](int64_t index, TrialStatus status, double objective) {
+    db::Remeasurement r;
+    r.trial_index = index;
+    r.result.status = status;
+    if (status == TrialStatus::kOk) r.objective = objective;
+    return r;
+  };
+  EXPECT_FALSE(remeasured_spread(trials, {}).has_value());
+  // Trial 0: 80, 100, 120 → 40 / 100; trial 1: 60 and a failed round → one measurement, left out;
+  // trial 3: 100, 90 → 10 / 95.
+  const std::vector<db::Remeasurement> rounds = {
+      again(0, TrialStatus::kOk, 100), again(0, TrialStatus::kOk, 120),
+      again(1, TrialStatus::kCrashed, 0), again(3, TrialStatus::kOk, 90)};
+  EXPECT_NEAR(*remeasured_spread(trials, rounds), (0.4 + 10.0 / 95) / 2, 1e-12);
+  EXPECT_FALSE(remeasured_spread(trials, {rounds[2]}).has_value());
 }
 
 TEST(StrategyTest, UnknownNameListsTheStrategies) {
