@@ -184,13 +184,10 @@ class ModelBased : public Strategy {
     std::optional<Config> reference;
     int64_t lo = 0, hi = -1, mid = 0;
     int climbed = 0;      // rungs observed
-    bool by_fit = false;  // mid is where the memory fit said the largest fitting rung is
-    bool misled = false;  // a rung the fit said fits did not: bisect from then on
     std::string pending;  // the rung proposed, not yet observed
     // fits: climb above mid, else below it.
     void climb(bool fits) {
       ++climbed;
-      if (by_fit && !fits) misled = true;
       if (fits)
         lo = mid + 1;
       else
@@ -210,13 +207,10 @@ class ModelBased : public Strategy {
   // least rungs, which teach it. Binary search opens a wide range with out-of-memory rungs (on
   // the 4-knob table: 40, 28 and 24 around the 20 that fits); the fit replaces them with two
   // small batches that run. A narrower range takes binary search three rungs at most: as many as
-  // teaching the fit and climbing to its answer, so there it keeps the middle. Once a rung the fit
-  // said fits runs out of memory, the fit under-predicts (a metric that misses part of the
-  // memory): following it down would step one rung at a time, so the ladder bisects instead.
+  // teaching the fit and climbing to its answer, so there it keeps the middle.
   static constexpr int64_t kTaughtFrom = 8;
-  int64_t next_rung() {
-    ladder_.by_fit = false;
-    if (memory_share_ && !ladder_.misled) {
+  int64_t next_rung() const {
+    if (memory_share_) {
       bool predicted = false;
       std::optional<int64_t> fits;
       for (int64_t i = ladder_.lo; i <= ladder_.hi; ++i) {
@@ -227,10 +221,7 @@ class ModelBased : public Strategy {
         predicted = true;
         if (*share <= 1.0) fits = i;
       }
-      if (fits) {
-        ladder_.by_fit = true;
-        return *fits;
-      }
+      if (fits) return *fits;
       if (predicted) return ladder_.lo;
       if (ladder_.climbed < 2 && ladder_.domain->size() >= kTaughtFrom) return ladder_.lo;
     }

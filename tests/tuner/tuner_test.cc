@@ -425,45 +425,6 @@ TEST(TunerTest, AutoClimbsTheBatchToWhereTheReportedMemoryFitSaysItFits) {
 
 // The two noise figures from records in hand: the ok trials' step spreads, and per re-measured
 // trial the range of its ok measurements over their median.
-// A memory metric that misses most of the memory: the fit says every batch fits, the largest one
-// runs out, and the ladder bisects from there instead of following the fit down one rung at a time.
-TEST(TunerTest, AFitThatMisledTheLadderIsNotFollowedDown) {
-  class UnderReporting : public runners::Runner {
-   public:
-    std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
-      std::vector<TrialResult> out;
-      for (const Config& c : candidates) {
-        const double batch = as_number(c.at("batch_size"));
-        TrialResult r = batch > 8 ? failed_trial(TrialStatus::kOom, "fake oom") : TrialResult{};
-        if (r.status == TrialStatus::kOk) {
-          r.metrics["samples_per_s"] = batch;
-          r.metrics["peak_rss_mib"] = 100 + batch;  // far less than what it needs
-        }
-        out.push_back(r);
-      }
-      return out;
-    }
-    std::string kind() const override { return "fake"; }
-  } runner;
-  Bench b;
-  TunerOptions o;
-  o.trials = 7;
-  o.lean_start = true;
-  o.memory_budget_bytes = 2048.0 * (1 << 20);
-  const TuneSummary s = tune(b.space, runner, *b.database, b.key, o);
-  std::vector<std::string> ladder;  // the trials at no checkpointing with the first attention
-  for (const auto& t : b.database->trials(s.task_id)) {
-    if (as_number(t.config.at("ckpt")) == 0 &&
-        std::get<std::string>(t.config.at("attn")) == "naive")
-      ladder.push_back(std::to_string(static_cast<int64_t>(as_number(t.config.at("batch_size")))) +
-                       " " + to_string(t.result.status));
-  }
-  // 1 and 2 teach the fit, 128 is its answer and runs out; bisecting 4..64: 16 out, 4 and 8 fit.
-  ASSERT_GE(ladder.size(), 6u);
-  EXPECT_EQ(std::vector<std::string>(ladder.begin(), ladder.begin() + 6),
-            (std::vector<std::string>{"1 ok", "2 ok", "128 oom", "16 oom", "4 ok", "8 ok"}));
-}
-
 TEST(NoiseTest, StepSpreadOfTheOkTrialsAndTheRangeOfEachRemeasuredTrial) {
   auto trial = [](int64_t index, TrialStatus status, double objective, double p10, double p90) {
     db::TrialRecord t;
