@@ -103,13 +103,6 @@ std::optional<std::string> MeasuredMemory::over_budget(const Config& config) con
          " (" + metric_ + " fitted over " + batch_knob_ + " from trials " + from + ")";
 }
 
-std::optional<double> MeasuredMemory::share_of_budget(const Config& config) const {
-  if (budget_ <= 0) return std::nullopt;
-  const std::optional<Fit> fit = fitted(config);
-  if (!fit) return std::nullopt;
-  return fit->bytes / budget_;
-}
-
 std::optional<MeasuredMemory::Fit> MeasuredMemory::fitted(const Config& config) const {
   const auto batch = batch_of(config);
   const auto group = batch ? by_group_.find(group_of(config)) : by_group_.end();

@@ -11,12 +11,13 @@
 //     trial that ran out of memory reported is the peak it reached before it failed.
 //
 // A configuration predicted over the budget by a margin (kMargin: a fit is not a measurement) is
-// recorded as pruned with the prediction as its reason and never run. The fit's predictions, as
-// shares of the budget, also steer the search (Strategy::learn_memory_from): auto's first climb
-// along the batch measures two small batches and then goes straight to the largest batch the fit
-// says fits. Out-of-memory failures without reports are MemoryDominance's to learn from; the tuner
-// also starts such a run at the leanest corner of its first proposal (tuner.cc), so it does not
-// open with out-of-memory trials.
+// recorded as pruned with the prediction as its reason and never run. The fit only prunes, never
+// steers the search toward what it predicts fits: a command's reports usually miss part of what
+// its budget caps (resident memory against an address-space limit: about 1 GiB of LibTorch's
+// mappings on this machine), so a prediction under the budget is no promise (docs/scripts.md).
+// Out-of-memory failures without reports are MemoryDominance's to learn from; the tuner also
+// starts such a run at the leanest corner of its first proposal (tuner.cc), so it does not open
+// with out-of-memory trials.
 
 #include <map>
 #include <optional>
@@ -47,9 +48,6 @@ class MeasuredMemory {
   void observe(const Config& config, const TrialResult& result, int64_t index);
   // Why `config` needs more than the budget, when what was measured says so; nullopt otherwise.
   std::optional<std::string> over_budget(const Config& config) const;
-  // The peak the affine fit predicts for `config`, as a share of the budget; nullopt while its
-  // batch sizes at its other knobs' values have not taught a fit.
-  std::optional<double> share_of_budget(const Config& config) const;
   const std::string& metric() const { return metric_; }
 
   // A prediction must pass the budget by this factor before a configuration is skipped.

@@ -139,8 +139,6 @@ class ModelBased : public Strategy {
     return out;
   }
 
-  void learn_memory_from(MemoryShareFn share) override { memory_share_ = std::move(share); }
-
   void observe(const std::vector<Observation>& observations) override {
     for (const Observation& o : observations) {
       Seen s;
@@ -183,50 +181,15 @@ class ModelBased : public Strategy {
     const std::vector<Value>* domain = nullptr;
     std::optional<Config> reference;
     int64_t lo = 0, hi = -1, mid = 0;
-    int climbed = 0;      // rungs observed
     std::string pending;  // the rung proposed, not yet observed
     // fits: climb above mid, else below it.
     void climb(bool fits) {
-      ++climbed;
       if (fits)
         lo = mid + 1;
       else
         hi = mid - 1;
     }
-    Config rung(int64_t i) const {
-      Config c = *reference;
-      c.set(knob, (*domain)[static_cast<size_t>(i)]);
-      return c;
-    }
   };
-
-  // Where the ladder steps next in [lo, hi]: the middle (a binary search) — unless the trials
-  // report their memory (learn_memory_from). Then it goes to the largest rung the reports' fit
-  // predicts to fit (the least when it predicts none does: the tuner skips that one when it is
-  // over the budget); before the fit exists, on a range of kTaughtFrom rungs or more, to the two
-  // least rungs, which teach it. Binary search opens a wide range with out-of-memory rungs (on
-  // the 4-knob table: 40, 28 and 24 around the 20 that fits); the fit replaces them with two
-  // small batches that run. A narrower range takes binary search three rungs at most: as many as
-  // teaching the fit and climbing to its answer, so there it keeps the middle.
-  static constexpr int64_t kTaughtFrom = 8;
-  int64_t next_rung() const {
-    if (memory_share_) {
-      bool predicted = false;
-      std::optional<int64_t> fits;
-      for (int64_t i = ladder_.lo; i <= ladder_.hi; ++i) {
-        const Config rung = ladder_.rung(i);
-        if (!space_->contains(rung).ok) continue;
-        const std::optional<double> share = memory_share_(rung);
-        if (!share) continue;
-        predicted = true;
-        if (*share <= 1.0) fits = i;
-      }
-      if (fits) return *fits;
-      if (predicted) return ladder_.lo;
-      if (ladder_.climbed < 2 && ladder_.domain->size() >= kTaughtFrom) return ladder_.lo;
-    }
-    return (ladder_.lo + ladder_.hi) / 2;
-  }
 
   std::optional<Config> ladder_rung(const KnownFn& known) {
     if (!ladder_.reference) {
@@ -244,8 +207,9 @@ class ModelBased : public Strategy {
       }
     }
     while (ladder_.lo <= ladder_.hi) {
-      ladder_.mid = next_rung();
-      Config rung = ladder_.rung(ladder_.mid);
+      ladder_.mid = (ladder_.lo + ladder_.hi) / 2;
+      Config rung = *ladder_.reference;
+      rung.set(ladder_.knob, (*ladder_.domain)[static_cast<size_t>(ladder_.mid)]);
       std::string key = rung.canonical_json();
       const auto seen = observed_.find(key);
       if (seen != observed_.end()) {
@@ -439,7 +403,6 @@ class ModelBased : public Strategy {
 
   const bool memory_frontier_;
   Ladder ladder_;
-  MemoryShareFn memory_share_;  // empty: the trials report no memory
   const space::CompiledSpace* space_ = nullptr;
   std::unique_ptr<Rng> rng_;
   bool minimize_ = false;

@@ -331,9 +331,6 @@ class Auto : public Strategy {
     return inner_->propose(n, known);
   }
   void observe(const std::vector<Observation>& o) override { inner_->observe(o); }
-  void learn_memory_from(MemoryShareFn share) override {
-    inner_->learn_memory_from(std::move(share));
-  }
   std::string why_done() const override { return inner_->why_done(); }
 
  private:

@@ -38,9 +38,6 @@ struct Observation {
 std::optional<double> step_spread(const std::map<std::string, double>& metrics);
 
 using KnownFn = std::function<bool(const Config&)>;
-// The share of the memory budget a configuration is predicted to need from what the trials
-// reported (tuner/measured_memory.h); nullopt while nothing predicts it.
-using MemoryShareFn = std::function<std::optional<double>(const Config&)>;
 
 class Strategy {
  public:
@@ -51,10 +48,6 @@ class Strategy {
                      const Objective& objective) = 0;
   virtual std::vector<Config> propose(size_t n, const KnownFn& known) = 0;
   virtual void observe(const std::vector<Observation>& observations) = 0;
-  // A run whose trials report their memory (an external command under a budget): how much of the
-  // budget a configuration is predicted to need. Called after begin(); the function outlives the
-  // strategy's use. Strategies that cannot use it ignore it.
-  virtual void learn_memory_from(MemoryShareFn /*share*/) {}
   // Why propose() returned nothing, for the run's summary.
   virtual std::string why_done() const { return "the strategy has nothing left to try"; }
 };

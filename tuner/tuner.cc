@@ -121,10 +121,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   // it (tuner/shared_study.h) — taken in once.
   SharedStudy study(database, task.id, options.claim_timeout_s);
   std::optional<MeasuredMemory> memory;
-  if (options.memory_budget_bytes > 0) {
+  if (options.memory_budget_bytes > 0)
     memory.emplace(space, options.memory_metric, options.memory_budget_bytes);
-    strategy->learn_memory_from([&memory](const Config& c) { return memory->share_of_budget(c); });
-  }
   size_t measured_total = 0;
   std::unordered_map<std::string, double> ok_objectives;  // by configuration (outlier check)
   const auto absorb = [&](const db::TrialRecord& t, std::vector<Observation>* observed) {

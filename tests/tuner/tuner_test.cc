@@ -295,9 +295,6 @@ TEST(MeasuredMemoryTest, PredictsOverTheBudgetFromAFitAndFromDominance) {
             std::string::npos)
       << *hungrier;
   EXPECT_FALSE(memory.over_budget(at(16, 0.5, "fused")).has_value());
-  // The fit as a share of the budget, what steers auto's ladder.
-  EXPECT_NEAR(*memory.share_of_budget(at(32, 0.0, "naive")), 1800.0 / 2048, 1e-9);
-  EXPECT_FALSE(memory.share_of_budget(at(32, 0.0, "fused")).has_value());
 }
 
 // What a trial that ran out of memory reported is the peak it reached before failing: it proves
@@ -319,8 +316,7 @@ TEST(MeasuredMemoryTest, AnOutOfMemoryTrialsPartialPeakIsNotFitted) {
   TrialResult failed = failed_trial(TrialStatus::kOom, "out of memory");
   failed.metrics["peak_rss_mib"] = 700;  // where it stopped, well short of its need
   memory.observe(at(64), failed, 1);
-  EXPECT_FALSE(memory.share_of_budget(at(32)).has_value());  // one finished batch: no fit
-  EXPECT_FALSE(memory.over_budget(at(128)).has_value());
+  EXPECT_FALSE(memory.over_budget(at(128)).has_value());  // one finished batch: no fit
   failed.metrics["peak_rss_mib"] = 2100;  // over the budget before it failed: a proof
   memory.observe(at(64), failed, 2);
   EXPECT_TRUE(memory.over_budget(at(128)).has_value());
@@ -377,54 +373,6 @@ TEST(TunerTest, AReportedMemoryMetricKeepsARunOutOfOutOfMemory) {
   EXPECT_LT(oom_run, blind_oom);
 }
 
-// auto's first climb along the batch with the trials' memory reports: the two least batches teach
-// the fit, the third rung is the largest batch it says fits, the next one is skipped as predicted
-// out of memory — where binary search runs into out of memory on its way.
-TEST(TunerTest, AutoClimbsTheBatchToWhereTheReportedMemoryFitSaysItFits) {
-  class Reporting : public runners::Runner {
-   public:
-    explicit Reporting(FakeRunner& inner) : inner_(inner) {}
-    std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
-      std::vector<TrialResult> out = inner_.run(candidates);
-      for (size_t i = 0; i < out.size(); ++i) {
-        const Config& c = candidates[i];
-        const double effective = as_number(c.at("batch_size")) / (1 + 2 * as_number(c.at("ckpt")));
-        out[i].metrics["peak_rss_mib"] = 100 + 40 * effective;  // over 48 effective: oom
-      }
-      return out;
-    }
-    std::string kind() const override { return "fake"; }
-    FakeRunner& inner_;
-  };
-  auto first_trials = [](bool reported) {
-    Bench b;
-    Reporting runner(b.runner);
-    TunerOptions o;
-    o.trials = 5;
-    o.lean_start = true;
-    if (reported) o.memory_budget_bytes = (100 + 40 * 48.0) * (1 << 20);
-    const TuneSummary s = tune(b.space, runner, *b.database, b.key, o);
-    std::vector<std::string> out;
-    for (const auto& t : b.database->trials(s.task_id))
-      out.push_back(t.config.to_string() + " " + to_string(t.result.status));
-    out.resize(5);
-    return out;
-  };
-  EXPECT_EQ(
-      first_trials(true),
-      (std::vector<std::string>{
-          "batch_size=1 ckpt=1.0 attn=naive ok",  // the lean start
-          "batch_size=1 ckpt=0.0 attn=naive ok", "batch_size=2 ckpt=0.0 attn=naive ok",
-          "batch_size=32 ckpt=0.0 attn=naive ok", "batch_size=64 ckpt=0.0 attn=naive pruned"}));
-  // Without the reports: the middle of the range first, and out of memory above it.
-  const std::vector<std::string> blind = first_trials(false);
-  EXPECT_EQ(blind[1], "batch_size=8 ckpt=0.0 attn=naive ok");
-  EXPECT_NE(std::find(blind.begin(), blind.end(), "batch_size=64 ckpt=0.0 attn=naive oom"),
-            blind.end());
-}
-
-// The two noise figures from records in hand: the ok trials' step spreads, and per re-measured
-// trial the range of its ok measurements over their median.
 TEST(NoiseTest, StepSpreadOfTheOkTrialsAndTheRangeOfEachRemeasuredTrial) {
   auto trial = [](int64_t index, TrialStatus status, double objective, double p10, double p90) {
     db::TrialRecord t;
