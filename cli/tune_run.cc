@@ -115,6 +115,9 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
     j["stopped_because"] = summary.stopped_because;
     j["step_spread_median"] = optional_json(summary.step_spread);
     j["remeasured_spread_median"] = optional_json(summary.remeasured_spread);
+    j["memory_metric_misses"] = summary.memory_misses.empty()
+                                    ? nlohmann::ordered_json(nullptr)
+                                    : nlohmann::ordered_json(summary.memory_misses);
     out << j.dump() << "\n";
     return;
   }
@@ -127,6 +130,12 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
   out << "; " << std::fixed << std::setprecision(1) << summary.elapsed_s << " s\n"
       << std::defaultfloat << std::setprecision(6);
   out << noise_line(summary.step_spread, o.tuner.confirm > 0, summary.remeasured_spread);
+  if (!summary.memory_misses.empty()) {
+    // --memory-budget caps a command's address space (runners/command_runner.h).
+    out << "memory: " << summary.memory_misses
+        << "; --memory-budget caps address space (VmPeak in /proc/self/status): report that, "
+           "and the fit prunes what will not fit\n";
+  }
   if (!summary.best) {
     out << "no configuration succeeded\n";
     return;

@@ -61,6 +61,7 @@ std::string MeasuredMemory::group_of(const Config& config) const {
 }
 
 void MeasuredMemory::observe(const Config& config, const TrialResult& result, int64_t index) {
+  if (result.status == TrialStatus::kOom) out_of_memory_.emplace_back(config, index);
   if (metric_.empty()) {
     for (const auto& [name, value] : result.metrics) {
       if (looks_like_memory_metric(name)) {
@@ -101,6 +102,23 @@ std::optional<std::string> MeasuredMemory::over_budget(const Config& config) con
   for (const Point& p : *fit->from) from += (from.empty() ? "" : ", ") + std::to_string(p.index);
   return "predicted out of memory: " + mib(fit->bytes) + " over the budget of " + mib(budget_) +
          " (" + metric_ + " fitted over " + batch_knob_ + " from trials " + from + ")";
+}
+
+std::string MeasuredMemory::misses() const {
+  const std::pair<Config, int64_t>* first = nullptr;
+  double predicted = 0;
+  for (const auto& oom : out_of_memory_) {
+    const std::optional<Fit> fit = fitted(oom.first);
+    // Within the margin of the budget, a fit may be right and the boundary merely near.
+    if (fit && fit->bytes * kMargin < budget_ && (!first || oom.second < first->second)) {
+      first = &oom;
+      predicted = fit->bytes;
+    }
+  }
+  if (!first) return "";
+  return metric_ + " under-predicts what the budget caps: trial " + std::to_string(first->second) +
+         " (" + first->first.to_string() + ") ran out of memory where its fit over " + batch_knob_ +
+         " predicted " + mib(predicted) + ", under the budget of " + mib(budget_);
 }
 
 std::optional<MeasuredMemory::Fit> MeasuredMemory::fitted(const Config& config) const {

@@ -15,9 +15,11 @@
 // steers the search toward what it predicts fits: a command's reports usually miss part of what
 // its budget caps (resident memory against an address-space limit: about 1 GiB of LibTorch's
 // mappings on this machine), so a prediction under the budget is no promise (docs/scripts.md).
-// Out-of-memory failures without reports are MemoryDominance's to learn from; the tuner also
-// starts such a run at the leanest corner of its first proposal (tuner.cc), so it does not open
-// with out-of-memory trials.
+// When a trial ran out of memory where the fit (with everything measured since) puts it under the
+// budget by more than the margin, the metric has been shown to miss part of it — and so to prune
+// less than it could: misses() says so, for the run's summary. Out-of-memory failures without
+// reports are MemoryDominance's to learn from; the tuner also starts such a run at the leanest
+// corner of its first proposal (tuner.cc), so it does not open with out-of-memory trials.
 
 #include <map>
 #include <optional>
@@ -49,6 +51,12 @@ class MeasuredMemory {
   // Why `config` needs more than the budget, when what was measured says so; nullopt otherwise.
   std::optional<std::string> over_budget(const Config& config) const;
   const std::string& metric() const { return metric_; }
+  // The first trial that ran out of memory where the fit now puts it under the budget (by more
+  // than kMargin), as a
+  // sentence ("peak_rss_mib under-predicts what the budget caps: trial 3 (batch_size=160) ran out
+  // of memory where its fit over batch_size predicted 2040 MiB, under the budget of 2500 MiB");
+  // "" when there is none.
+  std::string misses() const;
 
   // A prediction must pass the budget by this factor before a configuration is skipped.
   static constexpr double kMargin = 1.05;
@@ -73,7 +81,8 @@ class MeasuredMemory {
   double budget_;
   std::string batch_knob_;  // the memory-up knob the fit is affine in ("" : none)
   std::vector<std::pair<Config, Point>> measured_;
-  std::map<std::string, std::vector<Point>> by_group_;  // the finished trials, by group
+  std::map<std::string, std::vector<Point>> by_group_;     // the finished trials, by group
+  std::vector<std::pair<Config, int64_t>> out_of_memory_;  // the trials that ran out, by index
 };
 
 }  // namespace slapo::tuner

@@ -366,6 +366,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (!spreads.empty()) summary.step_spread = median(spreads);
     summary.remeasured_spread =
         remeasured_spread(database.trials(task.id), database.remeasurements(task.id));
+    if (memory) summary.memory_misses = memory->misses();
     return summary;
   };
   if (interrupt_requested()) {

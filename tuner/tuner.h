@@ -101,6 +101,10 @@ struct TuneSummary {
   // (remeasured_spread, tuner/noise.h): what the machine's speed did between trials, which
   // step_spread cannot show. Absent when no configuration has two ok measurements.
   std::optional<double> remeasured_spread;
+  // A run learning memory from its trials' reports (TunerOptions::memory_budget_bytes): the first
+  // trial that ran out of memory although the reports' fit predicted it under the budget
+  // (MeasuredMemory::misses); "" when none did.
+  std::string memory_misses;
 };
 
 // A run whose trials' steps spread by more than this (median) ran on a machine too noisy for its

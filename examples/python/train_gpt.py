@@ -6,8 +6,8 @@
 
 Activation checkpointing per block, gradient accumulation, intra-op threads, and DDP over Gloo when
 started as several ranks (slapo-tune single-node --nproc N, or torchrun). Rank 0 reports, as most
-scripts do: every step an intermediate samples/s, at the end samples/s, step time, peak memory and
-the loss (python/slapo_tune.py).
+scripts do: every step an intermediate samples/s, at the end samples/s, step time, peak memory
+(resident, and the address space that --memory-budget caps) and the loss (python/slapo_tune.py).
 """
 
 import argparse
@@ -65,6 +65,20 @@ class GPT(nn.Module):
         return self.head(self.ln(x))
 
 
+def peak_address_space():
+    """This process's peak virtual memory in bytes (VmPeak): what an address-space limit such as
+    slapo-tune's --memory-budget caps, and what resident memory (ru_maxrss) misses — LibTorch's
+    mappings, about 1 GiB here. None where /proc is not there."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch-size", type=int, default=8)
@@ -116,8 +130,12 @@ def main():
                 slapo_tune.report(step=step - args.warmup, samples_per_s=samples / timed)
     if rank == 0:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        memory = {"peak_rss_bytes": peak}
+        address_space = peak_address_space()
+        if address_space:
+            memory["peak_vm_bytes"] = address_space
         slapo_tune.report(samples_per_s=samples / timed, step_ms=1000 * timed / args.steps,
-                          peak_rss_bytes=peak, loss=loss_value)
+                          loss=loss_value, **memory)
         print(f"throughput: {samples / timed:.2f} samples/s, loss {loss_value:.3f}")
     if world > 1:
         dist.destroy_process_group()

@@ -78,6 +78,9 @@ TEST(CommandCliTest, ThePythonExampleIsTunedOnOneRankWithARealOutOfMemory) {
       EXPECT_EQ(status, "ok") << t.dump();
       EXPECT_GT(t["metrics"]["samples_per_s"].get<double>(), 0);
       EXPECT_GT(t["metrics"]["peak_rss_bytes"].get<double>(), 0);  // every metric is recorded
+      // What --memory-budget caps (address space) is more than what is resident.
+      EXPECT_GT(t["metrics"]["peak_vm_bytes"].get<double>(),
+                t["metrics"]["peak_rss_bytes"].get<double>());
       EXPECT_TRUE(t["metrics"].contains("loss"));
     } else {
       EXPECT_TRUE(status == "oom" || status == "pruned") << t.dump();
@@ -267,6 +270,33 @@ TEST(CommandCliTest, MemoryReportsPruneWhatWouldNotFit) {
   // 2 × 29 configurations do not fit; the reports and the trends leave at most a few to run.
   EXPECT_GT(predicted, 0u);
   EXPECT_LE(oom, 4u) << "out-of-memory trials run despite the reports";
+  // Reports of what the budget caps: no out of memory came as a surprise to the fit.
+  const nlohmann::json summary = nlohmann::json::parse(last_line(r.out));
+  EXPECT_TRUE(summary["memory_metric_misses"].is_null()) << summary.dump();
+}
+
+// Reports that miss part of what the budget caps (resident memory under an address-space cap,
+// say): the summary names the trial that ran out of memory where their fit said it fits.
+TEST(CommandCliTest, ASummarySaysWhenTheMemoryReportsMissPartOfTheBudget) {
+  const std::string db = temp_db("memory_misses");
+  const std::string tag = "slapo_misses_" + std::to_string(getpid());
+  // Reports 100 MiB + 10 MiB per sample, but needs four times that: past batch 6 it runs out.
+  const std::string script =
+      write_temp(tag + ".sh",
+                 "if [ $1 -gt 6 ]; then echo 'MemoryError' >&2; exit 1; fi\n"
+                 "echo \"slapo-metrics: {\\\"peak_rss_mib\\\": $((100 + 10 * $1)), "
+                 "\\\"throughput\\\": $1}\"\n");
+  const std::string space =
+      write_temp(tag + ".toml", "[knobs]\nbatch_size = { range = [1, 8], mem = \"up\" }\n");
+  const Outcome r = run("single-device --space " + space + " --db " + db +
+                        " --strategy exhaustive --trials 0 --memory-budget 1GiB -- sh " + script +
+                        " {batch_size}");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("memory: peak_rss_mib under-predicts what the budget caps: trial 6 "
+                       "(batch_size=7) ran out of memory where its fit over batch_size predicted "
+                       "170 MiB, under the budget of 1024 MiB; --memory-budget caps address space"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(CommandCliTest, InterruptedTenTimesAtRandomNothingIsLostOrOrphanedOrMeasuredTwice) {

@@ -297,6 +297,46 @@ TEST(MeasuredMemoryTest, PredictsOverTheBudgetFromAFitAndFromDominance) {
   EXPECT_FALSE(memory.over_budget(at(16, 0.5, "fused")).has_value());
 }
 
+// A trial that ran out of memory where the fit says it fits shows the metric misses part of what
+// the budget caps; one the fit puts over the budget, or one without a fit, shows nothing.
+TEST(MeasuredMemoryTest, AnOutOfMemoryTheFitPutUnderTheBudgetIsNoted) {
+  const auto space = space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
+  MeasuredMemory memory(space, "peak_rss_mib", 2048.0 * (1 << 20));
+  auto at = [](int64_t batch, const char* attn) {
+    Config c;
+    c.set("batch_size", batch);
+    c.set("ckpt", 0.0);
+    c.set("attn", std::string(attn));
+    return c;
+  };
+  TrialResult report;
+  report.metrics["peak_rss_mib"] = 600;
+  memory.observe(at(8, "naive"), report, 0);
+  report.metrics["peak_rss_mib"] = 1000;
+  memory.observe(at(16, "naive"), report, 1);  // 200 MiB + 50 MiB per sample
+  const TrialResult oom = failed_trial(TrialStatus::kOom, "out of memory");
+  memory.observe(at(64, "naive"), oom, 2);  // 3400 MiB predicted: as the fit said
+  memory.observe(at(32, "fused"), oom, 3);  // no fit there
+  memory.observe(at(37, "naive"), oom, 6);  // 2050 MiB: at the budget, the boundary is near
+  EXPECT_EQ(memory.misses(), "");
+  memory.observe(at(32, "naive"), oom, 4);  // 1800 MiB predicted
+  EXPECT_EQ(memory.misses(),
+            "peak_rss_mib under-predicts what the budget caps: trial 4 (batch_size=32 ckpt=0.0 "
+            "attn=naive) ran out of memory where its fit over batch_size predicted 1800 MiB, "
+            "under the budget of 2048 MiB");
+  memory.observe(at(24, "naive"), oom, 5);
+  EXPECT_NE(memory.misses().find("trial 4 "), std::string::npos);  // the first one
+  // Judged by the fit as it is now: one that ran out before the fit existed counts too.
+  MeasuredMemory later(space, "peak_rss_mib", 2048.0 * (1 << 20));
+  later.observe(at(32, "naive"), oom, 0);
+  EXPECT_EQ(later.misses(), "");
+  report.metrics["peak_rss_mib"] = 600;
+  later.observe(at(8, "naive"), report, 1);
+  report.metrics["peak_rss_mib"] = 1000;
+  later.observe(at(16, "naive"), report, 2);
+  EXPECT_NE(later.misses().find("trial 0 (batch_size=32"), std::string::npos) << later.misses();
+}
+
 // What a trial that ran out of memory reported is the peak it reached before failing: it proves
 // the hungrier ones over the budget when it is over it already, but teaches the fit nothing.
 TEST(MeasuredMemoryTest, AnOutOfMemoryTrialsPartialPeakIsNotFitted) {
