@@ -51,11 +51,10 @@ class MeasuredMemory {
   // Why `config` needs more than the budget, when what was measured says so; nullopt otherwise.
   std::optional<std::string> over_budget(const Config& config) const;
   const std::string& metric() const { return metric_; }
-  // The first trial that ran out of memory where the fit now puts it under the budget (by more
-  // than kMargin), as a
-  // sentence ("peak_rss_mib under-predicts what the budget caps: trial 3 (batch_size=160) ran out
-  // of memory where its fit over batch_size predicted 2040 MiB, under the budget of 2500 MiB");
-  // "" when there is none.
+  // The first trial that ran out of memory where the fit now puts it under the budget by more
+  // than kMargin, as a sentence ("peak_rss_mib under-predicts what the budget caps: trial 3
+  // (batch_size=160) ran out of memory where its fit over batch_size predicted 2040 MiB, under
+  // the budget of 2500 MiB"); "" when there is none.
   std::string misses() const;
 
   // A prediction must pass the budget by this factor before a configuration is skipped.
@@ -68,8 +67,8 @@ class MeasuredMemory {
     int64_t index = 0;
   };
   struct Fit {
-    double bytes = 0;                // predicted at the configuration's batch
-    const std::vector<Point>* from;  // the points fitted
+    double bytes = 0;                          // predicted at the configuration's batch
+    const std::vector<Point>* from = nullptr;  // the points fitted
   };
   std::string group_of(const Config& config) const;  // every knob but the batch knob
   std::optional<double> batch_of(const Config& config) const;

@@ -280,7 +280,8 @@ TEST(CommandCliTest, MemoryReportsPruneWhatWouldNotFit) {
 TEST(CommandCliTest, ASummarySaysWhenTheMemoryReportsMissPartOfTheBudget) {
   const std::string db = temp_db("memory_misses");
   const std::string tag = "slapo_misses_" + std::to_string(getpid());
-  // Reports 100 MiB + 10 MiB per sample, but needs four times that: past batch 6 it runs out.
+  // Reports 100 MiB + 10 MiB per sample, and runs out of memory past batch 6: by its reports,
+  // far under the budget of 1 GiB.
   const std::string script =
       write_temp(tag + ".sh",
                  "if [ $1 -gt 6 ]; then echo 'MemoryError' >&2; exit 1; fi\n"
