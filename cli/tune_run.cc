@@ -134,7 +134,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
     // --memory-budget caps a command's address space (runners/command_runner.h).
     out << "memory: " << summary.memory_misses
         << "; --memory-budget caps address space (VmPeak in /proc/self/status): report that, "
-           "and the fit prunes what will not fit\n";
+           "so that the fit can prune what it predicts will not fit\n";
   }
   if (!summary.best) {
     out << "no configuration succeeded\n";
