@@ -364,8 +364,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (!top.empty()) summary.best = top[0];
     summary.elapsed_s = seconds_since(start);
     if (!spreads.empty()) summary.step_spread = median(spreads);
-    summary.remeasured_spread =
-        remeasured_spread(database.trials(task.id), database.remeasurements(task.id));
+    // The task's trials are read only when some were measured again (usually none are).
+    if (const auto rounds = database.remeasurements(task.id); !rounds.empty())
+      summary.remeasured_spread = remeasured_spread(database.trials(task.id), rounds);
     if (memory) summary.memory_misses = memory->misses();
     return summary;
   };
