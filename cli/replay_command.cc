@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/metrics_list.h"
 #include "cli/tune_run.h"
 #include "core/error.h"
 #include "core/interrupt.h"
@@ -122,12 +123,13 @@ int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
       << "status    recorded " << to_string(recorded.result.status) << ", measured "
       << to_string(measured.status) << "\n";
   if (!measured.error.empty()) out << "error     " << measured.error << "\n";
-  out << std::left << std::setw(18) << "metric" << std::right << std::setw(14) << "recorded"
+  const int name_width = static_cast<int>(metric_name_width(recorded.result.metrics, 18));
+  out << std::left << std::setw(name_width) << "metric" << std::right << std::setw(14) << "recorded"
       << std::setw(14) << "measured" << std::setw(10) << "change"
       << "\n";
   for (const auto& [name, value] : recorded.result.metrics) {
     const auto m = measured.metrics.find(name);
-    out << std::left << std::setw(18) << name << std::right << std::setw(14) << value;
+    out << std::left << std::setw(name_width) << name << std::right << std::setw(14) << value;
     if (m == measured.metrics.end()) {
       out << std::setw(14) << "-"
           << "\n";

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_arg.h"
+#include "cli/metrics_list.h"
 #include "core/error.h"
 #include "db/database.h"
 
@@ -98,8 +99,7 @@ int run_trial(const TrialOptions& o, std::ostream& out, std::ostream& err) {
     if (!result.error.empty()) out << "error     " << result.error << "\n";
     if (has_objective)
       out << "objective " << objective_metric << " = " << objective->second << "\n";
-    for (const auto& [name, value] : result.metrics)
-      out << "  " << std::left << std::setw(16) << name << value << "\n";
+    write_metrics(out, result.metrics);
     if (!result.log_tail.empty()) out << "log tail:\n" << result.log_tail << "\n";
   }
   return result.status == TrialStatus::kOk ? kExitOk : kExitFailure;

@@ -12,6 +12,7 @@
 
 #include "cli/cost_setup.h"
 #include "cli/count_option.h"
+#include "cli/metrics_list.h"
 #include "cli/noise_line.h"
 #include "cli/task_diff.h"
 #include "core/error.h"
@@ -147,9 +148,7 @@ void print_summary(const tuner::TuneSummary& summary, const TuneOptions& o,
         << format_number(summary.best->objective);
   }
   out << ")\n";
-  for (const auto& [name, value] : summary.best->result.metrics) {
-    out << "  " << std::left << std::setw(16) << name << value << "\n";
-  }
+  write_metrics(out, summary.best->result.metrics);
   out << "replay it: slapo-tune replay --db " << o.db << " --task " << summary.task_id << "\n";
 }
 

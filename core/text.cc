@@ -1,6 +1,7 @@
 #include "core/text.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <vector>
 
 namespace slapo {
@@ -41,6 +42,13 @@ std::string shell_quote(const std::string& word) {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string seconds_text(double seconds) {
+  char text[32];
+  const int decimals = seconds < 1 ? 2 : seconds < 10 ? 1 : 0;
+  std::snprintf(text, sizeof text, "%.*f s", decimals, seconds);
+  return text;
 }
 
 }  // namespace slapo

@@ -1,5 +1,6 @@
 #pragma once
-// Small text utilities: error messages ("did you mean ...?"), a child's last output line.
+// Small text utilities: error messages ("did you mean ...?"), a child's last output line, a
+// duration.
 
 #include <cstddef>
 #include <string>
@@ -19,5 +20,9 @@ bool ends_with(const std::string& s, const std::string& suffix);
 // `word` as one word of a POSIX shell command line: as is when it holds only characters no shell
 // treats specially, else in single quotes (a quote inside written '\'').
 std::string shell_quote(const std::string& word);
+
+// A duration for a message: "0.47 s" under a second, "3.2 s" under ten, "42 s" above (a profile
+// of a tiny model takes half a second: rounded to whole seconds it read "in 0 s").
+std::string seconds_text(double seconds);
 
 }  // namespace slapo

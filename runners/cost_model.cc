@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/metrics.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "core/version.h"
 #include "cost/head_difference.h"
 #include "cost/profile_batches.h"
@@ -314,8 +315,8 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
     if (database_) database_->put_profile(sibling_keys[i], sibling.to_json());
     if (on_note_) {
       on_note_("profiled " + profiled_what(request.siblings[i]) + " in " +
-               std::to_string(static_cast<int>(sibling.profile_s + 0.5)) +
-               " s (derived from a profile that differs only inside the blocks: its block "
+               seconds_text(sibling.profile_s) +
+               " (derived from a profile that differs only inside the blocks: its block "
                "probed beside " +
                profiled_what(config) + "'s)");
     }
@@ -380,7 +381,7 @@ void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& c
   if (database_) database_->put_profile(key, profile.to_json());
   if (on_note_) {
     on_note_("added " + missing.what() + " to the profile of " + profiled_what(config) + " in " +
-             std::to_string(static_cast<int>(seconds + 0.5)) + " s");
+             seconds_text(seconds));
   }
 }
 
@@ -559,8 +560,8 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
       profile_seconds_ += to->profile_s;
       if (database_) database_->put_profile(to_key, to->to_json());
       if (on_note_) {
-        on_note_("profiled " + profiled_what(knobs) + " in " +
-                 std::to_string(static_cast<int>(to->profile_s + 0.5)) + " s (" + how + ")");
+        on_note_("profiled " + profiled_what(knobs) + " in " + seconds_text(to->profile_s) + " (" +
+                 how + ")");
       }
       measured_ahead_.emplace(to_key, *to);
     }
@@ -701,7 +702,7 @@ void WorkloadCostModel::adopt_collectives(cost::CollectiveProfile profile, const
   if (database_) database_->put_profile(collectives_key(), profile.to_json());
   if (on_note_) {
     on_note_("profiled the collectives of " + std::to_string(kCollectiveRanks) + " ranks in " +
-             std::to_string(static_cast<int>(profile.profile_s + 0.5)) + " s" + how);
+             seconds_text(profile.profile_s) + how);
   }
   collectives_.emplace(profile);
 }
@@ -747,8 +748,7 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
     profile_seconds_ += profile->profile_s;
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {
-      on_note_("profiled " + profiled_what(config) + " in " +
-               std::to_string(static_cast<int>(profile->profile_s + 0.5)) + " s" +
+      on_note_("profiled " + profiled_what(config) + " in " + seconds_text(profile->profile_s) +
                (is_derived(*profile) ? " (" + derived_how + ")" : ""));
     }
   }

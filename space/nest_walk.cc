@@ -11,6 +11,17 @@ namespace slapo::space {
 using namespace detail;  // the nest's data (compiled_space_impl.h)
 using slapo::to_string;
 
+namespace {
+
+// A value of the wrong type, as a message shows it: a string in quotes, so that "2" is not read
+// as the number 2.
+std::string found(const Value& value) {
+  if (const std::string* s = std::get_if<std::string>(&value)) return "the string \"" + *s + "\"";
+  return to_string(value);
+}
+
+}  // namespace
+
 const StageSplits& CompiledSpace::Impl::splits(size_t k, const double* slots) const {
   const Level& level = levels[k];
   auto eval_int = [&](const Program& p) -> int64_t {
@@ -244,7 +255,7 @@ std::string CompiledSpace::Impl::read_config(const Config& config, double* slots
       case KnobKind::kCuts: {
         const IntList* list = std::get_if<IntList>(value);
         if (!list)
-          return "knob '" + name + "': expected a list of cut points, found " + to_string(*value);
+          return "knob '" + name + "': expected a list of cut points, found " + found(*value);
         cuts[k] = *list;
         continue;
       }
@@ -261,12 +272,12 @@ std::string CompiledSpace::Impl::read_config(const Config& config, double* slots
       }
       case KnobKind::kBool:
         if (!std::holds_alternative<bool>(*value)) {
-          return "knob '" + name + "': expected true or false, found " + to_string(*value);
+          return "knob '" + name + "': expected true or false, found " + found(*value);
         }
         break;
       default:
         if (!is_number(*value) || std::holds_alternative<bool>(*value)) {
-          return "knob '" + name + "': expected a number, found " + to_string(*value);
+          return "knob '" + name + "': expected a number, found " + found(*value);
         }
         break;
     }

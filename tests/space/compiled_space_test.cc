@@ -146,7 +146,8 @@ fits = "tp <= 4"
   EXPECT_EQ(reason(R"({"tp": 2, "attn": "fused", "pp": 1})"), "unknown knob 'pp'");
   EXPECT_EQ(reason(R"({"tp": 2, "attn": "flash"})"),
             "knob 'attn': 'flash' is not one of its choices");
-  EXPECT_EQ(reason(R"({"tp": "2", "attn": "fused"})"), "knob 'tp': expected a number, found 2");
+  EXPECT_EQ(reason(R"({"tp": "2", "attn": "fused"})"),
+            "knob 'tp': expected a number, found the string \"2\"");
   EXPECT_TRUE(space.contains(Config::from_json(R"({"tp": 2.0, "attn": "fused"})")).ok);
 }
 
