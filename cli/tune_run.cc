@@ -240,6 +240,30 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
   tuner::TunerOptions options = o.tuner;
   options.objective.metric = o.objective.empty() ? spec.natural_objective() : o.objective;
+  // What the model strategy cannot do is refused before the database holds a task for this run.
+  uint64_t size = UINT64_MAX;
+  try {
+    size = compiled.size();
+  } catch (const Error&) {
+  }
+  SLAPO_CHECK(
+      options.strategy != "model" || size <= tuner::kMaxModelRanked, ErrorCode::kInvalidArgument,
+      o.space.file, ": ", size == UINT64_MAX ? std::string("over 2^64") : std::to_string(size),
+      " configurations are too many for the model strategy, which ranks the whole space "
+      "after every trial (at most ",
+      tuner::kMaxModelRanked, "): `slapo-tune plan` searches it, or choose another strategy");
+  // The model ranks by what it predicts: a run that optimizes another metric (the loss, say) is
+  // refused the model strategy before anything runs, and auto searches it without the model.
+  const std::string& objective = options.objective.metric;
+  if (options.strategy == "model" && spec.workload)
+    for_flag("--objective", objective, [&] { cost::check_predicted_metric(objective); });
+  const bool predicted = cost::predicts_metric(objective);
+  if (options.strategy == "auto" && spec.workload && !predicted)
+    (o.json ? err : out) << "auto: the cost model does not predict " << objective
+                         << ": searching without it\n";
+  SLAPO_CHECK(options.strategy != "model" || spec.workload, ErrorCode::kInvalidArgument,
+              "--strategy model: the model strategy needs a cost model: only built-in workloads "
+              "are predicted, not a command");
   auto database = db::Database::open(o.db);
   const db::TaskKey key = task_key(spec, *runner, declared);
   if (!o.study.empty()) {
@@ -266,27 +290,6 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   // The cost model, for `model` and for `auto` on a built-in workload (one rank or a layout of
   // several): profiled first, its time counted against the run's time limit.
   std::unique_ptr<runners::WorkloadCostModel> cost_model;
-  uint64_t size = UINT64_MAX;
-  try {
-    size = compiled.size();
-  } catch (const Error&) {
-  }
-  SLAPO_CHECK(
-      options.strategy != "model" || size <= tuner::kMaxModelRanked, ErrorCode::kInvalidArgument,
-      o.space.file, ": ", size == UINT64_MAX ? std::string("over 2^64") : std::to_string(size),
-      " configurations are too many for the model strategy, which ranks the whole space "
-      "after every trial (at most ",
-      tuner::kMaxModelRanked, "): `slapo-tune plan` searches it, or choose another strategy");
-  // The model ranks by what it predicts: a run that optimizes another metric (the loss, say) is
-  // refused the model strategy before anything runs, and auto searches it without the model. (A
-  // command has no cost model at all: the strategy says so.)
-  const std::string& objective = options.objective.metric;
-  if (options.strategy == "model" && spec.workload)
-    for_flag("--objective", objective, [&] { cost::check_predicted_metric(objective); });
-  const bool predicted = cost::predicts_metric(objective);
-  if (options.strategy == "auto" && spec.workload && !predicted)
-    (o.json ? err : out) << "auto: the cost model does not predict " << objective
-                         << ": searching without it\n";
   // auto: the model where it can rank the space, its own search elsewhere.
   const bool wants_model =
       options.strategy == "model" ||

@@ -101,6 +101,9 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
                  const std::function<void(const Progress&)>& on_progress) {
   const auto start = Clock::now();
   TuneSummary summary;
+  // Made first: a strategy this run cannot use (the model's, of a command) is refused before the
+  // database holds a task for it.
+  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, options.cost_model);
   const db::TaskRecord task = database.find_or_create_task(task_key, options.objective);
   summary.task_id = task.id;
   SLAPO_CHECK(task.objective.metric == options.objective.metric &&
@@ -110,7 +113,6 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
               options.objective.verb(), " ", options.objective.metric,
               "; tune it with that objective, or use another database");
 
-  std::unique_ptr<Strategy> strategy = make_strategy(options.strategy, options.cost_model);
   strategy->begin(space, options.seed, options.objective);
   MemoryDominance dominance(space);
   std::unordered_set<std::string> known;  // canonical JSON of every recorded configuration

@@ -1,10 +1,12 @@
 // slapo-tune predict and plan end to end on a tiny model, and the cost model in the tuner.
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iterator>
 #include <map>
 #include <set>
@@ -816,11 +818,14 @@ TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
   const auto summary = nlohmann::json::parse(last_line(r.out));
   EXPECT_LE(summary["measured"].get<int>(), 6);
   // A command has no cost model: the model strategy says so.
-  Outcome command = run("single-device --space " + kSpace + " --db " + temp_db("cmd") +
+  const std::string command_db = temp_db("cmd");
+  Outcome command = run("single-device --space " + kSpace + " --db " + command_db +
                         " --strategy model -- sh -c 'echo throughput: 1'");
   EXPECT_EQ(command.exit_code, 2);
   EXPECT_NE(command.err.find("the model strategy needs a cost model"), std::string::npos)
       << command.err;
+  // Refused before the database was opened: no file, no task for it.
+  EXPECT_FALSE(std::filesystem::exists(command_db)) << command_db;
 }
 
 }  // namespace

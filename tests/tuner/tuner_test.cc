@@ -110,6 +110,16 @@ TEST(TunerTest, EveryStrategyFindsTheOptimumOfASmallSpace) {
   }
 }
 
+// A strategy this run cannot use (the model's, without a cost model) is refused before the
+// database holds a task for it.
+TEST(TunerTest, AStrategyThatCannotRunLeavesNoTask) {
+  Bench b;
+  TunerOptions o;
+  o.strategy = "model";
+  EXPECT_THROW(tune(b.space, b.runner, *b.database, b.key, o), Error);
+  EXPECT_TRUE(b.database->tasks().empty());
+}
+
 TEST(TunerTest, PrunedPointsAreTrulyOomAndAreNotRun) {
   Bench s;
   TunerOptions o;
