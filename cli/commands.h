@@ -24,6 +24,8 @@ struct TuneOptions {
   std::string db = "tune.db";
   tuner::TunerOptions tuner;
   std::string objective;  // empty: the runner's natural objective
+  bool maximize = false;  // --maximize (--minimize is tuner.objective.minimize); neither: the
+                          // metric's own direction (core/objective_direction.h)
   bool json = false;
   bool reprofile = false;  // the cost model measures its profiles again
   std::string study;       // the task's name
@@ -31,7 +33,8 @@ struct TuneOptions {
   auto tie() const {
     return std::tie(help, single_node, space, db, tuner.strategy, tuner.trials, tuner.time_limit_s,
                     tuner.patience, tuner.stop_after_failures, tuner.seed, tuner.objective.minimize,
-                    tuner.confirm, tuner.confirm_rounds, objective, json, reprofile, study, runner);
+                    tuner.confirm, tuner.confirm_rounds, objective, maximize, json, reprofile,
+                    study, runner);
   }
 };
 TuneOptions parse_single_device(const Args& args);
@@ -58,14 +61,16 @@ struct PlanOptions {
   SpaceArgs space;
   size_t top = 10;
   std::string objective;  // empty: samples_per_s
-  bool minimize = false;
+  bool minimize = false;  // neither flag: the metric's own direction
+  bool maximize = false;
   std::string db;
   bool reprofile = false;
   bool json = false;
   bool each_config = false;  // alike configurations each on a row of their own
   int nproc = 0;             // 0: layouts of any number of ranks
   auto tie() const {
-    return std::tie(help, space, top, objective, minimize, db, reprofile, json, each_config, nproc);
+    return std::tie(help, space, top, objective, minimize, maximize, db, reprofile, json,
+                    each_config, nproc);
   }
 };
 PlanOptions parse_plan(const Args& args);

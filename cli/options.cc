@@ -124,7 +124,7 @@ runners::CommandOptions RunnerArgs::command_options(const space::Space& space,
     });
     patterns.insert(patterns.begin(), {c.metric_name, metric_regex});
   }
-  if (patterns.empty()) patterns.push_back({c.metric_name, runners::kDefaultMetricRegex});
+  if (patterns.empty()) patterns.push_back(runners::default_metric_pattern(c.metric_name));
   c.metrics = patterns;
   if (metric_rank == "all") {
     c.metric_rank = runners::kAllRanks;

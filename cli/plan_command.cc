@@ -10,6 +10,7 @@
 #include "cli/count_option.h"
 #include "core/error.h"
 #include "core/metrics.h"
+#include "core/objective_direction.h"
 #include "cost/planner.h"
 #include "space/compiled_space.h"
 
@@ -18,12 +19,11 @@ namespace slapo::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: slapo-tune plan --space FILE [--top K] [--objective M [--minimize]] [--db FILE] "
-    "[--json]\n"
+    "usage: slapo-tune plan --space FILE [--top K] [--objective M] [--db FILE] [--json]\n"
     "\n"
     "Predicts every configuration of the space file's [workload] from its profile on this machine\n"
     "and prints the best K by the objective (samples_per_s by default, or tokens_per_s or tflops;\n"
-    "step_ms_median and peak_bytes with --minimize), with their breakdowns. Configurations\n"
+    "the least step_ms_median or peak_bytes), with their breakdowns. Configurations\n"
     "predicted over the workload's memory budget are left out and counted, and so are those the\n"
     "model cannot predict (with the first reason). Configurations predicted exactly alike (knobs\n"
     "that change nothing there, such as how tp = 1 would split the model) are one row: the first\n"
@@ -35,7 +35,8 @@ void declare(PlanOptions* o, OptionSet& set) {
   set.visible.add_options()
       ("top", count_value(&o->top)->default_value(Count{10}, "10"), "how many configurations to print")
       ("objective", po::value<std::string>(&o->objective), "samples_per_s (default), tokens_per_s, tflops, step_ms_median or peak_bytes")
-      ("minimize", po::bool_switch(&o->minimize), "smaller is better (step_ms_median, peak_bytes)")
+      ("minimize", po::bool_switch(&o->minimize), "smaller is better (the default for step_ms_median and peak_bytes)")
+      ("maximize", po::bool_switch(&o->maximize), "larger is better (the default for the rates)")
       ("db", po::value<std::string>(&o->db), "keep profiles in this tuning database (default: measure, keep none)")
       ("reprofile", po::bool_switch(&o->reprofile), "measure the profiles again even when stored")
       ("json", po::bool_switch(&o->json), "print the plan as one JSON object")
@@ -89,14 +90,16 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   }
   const space::Space declared = o.space.load();
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
-  std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
-  auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
-  model->set_ranks_per_trial(o.nproc);
   cost::PlanOptions options;
   options.top = o.top;
   options.group_alike = !o.each_config;
-  options.objective = {o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective,
-                       o.minimize};
+  options.objective =
+      resolve_objective(o.objective.empty() ? std::string(metric::kSamplesPerS) : o.objective,
+                        o.minimize, o.maximize)
+          .objective;
+  std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
+  auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
+  model->set_ranks_per_trial(o.nproc);
   options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
   cost::check_plannable(compiled, options, /*can_compose=*/true);  // before profiling for it
   const double profile_s = model->profile_space(compiled);

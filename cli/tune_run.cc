@@ -17,6 +17,7 @@
 #include "cli/task_diff.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/objective_direction.h"
 #include "core/text.h"
 #include "cost/planner.h"
 #include "space/compiled_space.h"
@@ -181,7 +182,10 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
       ("seed", po::value<uint64_t>(&o->tuner.seed)->default_value(0), "the strategy's seed")
       ("objective", po::value<std::string>(&o->objective),
        "metric to optimize (default: samples_per_s, or the command's)")
-      ("minimize", po::bool_switch(&o->tuner.objective.minimize), "minimize the objective (step times, memory)")
+      ("minimize", po::bool_switch(&o->tuner.objective.minimize),
+       "minimize the objective (default: the built-in metrics' own direction, times and memory "
+       "minimized; a command's metric maximized)")
+      ("maximize", po::bool_switch(&o->maximize), "maximize the objective")
       ("confirm", count_value(&o->tuner.confirm)->default_value(Count{0}, "0"),
        "then measure the best K again and rank them by their median (0: no)")
       ("confirm-rounds", count_value(&o->tuner.confirm_rounds)->default_value(Count{2}, "2"),
@@ -236,10 +240,16 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   const space::CompiledSpace compiled = space::CompiledSpace::compile(declared);
   SLAPO_CHECK(compiled.size() > 0, ErrorCode::kInvalidArgument, o.space.file,
               ": the space is empty");
-  const runners::RunnerSpec spec = o.runner.spec(declared, o.objective, o.tuner.objective.minimize);
-  const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
+  runners::RunnerSpec spec = o.runner.spec(declared, o.objective, o.tuner.objective.minimize);
   tuner::TunerOptions options = o.tuner;
-  options.objective.metric = o.objective.empty() ? spec.natural_objective() : o.objective;
+  const ResolvedObjective objective_of_run =
+      resolve_objective(o.objective.empty() ? spec.natural_objective() : o.objective,
+                        o.tuner.objective.minimize, o.maximize);
+  options.objective = objective_of_run.objective;
+  if (spec.command) spec.command->early_stopping.minimize = options.objective.minimize;
+  if (!objective_of_run.note.empty())
+    (o.json ? err : out) << "note: " << objective_of_run.note << "\n";
+  const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
   // What the model strategy cannot do is refused before the database holds a task for this run.
   uint64_t size = UINT64_MAX;
   try {

@@ -14,6 +14,7 @@ inline constexpr const char* kTflops = "tflops";
 inline constexpr const char* kLossFirst = "loss_first";
 inline constexpr const char* kLossLast = "loss_last";
 inline constexpr const char* kBuildMs = "build_ms";
+inline constexpr const char* kTrainMs = "train_ms";  // the warm-up and timed steps, end to end
 inline constexpr const char* kMaxRssBytes = "max_rss_bytes";
 // Pages the process faulted in per timed step, the largest rank's: near 0 when a step finds its
 // memory resident (the heap and its large blocks kept, runners/heap_policy.h).

@@ -36,6 +36,7 @@
 
 namespace slapo::runners {
 
+// default_metric_pattern(kThroughput)'s: what a command is read with when nothing names its metric.
 inline constexpr const char* kDefaultMetricRegex = R"(throughput:\s*([-+0-9.eE]+))";
 // LibTorch's CPU allocator, CUDA's caching allocator, torch.OutOfMemoryError, Python's MemoryError,
 // C++'s bad_alloc, and any "out of memory".

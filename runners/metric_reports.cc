@@ -1,5 +1,6 @@
 #include "runners/metric_reports.h"
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <regex>
@@ -60,6 +61,15 @@ void add_report(const std::string& json_text, const std::string& where, MetricRe
 }
 
 }  // namespace
+
+MetricPattern default_metric_pattern(const std::string& name) {
+  std::string escaped;
+  for (const char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') escaped += '\\';
+    escaped += c;
+  }
+  return {name, escaped + R"(:\s*([-+0-9.eE]+))"};
+}
 
 void check_metric_pattern(const MetricPattern& pattern) {
   try {

@@ -38,6 +38,10 @@ struct MetricPattern {
 MetricPattern parse_metric_pattern(const std::string& text, const std::string& flag);
 // Throws as above for a pattern whose regex does not compile or has no capture group.
 void check_metric_pattern(const MetricPattern& pattern);
+// The pattern a command's metric is read with when no regex names it: `NAME: N` on a line
+// (`throughput: N` for the default metric). `--objective val_loss` alone once read the
+// `throughput: N` line into val_loss.
+MetricPattern default_metric_pattern(const std::string& name);
 
 struct IntermediateReport {
   int64_t step = 0;

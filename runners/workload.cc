@@ -330,7 +330,7 @@ TrialResult measure_trial(const Workload& w, const Config& config,
       loss_last = value;
     }
     // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
-    result.metrics["train_ms"] = ms_since(train_start);
+    result.metrics[metric::kTrainMs] = ms_since(train_start);
   } catch (const c10::OutOfMemoryError& e) {
     TrialResult oom = failed_trial(
         TrialStatus::kOom, std::string(e.what()).substr(0, std::string(e.what()).find('\n')));

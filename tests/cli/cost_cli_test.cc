@@ -799,6 +799,32 @@ TEST(CostCliTest, TokensPerSecondArePredictedAndOtherObjectivesSearchedWithoutTh
   EXPECT_EQ(refused.out.find("cost model: profiled"), std::string::npos) << refused.out;
 }
 
+// A plan by step time or by memory ranks the least first without --minimize (it once ranked the
+// slowest and the hungriest first); --maximize turns it round.
+TEST(CostCliTest, APlanByStepOrMemoryRanksTheLeastFirst) {
+  const std::string space =
+      write_temp("least.toml",
+                 "[workload]\nmodel = 'gpt-tiny'\nwarmup = 1\nsteps = 2\n"
+                 "threads = 1\n[knobs]\nbatch_size = { values = [2, 4, 8] }\n");
+  const std::string db = temp_db("least");
+  for (const std::string metric : {"step_ms_median", "peak_bytes"}) {
+    for (const std::string flag : {"", " --maximize"}) {
+      Outcome plan = run("plan --space " + space + " --db " + db + " --objective " + metric + flag +
+                         " --json");
+      ASSERT_EQ(plan.exit_code, 0) << plan.err;
+      const auto top = nlohmann::json::parse(last_line(plan.out))["top"];
+      ASSERT_EQ(top.size(), 3u) << plan.out;
+      const std::string key = metric == "peak_bytes" ? "peak_bytes" : "step_ms";
+      for (size_t i = 1; i < top.size(); ++i) {
+        if (flag.empty())
+          EXPECT_LE(top[i - 1][key].get<double>(), top[i][key].get<double>()) << metric;
+        else
+          EXPECT_GE(top[i - 1][key].get<double>(), top[i][key].get<double>()) << metric;
+      }
+    }
+  }
+}
+
 TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
   const std::string db = temp_db("model");
   Outcome r = run("single-device --space " + kSpace + " --db " + db +

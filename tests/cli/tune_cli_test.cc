@@ -134,6 +134,32 @@ TEST(TuneCliTest, TunesACommand) {
   EXPECT_EQ(summary["measured"], 45);
 }
 
+// A command's own metric, named by --objective alone, is read from its own line (not the
+// throughput's) and maximized unless --minimize says otherwise — with a note when its name reads
+// like a loss.
+TEST(TuneCliTest, ACommandsObjectiveIsReadFromItsLineAndItsDirectionSaid) {
+  const std::string script =
+      " -- sh -c 'echo throughput: 1000; echo val_loss: $(( 100 - $SLAPO_BATCH_SIZE ))'";
+  Outcome maximized = run("single-device --space " + kSpace + " --db " + temp_db("loss_max") +
+                          " --strategy exhaustive --trials 0 --objective val_loss --json" + script);
+  ASSERT_EQ(maximized.exit_code, 0) << maximized.out << maximized.err;
+  EXPECT_NE(maximized.err.find("note: maximizing val_loss, which reads like a loss"),
+            std::string::npos)
+      << maximized.err;
+  EXPECT_EQ(nlohmann::json::parse(last_line(maximized.out))["best_objective"], 96);  // batch 4
+  Outcome minimized =
+      run("single-device --space " + kSpace + " --db " + temp_db("loss_min") +
+          " --strategy exhaustive --trials 0 --objective val_loss --minimize --json" + script);
+  ASSERT_EQ(minimized.exit_code, 0) << minimized.out << minimized.err;
+  EXPECT_EQ(minimized.err.find("note:"), std::string::npos) << minimized.err;
+  EXPECT_EQ(nlohmann::json::parse(last_line(minimized.out))["best_objective"], 36);  // batch 64
+  Outcome both = run("single-device --space " + kSpace + " --db " + temp_db("loss_both") +
+                     " --objective val_loss --minimize --maximize" + script);
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--minimize and --maximize: give one of them"), std::string::npos)
+      << both.err;
+}
+
 TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
   const std::string db = temp_db("confirm");
   const std::string tune = "single-device --space " + kSpace + " --db " + db +

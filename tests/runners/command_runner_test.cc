@@ -84,6 +84,19 @@ TEST(CommandRunnerTest, EnvironmentRegexAndStatuses) {
   EXPECT_THROW(CommandRunner{bad}, Error);
 }
 
+// A metric nothing else names is read from its own `NAME: N` line, not the throughput's.
+TEST(CommandRunnerTest, AnObjectiveWithoutARegexIsReadFromItsOwnLine) {
+  EXPECT_EQ(default_metric_pattern("throughput").regex, kDefaultMetricRegex);
+  EXPECT_EQ(default_metric_pattern("eval.loss").regex, R"(eval\.loss:\s*([-+0-9.eE]+))");
+  CommandOptions o;
+  o.metric_name = "val_loss";
+  o.metrics = {default_metric_pattern("val_loss")};
+  const TrialResult r = run_script("echo throughput: 812; echo val_loss: 2.5", Config(), o);
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.error;
+  EXPECT_EQ(r.metrics.at("val_loss"), 2.5);
+  EXPECT_EQ(r.metrics.count("throughput"), 0u);
+}
+
 // A metric is a number whole, wherever the command printed it.
 TEST(CommandRunnerTest, MetricsAreReadStrictlyFromEitherStream) {
   const TrialResult bad = run_script("echo throughput: 1.2.3e");
