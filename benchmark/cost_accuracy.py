@@ -13,7 +13,7 @@ the error a perfect model would show against one trial).
 Prints each configuration's prediction and measurement, then per space: the median absolute error
 of the peak memory, the largest under- and over-prediction, the median absolute percentage error
 of the step time, Spearman's rank correlation of step time, and what profiling cost against the
-mean trial. Exits 0 whatever the figures: targets are read from its output (docs/benchmarks.md)."""
+mean trial: the whole space, its keys and the costliest key's profile. Exits 0 whatever the figures: targets are read from its output (docs/benchmarks.md)."""
 
 import argparse
 import json
@@ -80,6 +80,11 @@ def main():
     db = os.path.join(work.name, "profiles.db")
     # Profiling happens here, once for every key of the space; its cost is reported.
     plan = json.loads(tune(args, "plan", "--space", args.space, "--db", db, "--top", "1", "--json"))
+    # What each key's profile cost (a derived key's is the work that derived it); the collectives'
+    # profile of a layout is no key's, and counted in profile_s only.
+    stored = json.loads(subprocess.run([args.tune, "db", "profiles", "--db", db, "--format", "json"],
+                                       capture_output=True, text=True, check=True).stdout)
+    key_seconds = [p["profile"]["profile_s"] for p in stored if "collectives" not in json.loads(p["key"])]
     configs = json.loads(subprocess.run([args.tune, "space", "sample", args.space, "--n", str(args.n), "--seed",
                                          str(args.seed), "--format", "json"], capture_output=True, text=True,
                                         check=True).stdout)
@@ -118,6 +123,7 @@ def main():
         "step_noise_between_repeats": median([math.log(max(r["ms_each"]) / min(r["ms_each"])) for r in ok
                                               if "ms_each" in r]) if args.repeat > 1 else None,
         "profile_s": plan["profile_s"], "mean_trial_s": sum(walls) / len(walls) if walls else None,
+        "profile_keys": len(key_seconds), "profile_costliest_key_s": max(key_seconds) if key_seconds else None,
     }
     print(json.dumps(summary))
 
