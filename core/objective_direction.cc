@@ -10,8 +10,8 @@
 namespace slapo {
 
 std::optional<bool> builtin_minimize(const std::string& metric) {
-  for (const char* rate : {metric::kSamplesPerS, metric::kTokensPerS, metric::kTflops,
-                           metric::kThroughput}) {
+  for (const char* rate :
+       {metric::kSamplesPerS, metric::kTokensPerS, metric::kTflops, metric::kThroughput}) {
     if (metric == rate) return false;
   }
   for (const char* cost :
