@@ -42,6 +42,15 @@ OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from) 
           to.largest_epilogue_tensor};
 }
 
+double paired_head_ms(const std::vector<double>& rounds) {
+  if (rounds.empty()) return 0;
+  const bool all_less = std::all_of(rounds.begin(), rounds.end(), [](double d) { return d < 0; });
+  const bool all_more = std::all_of(rounds.begin(), rounds.end(), [](double d) { return d > 0; });
+  if (!all_less && !all_more) return 0;
+  return *std::min_element(rounds.begin(), rounds.end(),
+                           [](double a, double b) { return std::abs(a) < std::abs(b); });
+}
+
 Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& differences,
                    const OutsideParams& more) {
   std::map<int64_t, const HeadDifference*> one;                          // by batch

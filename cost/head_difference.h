@@ -64,6 +64,15 @@ struct OutsideParams {
 // `to`'s parameters outside the blocks less `from`'s, and `to`'s largest ones.
 OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from);
 
+// What a head costs more on one block at a batch (negative: less), from `rounds` of paired
+// measurements — the new key's step less the base's, each round in the other order: the smaller of
+// them when every round agrees in sign, else 0. gpt-mini's fused loss saves 0.05 ms a sample on one
+// block, below what two steps of this machine agree on, and a noisy difference passed on through a
+// block's time moved the recompute extrapolated to 60 samples by 20% (docs/cost-model.md); BERT's
+// fused loss computes the masked positions' logits alone, and its saving is the head's own: taken
+// from the base, it was spread over every block, a pipeline's first stage included.
+double paired_head_ms(const std::vector<double>& rounds);
+
 // `profile` with every point shifted by the difference at its batch and marked `derived`; its
 // shape's parameters outside the blocks `more` more. In one micro-batch: the peak interpolated
 // along the batch between the one-block differences and those of the point's own depth,

@@ -410,11 +410,13 @@ std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile) {
 // A key that differs from `base` only in the head (cost/head_difference.h): its own one-block
 // steps at every batch and micro-batch count `base`'s were measured at, for their bytes (exact at
 // any step), and the rest of `base` shifted by what they differ by. Their time is the base's (and
-// the optimizer's over the parameters the head has more): what a head costs or saves shows at depth
-// (runners/cost_model.h measures the deep steps), on one block it was 0.05 ms a sample for
-// gpt-mini's fused loss, paired — where one unpaired step on this machine differed from the base's
-// by −12 to +110 ms at 16 samples, and through the block's time it moved the recompute extrapolated
-// to 60 samples by 20% (docs/cost-model.md). A key of another embedding split (`embed_shard`, of
+// the optimizer's over the parameters the head has more) and what the head costs more on one block,
+// paired with the base's steps where both rounds agree (cost::paired_head_ms): what gpt-mini's
+// fused loss saves shows at depth (runners/cost_model.h measures the deep steps) — on one block
+// 0.05 ms a sample, where one unpaired step on this machine differed from the base's by −12 to +110
+// ms at 16 samples and through the block's time moved the recompute extrapolated to 60 samples by
+// 20% —, and BERT's, which computes the masked positions' logits alone, on one block too
+// (docs/cost-model.md). A key of another embedding split (`embed_shard`, of
 // `base_knobs`' under tensor parallelism) runs its checkpointed deep steps where the base's ran,
 // for their bytes too: a checkpointed block keeps its input, and the first one's is what the
 // embeddings make (all-gathered when split by the hidden size) — gpt-tiny at 8 samples kept 8 kB
@@ -439,7 +441,32 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs, const 
   own.tp = base.tp;
   own.shape = model_shape(w, knobs, tp);
   const cost::OutsideParams more = cost::outside_params_more(own.shape, base.shape);
+  // One micro-batch: the new key's one-block steps and the base's, in this process, twice, the
+  // order switching; what the head costs more there is their paired difference
+  // (cost::paired_head_ms: 0 unless both rounds agree), added to the base's time. Several
+  // micro-batches (a GPipe point): the bytes alone, the time the base's.
+  const std::vector<int64_t> one_micro(batches.at(1).begin(), batches.at(1).end());
+  std::map<int64_t, std::vector<double>> paired;  // by batch: each round's difference
+  std::vector<cost::ProfilePoint> own_one;
+  for (int round = 0; round < 2; ++round) {
+    std::map<int64_t, double> ms[2];  // the base's, the new key's
+    for (const int which : round == 0 ? std::vector<int>{1, 0} : std::vector<int>{0, 1}) {
+      for (const cost::ProfilePoint& q :
+           measure_sweep(w, which == 1 ? knobs : base_knobs, tp,
+                         Sweep(1, 0, 1, one_micro).meeting_new_batches(NewBatch::kStepUntimed))) {
+        ms[which][q.batch] = q.step_ms;
+        if (which == 1 && round == 0) own_one.push_back(q);
+      }
+    }
+    for (const auto& [batch, own_ms] : ms[1]) paired[batch].push_back(own_ms - ms[0].at(batch));
+  }
+  for (cost::ProfilePoint q : own_one) {
+    q.step_ms = base_ms.at({1, q.batch}) + cost::paired_head_ms(paired[q.batch]) +
+                base.optimizer_ms_per_param * more.total();
+    own.points.push_back(q);
+  }
   for (const auto& [micro, at] : batches) {
+    if (micro == 1) continue;
     for (cost::ProfilePoint q :
          measure_sweep(w, knobs, tp, Sweep(1, 0, micro, {at.begin(), at.end()}))) {
       q.step_ms = base_ms.at({micro, q.batch}) + base.optimizer_ms_per_param * more.total();

@@ -56,6 +56,16 @@ std::vector<HeadDifference> one_block_differences(const SyntheticWorkload& from,
   return out;
 }
 
+// What a head costs more on one block counts only when every paired round says so, the smaller
+// of them; rounds that disagree (gpt-mini's fused loss: 0.05 ms a sample, below the noise) say 0.
+TEST(HeadDifferenceTest, APairedDifferenceCountsWhenEveryRoundAgrees) {
+  EXPECT_DOUBLE_EQ(paired_head_ms({-30.0, -24.0}), -24.0);  // BERT's fused loss: the head's own
+  EXPECT_DOUBLE_EQ(paired_head_ms({5.0, 7.5}), 5.0);
+  EXPECT_DOUBLE_EQ(paired_head_ms({-3.0, 2.0}), 0.0);
+  EXPECT_DOUBLE_EQ(paired_head_ms({0.0, -2.0}), 0.0);
+  EXPECT_DOUBLE_EQ(paired_head_ms({}), 0.0);
+}
+
 TEST(HeadDifferenceTest, PredictsWhatTheFullProfileOfTheNewHeadPredicts) {
   const SyntheticWorkload base, other = other_head();
   const Profile shifted = shift_head(base.profile(), one_block_differences(base, other));

@@ -87,7 +87,7 @@ TEST(AcrossTheHeadTest, AHeadDiffersFromItselfByNoByte) {
 // The one-block steps' bytes are the new key's own, in one and in two micro-batches: their peaks to
 // the byte those of its full profile — and the fused loss, which keeps no logits, needs less at
 // the largest batch.
-TEST(AcrossTheHeadTest, TheOneBlockBytesAreTheNewKeysOwnItsTimeTheBases) {
+TEST(AcrossTheHeadTest, TheOneBlockBytesAreTheNewKeysOwnItsTimeTheBasesAndThePairedDifference) {
   const cost::Profile plain = full_profile(false), fused = full_profile(true);
   const cost::Profile derived = across_head(plain, true);
   EXPECT_EQ(derived.shape.epilogue_params, fused.shape.epilogue_params);
@@ -103,15 +103,20 @@ TEST(AcrossTheHeadTest, TheOneBlockBytesAreTheNewKeysOwnItsTimeTheBases) {
         << std::get<2>(key) << " micro-batch(es) x " << std::get<3>(key);
   }
   EXPECT_EQ(one_block, 4);  // 1, 2 and 8 samples, and 4 in two micro-batches
-  // Their time is the base's, and the optimizer's over the parameters the head has more: one
-  // unpaired step of each says less of the head than its noise (docs/cost-model.md).
+  // Their time is the base's, and the optimizer's over the parameters the head has more, and in
+  // one micro-batch what the head costs more there, paired (cost::paired_head_ms: the smaller of
+  // two rounds' differences when they agree, else nothing) — never more than a step of the base.
   const auto base_points = by_key(plain);
   const double more_params = derived.shape.epilogue_params - plain.shape.epilogue_params;
   for (const auto& [key, q] : a) {
     if (std::get<0>(key) != 1 || std::get<1>(key) != 0) continue;
-    EXPECT_DOUBLE_EQ(q->step_ms,
-                     base_points.at(key)->step_ms + plain.optimizer_ms_per_param * more_params)
-        << std::get<2>(key) << " micro-batch(es) x " << std::get<3>(key);
+    const double base_ms =
+        base_points.at(key)->step_ms + plain.optimizer_ms_per_param * more_params;
+    if (std::get<2>(key) > 1)
+      EXPECT_DOUBLE_EQ(q->step_ms, base_ms) << std::get<3>(key) << " samples, GPipe";
+    else
+      EXPECT_LT(std::abs(q->step_ms - base_ms), base_points.at(key)->step_ms)
+          << std::get<3>(key) << " samples";
   }
   const PointKey largest = {1, 0, 1, 8};
   EXPECT_LT(a.at(largest)->peak_bytes, base_points.at(largest)->peak_bytes);
