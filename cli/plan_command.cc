@@ -119,6 +119,7 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
       row["alike_knobs"] = c.alike_knobs;
       top.push_back(row);
     }
+    j["objective"] = options.objective.to_string();  // "max samples_per_s", "min peak_bytes"
     j["top"] = top;
     j["considered"] = plan.considered;
     j["predicted_oom"] = plan.predicted_oom;
@@ -132,8 +133,9 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
     out << j.dump() << "\n";
     return plan.top.empty() ? kExitFailure : kExitOk;
   }
-  out << "plan of " << o.space.file << ": " << compiled.size() << " configurations, "
-      << plan.considered << " predicted, " << plan.predicted_oom << " predicted out of memory";
+  out << "plan of " << o.space.file << " (" << options.objective.to_string()
+      << "): " << compiled.size() << " configurations, " << plan.considered << " predicted, "
+      << plan.predicted_oom << " predicted out of memory";
   if (options.memory_budget_bytes > 0)
     out << " (budget " << format_bytes(options.memory_budget_bytes) << ")";
   out << left_out(plan) << "\n"

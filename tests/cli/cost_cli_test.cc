@@ -812,7 +812,9 @@ TEST(CostCliTest, APlanByStepOrMemoryRanksTheLeastFirst) {
       Outcome plan = run("plan --space " + space + " --db " + db + " --objective " + metric + flag +
                          " --json");
       ASSERT_EQ(plan.exit_code, 0) << plan.err;
-      const auto top = nlohmann::json::parse(last_line(plan.out))["top"];
+      const auto j = nlohmann::json::parse(last_line(plan.out));
+      EXPECT_EQ(j["objective"], (flag.empty() ? "min " : "max ") + metric);
+      const auto top = j["top"];
       ASSERT_EQ(top.size(), 3u) << plan.out;
       const std::string key = metric == "peak_bytes" ? "peak_bytes" : "step_ms";
       for (size_t i = 1; i < top.size(); ++i) {
@@ -823,6 +825,9 @@ TEST(CostCliTest, APlanByStepOrMemoryRanksTheLeastFirst) {
       }
     }
   }
+  Outcome table = run("plan --space " + space + " --db " + db + " --objective peak_bytes");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("(min peak_bytes): 3 configurations"), std::string::npos) << table.out;
 }
 
 TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
