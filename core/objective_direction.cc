@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/metric_units.h"
 #include "core/metrics.h"
 #include "core/text.h"
 
@@ -36,11 +37,10 @@ bool reads_smaller_is_better(const std::string& metric) {
   for (const char* word : {"loss", "error", "latency", "time", "memory", "perplexity"}) {
     if (name.find(word) != std::string::npos) return true;
   }
-  for (const char* unit : {"_ms", "_us", "_ns", "_s", "_sec", "_seconds", "_bytes", "_kib", "_mib",
-                           "_gib", "_kb", "_mb", "_gb"}) {
+  for (const char* unit : {"_ms", "_us", "_ns", "_s", "_sec", "_seconds"}) {
     if (ends_with(name, unit)) return true;
   }
-  return false;
+  return metric_bytes(name, 1).has_value();  // a memory unit
 }
 
 ResolvedObjective resolve_objective(const std::string& metric, bool minimize, bool maximize) {

@@ -27,15 +27,15 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/metric_units.h"
 #include "core/trial.h"
 #include "space/compiled_space.h"
 #include "tuner/memory_dominance.h"
 
 namespace slapo::tuner {
 
-// A metric's value in bytes, from the unit its name ends in (_bytes, _kib, _kb, _mib, _mb, _gib,
-// _gb); nullopt when the name carries no memory unit.
-std::optional<double> metric_bytes(const std::string& name, double value);
+// A metric's value in bytes, from its name's unit (core/metric_units.h).
+using slapo::metric_bytes;
 // Whether a metric's name says it is a memory peak (has a memory unit and mentions peak, mem or
 // rss): the one used when none is named.
 bool looks_like_memory_metric(const std::string& name);
