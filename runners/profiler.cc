@@ -295,6 +295,12 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
         if (expected > static_cast<double>(std::max(g_heap_reached, live))) {
           const size_t touched = touch_heap(static_cast<size_t>(expected) - live);
           g_heap_reached = std::max(g_heap_reached, live + touched);
+          if (tracing()) {
+            std::fprintf(stderr,
+                         "profile trace: the heap made resident for %lld samples: %zu bytes "
+                         "touched, %.0f expected\n",
+                         static_cast<long long>(batch), touched, expected);
+          }
         }
       }
       tracker.reset_peak();
@@ -395,13 +401,16 @@ std::vector<cost::ProfilePoint> measure_checkpointed_steps(const Workload& w, co
                            .timed_once_up_to(1));
 }
 
-// The peaks of the deep variant's plain steps (one micro-batch) that `profile` measured.
-std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile) {
+// The peaks of the deep variant's plain steps (one micro-batch) that `profile` measured — and,
+// with `derived_too`, those it derived (cost/head_difference.h: to the byte of the measured ones
+// at worst within 1%), which are what a key derived across the head knows of its own deep peaks.
+std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile, bool derived_too = false) {
   int64_t deep = 0;
   for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
   std::vector<PeakAt> peaks;
   for (const cost::ProfilePoint& q : profile.points) {
-    if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 && !q.derived)
+    if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 &&
+        (derived_too || !q.derived))
       peaks.push_back({q.batch, q.peak_bytes});
   }
   return peaks;
@@ -600,7 +609,12 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
     // The deep variant alone: the model's own depth is measured, not composed, where the largest
     // batches that fit are; a block there is the deep step less the one-block variant's last
-    // segment, extended (a pipeline stage of fewer blocks is all that reads it).
+    // segment, extended (a pipeline stage of fewer blocks is all that reads it). Its first step
+    // at a batch grows the heap from its warm-up step's, which is made resident first up to the
+    // peak expected there — from the derived peaks too: a key derived across the head has measured
+    // no deep step, and without them its first deep step touched no heap. BERT's fused head on
+    // bert-parallel (docs/cost-model.md) faulted 20,215 pages in at 8 samples, 191 ms where its
+    // whole profile's step takes 158–162; touched, 4,983 and 159 ms.
     std::vector<int64_t> batches = request.extend_batches;
     if (batches.empty()) batches = {request.batch_hi};
     std::sort(batches.begin(), batches.end());
@@ -608,7 +622,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
                                                      Sweep(deep, 0, 1, batches)
                                                          .two_steps_up_to(few)
                                                          .meeting_new_batches(NewBatch::kTouchHeap)
-                                                         .knowing(plain_deep_peaks(profile))))
+                                                         .knowing(plain_deep_peaks(profile, true))))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
