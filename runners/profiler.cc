@@ -225,7 +225,7 @@ struct Sweep {
 };
 
 // The sweep's variant, as one rank of a tensor-parallel group of `tp` (collectives counted),
-// stepped at each of its batches in turn (runners/sweep_steps.h): one model, one warm-up step at
+// stepped at each of its batches in turn (runners/sweep_steps.h): one model, two warm-up steps at
 // the smallest batch a step takes (`micro` samples), then one timed step at each batch — two at
 // batches of at most `few` samples when the first is short (kShortStepMs), as many as add up to
 // 60 ms when a step takes a few (timed_repeats) —, its peak read per batch. A batch new to the

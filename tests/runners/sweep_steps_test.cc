@@ -19,20 +19,20 @@ std::string order(const std::vector<SweepStep>& steps) {
   return s;
 }
 
-TEST(SweepStepsTest, AWarmUpThenOneTimedStepPerBatch) {
+TEST(SweepStepsTest, TwoWarmUpStepsThenOneTimedStepPerBatch) {
   // Unwarmed, the timed step at a new batch grows (the deep variant touches the heap before it).
-  EXPECT_EQ(order(sweep_steps(1, {1, 4, 16}, false)), "(1+) 1 4+ 16+");
-  EXPECT_EQ(order(sweep_steps(1, {}, false)), "(1+)");
-  EXPECT_EQ(order(sweep_steps(4, {2, 4, 8, 8}, false)), "(4+) 2 4 8+ 8");
+  EXPECT_EQ(order(sweep_steps(1, {1, 4, 16}, false)), "(1+) (1) 1 4+ 16+");
+  EXPECT_EQ(order(sweep_steps(1, {}, false)), "(1+) (1)");
+  EXPECT_EQ(order(sweep_steps(4, {2, 4, 8, 8}, false)), "(4+) (4) 2 4 8+ 8");
 }
 
 TEST(SweepStepsTest, ABatchLargerThanEveryStepBeforeRunsOnceUntimedFirst) {
   // The warm-up's batch is not new; each larger one is.
-  EXPECT_EQ(order(sweep_steps(1, {1, 4, 16}, true)), "(1+) 1 (4+) 4 (16+) 16");
+  EXPECT_EQ(order(sweep_steps(1, {1, 4, 16}, true)), "(1+) (1) 1 (4+) 4 (16+) 16");
   // Two micro-batches: the warm-up runs two samples, the point twice as many as the smallest.
-  EXPECT_EQ(order(sweep_steps(2, {8}, true)), "(2+) (8+) 8");
+  EXPECT_EQ(order(sweep_steps(2, {8}, true)), "(2+) (2) (8+) 8");
   // Not larger than the largest before: nothing new to fault in.
-  EXPECT_EQ(order(sweep_steps(4, {2, 4, 8, 8}, true)), "(4+) 2 4 (8+) 8 8");
+  EXPECT_EQ(order(sweep_steps(4, {2, 4, 8, 8}, true)), "(4+) (4) 2 4 (8+) 8 8");
 }
 
 TEST(SweepStepsTest, AShortMeasurementIsTimedUntilItsRunsAddUp) {
