@@ -609,12 +609,12 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
     // The deep variant alone: the model's own depth is measured, not composed, where the largest
     // batches that fit are; a block there is the deep step less the one-block variant's last
-    // segment, extended (a pipeline stage of fewer blocks is all that reads it). Its first step
-    // at a batch grows the heap from its warm-up step's, which is made resident first up to the
-    // peak expected there — from the derived peaks too: a key derived across the head has measured
-    // no deep step, and without them its first deep step touched no heap. BERT's fused head on
-    // bert-parallel (docs/cost-model.md) faulted 20,215 pages in at 8 samples, 191 ms where its
-    // whole profile's step takes 158–162; touched, 4,983 and 159 ms.
+    // segment, extended (a pipeline stage of fewer blocks is all that reads it). Its first batch
+    // grows the heap from its warm-up steps', which is made resident first up to the peak
+    // expected there — from the derived peaks too: a key derived across the head has measured no
+    // deep step, and without them its first deep step touched no heap. BERT's fused head on
+    // bert-parallel (docs/cost-model.md) faulted 20,215 pages in at 8 samples and took 191 ms,
+    // where a whole profile of that key on one rank measured 158–162; touched, 4,983 and 159 ms.
     std::vector<int64_t> batches = request.extend_batches;
     if (batches.empty()) batches = {request.batch_hi};
     std::sort(batches.begin(), batches.end());
