@@ -7,7 +7,7 @@ namespace slapo::runners {
 
 std::vector<SweepStep> sweep_steps(int64_t micro, const std::vector<int64_t>& batches,
                                    bool warm_new_batches) {
-  // Two warm-up steps, as a trial has: a step after one ran 20-30% slower (sweep_steps.h).
+  // Two warm-up steps, as a trial by default: a step after one ran 20-30% slower (sweep_steps.h).
   std::vector<SweepStep> steps = {{micro, false, true}, {micro, false, false}};
   int64_t largest = micro;
   for (int64_t batch : batches) {

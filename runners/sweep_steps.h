@@ -23,15 +23,15 @@ struct SweepStep {
   bool grows = false;
 };
 
-// Two warm-up steps of `micro` samples (the smallest a step of `micro` micro-batches takes), then
-// a timed step at each of `batches` in order. Two, as a trial warms up: after one, the deep
-// variant's one-sample steps ran 20-30% slower than after two (gpt-mini at sequence 128: 87.9-89.6
-// against 61.0-64.9 ms, 13-14k pages faulted in against 1-3k; bert-mini at sequence 64: 48.5-50.1
-// against 37.9-39.9, none faulted in either way; 2026-11-29) — a step that holds the deep line's
-// intercept — for 0.1-0.4 s more profile (docs/cost-model.md). With `warm_new_batches`, an untimed
-// step first at each batch larger than every step before it (the one that `grows`), so that the
-// timed one runs on the memory the untimed one faulted in — as a trial's timed steps do; without,
-// that timed step `grows` itself.
+// Two warm-up steps of `micro` samples (the smallest a step of `micro` micro-batches takes), then a
+// timed step at each of `batches` in order. Two, as a trial warms up by default (`warmup = 2`):
+// after one, the deep variant's one-sample steps ran 20-30% slower than after two (gpt-mini at
+// sequence 128: 87.9-89.6 against 61.0-64.9 ms, 13-14k pages faulted in against 1-3k; bert-mini at
+// sequence 64: 48.5-50.1 against 37.9-39.9, none faulted in either way; 2026-11-29) — a step that
+// holds the deep line's intercept — for 0.1-0.4 s more profile (docs/cost-model.md). With
+// `warm_new_batches`, an untimed step first at each batch larger than every step before it (the one
+// that `grows`), so that the timed one runs on the memory the untimed one faulted in — as a trial's
+// timed steps do; without, that timed step `grows` itself.
 std::vector<SweepStep> sweep_steps(int64_t micro, const std::vector<int64_t>& batches,
                                    bool warm_new_batches);
 
