@@ -401,16 +401,15 @@ std::vector<cost::ProfilePoint> measure_checkpointed_steps(const Workload& w, co
                            .timed_once_up_to(1));
 }
 
-// The peaks of the deep variant's plain steps (one micro-batch) that `profile` measured — and,
-// with `derived_too`, those it derived (cost/head_difference.h: to the byte of the measured ones
-// at worst within 1%), which are what a key derived across the head knows of its own deep peaks.
-std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile, bool derived_too = false) {
+// The peaks of the deep variant's plain steps (one micro-batch) that `profile` holds, measured or
+// derived (cost/head_difference.h: within 1% of the measured ones) — a key derived across the
+// head knows its own deep peaks only so; a measured profile holds no derived point.
+std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile) {
   int64_t deep = 0;
   for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
   std::vector<PeakAt> peaks;
   for (const cost::ProfilePoint& q : profile.points) {
-    if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 &&
-        (derived_too || !q.derived))
+    if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1)
       peaks.push_back({q.batch, q.peak_bytes});
   }
   return peaks;
@@ -622,7 +621,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
                                                      Sweep(deep, 0, 1, batches)
                                                          .two_steps_up_to(few)
                                                          .meeting_new_batches(NewBatch::kTouchHeap)
-                                                         .knowing(plain_deep_peaks(profile, true))))
+                                                         .knowing(plain_deep_peaks(profile))))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
