@@ -20,9 +20,11 @@
 // is replayed as a live run would see it: `auto` searches with the model built from those
 // profiles, calibrated by every replayed measurement, and the profiles' cost counts in mean
 // trials of the table (issue 14's target: the optimum, or a tie, within 3 measured trials,
-// profile included). "auto, no model" is the same strategy without the profiles; "auto, command"
-// searches as a run of an external command would (no model; the budget learnt from the trials'
-// reported peaks, the first trial at the leanest corner: how many out of memory in its first ten).
+// profile included). Every contender learns memory from the trials' reported peaks under the
+// table's budget, as a run of `slapo-tune` does (tuner/measured_memory.h). "auto, no model" is the
+// same strategy without the profiles; "auto, command" searches as a run of an external command
+// would (no model, the first trial at the leanest corner: how many out of memory in its first
+// ten).
 //
 // Then, with the passes replayed as noise (each measurement draws one recorded pass at random),
 // what the default strategy finally recommends after 20 trials, with and without --confirm 3,
@@ -326,13 +328,12 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const Conten
     model = recorded->fresh(space);
     options.cost_model = model.get();
   }
-  if (contender.as_command) {
-    // A command's trials report their peak as a metric (the recorded `peak_bytes`; an out of
-    // memory's is the peak it reached before it failed, which the fit leaves out).
-    options.memory_budget_bytes = table.memory_budget_bytes;
-    options.memory_metric = "peak_bytes";
-    options.lean_start = true;
-  }
+  // The trials' reported peaks teach memory as in a run of `slapo-tune` (cli/tune_run.cc): a
+  // built-in workload's `peak_bytes` under its budget, and a command's (the recorded `peak_bytes`;
+  // an out of memory's is the peak it reached before it failed, which the fit leaves out).
+  options.memory_budget_bytes = table.memory_budget_bytes;
+  options.memory_metric = "peak_bytes";
+  if (contender.as_command) options.lean_start = true;
   options.trials = 0;  // until the strategy has nothing left
   options.seed = seed;
   Run run;
@@ -388,6 +389,8 @@ std::pair<double, bool> recommended(const Table& table, const space::CompiledSpa
     model = recorded->fresh(space);
     options.cost_model = model.get();
   }
+  options.memory_budget_bytes = table.memory_budget_bytes;  // as run_once
+  options.memory_metric = "peak_bytes";
   options.trials = trials;
   options.seed = seed;
   options.confirm = confirm;

@@ -17,6 +17,7 @@
 #include "cli/task_diff.h"
 #include "core/error.h"
 #include "core/interrupt.h"
+#include "core/metrics.h"
 #include "core/objective_direction.h"
 #include "core/text.h"
 #include "cost/planner.h"
@@ -199,8 +200,9 @@ void declare_tune(TuneOptions* o, OptionSet& set) {
       ("claim-timeout", po::value<double>(&o->tuner.claim_timeout_s)->default_value(60),
        "seconds without a heartbeat before another tuner of the task adopts a claim")
       ("memory-metric", po::value<std::string>(&o->tuner.memory_metric),
-       "command with --memory-budget: the memory metric its trials report, learned from to skip "
-       "configurations predicted over the budget (default: the first like peak_rss_mib)");
+       "the memory metric the trials report, learned from to skip configurations predicted over "
+       "the budget (a command with --memory-budget: by default the first like peak_rss_mib; a "
+       "built-in workload with a memory_budget: peak_bytes)");
   // clang-format on
   o->runner.declare(set);
 }
@@ -315,10 +317,16 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   }
 
   // A command is a workload slapo knows nothing about: it learns memory from what the trials
-  // report, and starts where the first trial is most likely to fit.
+  // report, and starts where the first trial is most likely to fit. A built-in workload's trials
+  // report their peak exactly as its budget caps it (the tracking allocator's `peak_bytes`, the
+  // largest rank's): what the model does not prune, or where no model runs, they prune from
+  // (tuner/measured_memory.h).
   if (spec.command) {
     options.memory_budget_bytes = static_cast<double>(spec.command->memory_budget_bytes);
     options.lean_start = true;
+  } else if (spec.workload && spec.workload->memory_budget > 0) {
+    options.memory_budget_bytes = static_cast<double>(spec.workload->memory_budget);
+    if (options.memory_metric.empty()) options.memory_metric = metric::kPeakBytes;
   }
 
   if (!o.json) {

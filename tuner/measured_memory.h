@@ -1,7 +1,9 @@
 #pragma once
-// Memory learned from measurements, for workloads slapo knows nothing about (an external command):
-// what a command's own memory reports (a metric such as `peak_rss_mib`) teach about the
-// configurations not yet run, under the knobs' declared `mem` trends.
+// Memory learned from measurements: what the trials' memory reports (a command's own metric such
+// as `peak_rss_mib`; a built-in workload's `peak_bytes`, exactly what its budget caps) teach about
+// the configurations not yet run, under the knobs' declared `mem` trends. For a command it is all
+// slapo knows of its memory; for a built-in workload it prunes what the cost model let through,
+// or, where no model runs (a strategy other than auto and model), what the trials show.
 //
 //   - Monotone: a configuration at least as hungry (tuner/memory_dominance.h) as a measured one
 //     that reported more than the budget needs more than the budget too.

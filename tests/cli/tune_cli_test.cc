@@ -208,6 +208,44 @@ TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
       << page.substr(0, 2000);
 }
 
+// A built-in workload's trials report their peak exactly as its budget caps it (peak_bytes):
+// where no cost model runs, a run learns from them which batch sizes cannot fit and never runs
+// them. gpt-tiny grows by about 95 KB a sample here; the budget, 1.4 times what 32 samples need,
+// leaves 64 out by a margin no fit misses.
+TEST(TuneCliTest, ABuiltInWorkloadsPeaksPruneWhatCannotFitUnderItsBudget) {
+  const std::string knobs = "\n[knobs]\nbatch_size = { pow2 = [2, 256], mem = \"up\" }\n";
+  const std::string head =
+      "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nwarmup = 1\nsteps = 2\nthreads = 1\n";
+  const std::string free_space = slapo::testing::write_temp("peaks-free.toml", head + knobs);
+  Outcome sized = run("trial --space " + free_space + " --config '{\"batch_size\": 32}' --json");
+  ASSERT_EQ(sized.exit_code, 0) << sized.err;
+  const double peak = nlohmann::json::parse(last_line(sized.out))["metrics"]["peak_bytes"];
+  const std::string space = slapo::testing::write_temp(
+      "peaks.toml",
+      head + "memory_budget = " + std::to_string(static_cast<int64_t>(peak * 1.4)) + "\n" + knobs);
+  const std::string db = temp_db("peaks");
+  Outcome tuned = run("single-device --space " + space + " --db " + db +
+                      " --runner inprocess --strategy exhaustive --json");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
+  Outcome listed = run("db trials --db " + db + " --format json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  int fitted = 0;
+  for (const auto& t : nlohmann::json::parse(listed.out)) {
+    const int64_t batch = t["config"]["batch_size"];
+    EXPECT_NE(t["status"], "oom") << "ran out of memory at " << batch << " samples";
+    const std::string error = t.value("error", "");
+    if (error.find("peak_bytes fitted over batch_size") != std::string::npos) {
+      ++fitted;
+      EXPECT_GE(batch, 64) << error;
+    }
+    if (batch <= 32) EXPECT_EQ(t["status"], "ok") << batch;
+  }
+  EXPECT_GE(fitted, 1) << listed.out;
+  // What the fit left out does run out of memory.
+  Outcome beyond = run("trial --space " + space + " --config '{\"batch_size\": 64}' --json");
+  EXPECT_EQ(nlohmann::json::parse(last_line(beyond.out))["status"], "oom") << beyond.out;
+}
+
 TEST(TuneCliTest, BadInput) {
   const std::string db = temp_db("bad");
   Outcome strategy =
