@@ -268,6 +268,29 @@ TEST(ProfilerTest, TheDeepStepsOfADerivedProfileMeetTheirFirstBatchOnAResidentHe
   EXPECT_LT(touched, stepped) << err;
 }
 
+// Every profile a process measures meets its deep batches on a heap made resident, however large
+// the steps of an earlier one were: the pages those made resident may have gone back since (a
+// second key profiled in one process faulted two to three times the pages of the first at its
+// largest batch, docs/cost-model.md).
+TEST(ProfilerTest, EveryProfileOfAProcessMeetsItsDeepBatchesOnAResidentHeap) {
+  const ProfileRequest r = tiny_request();
+  auto touches = [&] {
+    setenv("SLAPO_PROFILE_TRACE", "1", 1);
+    ::testing::internal::CaptureStderr();
+    measure_profile(r);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    unsetenv("SLAPO_PROFILE_TRACE");
+    size_t n = 0;
+    for (size_t at = err.find("the heap made resident for "); at != std::string::npos;
+         at = err.find("the heap made resident for ", at + 1))
+      ++n;
+    return n;
+  };
+  const size_t first = touches();
+  EXPECT_GT(first, 0u);
+  EXPECT_EQ(touches(), first);
+}
+
 // A space without GPipe micro-batches is profiled without the GPipe step; a profile extended by
 // it gets exactly the step a full profile measures — its peak to the byte (the request read back
 // from its JSON, as a job of two ranks receives it); a flag that is not true or false is refused.
