@@ -279,7 +279,20 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
         run(batch);
         continue;
       }
-      if (sweep.new_batch == NewBatch::kTouchHeap && at.grows) {
+      // Where the peaks so far expect nothing of the step's growth, it runs untimed first, as a
+      // one-block one (expects_growth, runners/sweep_steps.h).
+      const bool untimed_first =
+          sweep.new_batch == NewBatch::kTouchHeap && at.grows && !expects_growth(peaks, micro);
+      if (untimed_first) {
+        run(batch);
+        if (tracing()) {
+          std::fprintf(stderr,
+                       "profile trace: %lld block(s) at %lld samples: a step untimed first (the "
+                       "peaks so far expect nothing of it)\n",
+                       static_cast<long long>(depth), static_cast<long long>(batch));
+        }
+      }
+      if (sweep.new_batch == NewBatch::kTouchHeap && at.grows && !untimed_first) {
         // The smaller batch's large blocks go back to the heap first, where the touch makes them
         // resident for the new batch's, as it does its other tensors' (a kept one would miss:
         // bert-mini's deep step at 8 samples faulted 21,189 pages in, 40 ms of its 153).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace slapo::runners {
 
@@ -42,6 +43,13 @@ double expected_peak(const std::vector<PeakAt>& measured, int64_t batch) {
   const double along = hi.bytes + slope * static_cast<double>(batch - hi.batch);
   if (batch <= hi.batch) return std::max(0.0, along);
   return hi.bytes + 1.5 * std::max(0.0, along - hi.bytes);
+}
+
+bool expects_growth(const std::vector<PeakAt>& measured, int64_t micro) {
+  std::set<int64_t> above;
+  for (const PeakAt& p : measured)
+    if (p.batch > micro) above.insert(p.batch);
+  return above.size() >= 2;
 }
 
 }  // namespace slapo::runners

@@ -59,4 +59,12 @@ struct PeakAt {
 // 347.3 MB at 1, 4, 10 and 23 samples). Zero (nothing known) with fewer than two batches measured.
 double expected_peak(const std::vector<PeakAt>& measured, int64_t batch);
 
+// Whether the peaks `measured` so far say how a step's memory grows past the warm-ups' batch
+// (`micro` samples): two batches above it or more. At one to four samples the optimizer's step sets
+// the peak, so a line through one sample is flat and expects nothing of the activations: a deep
+// step at a new batch is then run untimed first instead of meeting a heap touched up to that line
+// (gpt-mini's first steps at 4 and 8 samples faulted 5.6-6.4k and 13.3-13.7k pages in and ran
+// 4-42% and 13-22% slower than the step after them; docs/cost-model.md).
+bool expects_growth(const std::vector<PeakAt>& measured, int64_t micro);
+
 }  // namespace slapo::runners

@@ -291,6 +291,29 @@ TEST(ProfilerTest, EveryProfileOfAProcessMeetsItsDeepBatchesOnAResidentHeap) {
   EXPECT_EQ(touches(), first);
 }
 
+// The deep variant's first batches above one sample, where its peaks so far are the optimizer's
+// and expect nothing of the activations, are stepped untimed first; the next is met on a heap
+// touched up to the line of the two before.
+TEST(ProfilerTest, TheDeepVariantsFirstGrowingBatchesRunUntimedFirst) {
+  ProfileRequest r = tiny_request();
+  r.batch_lo = 2;
+  r.batch_hi = 16;  // the deep batches 1, 2, the middle one and 16
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  measure_profile(r);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  unsetenv("SLAPO_PROFILE_TRACE");
+  const std::string deep = std::to_string(r.workload.spec().layers) + " block(s) at ";
+  const size_t at_lo = err.find(deep + "2 samples: a step untimed first");
+  EXPECT_NE(at_lo, std::string::npos) << err;
+  size_t middle = std::string::npos;
+  for (int b = 3; b < 16 && middle == std::string::npos; ++b)
+    middle = err.find(deep + std::to_string(b) + " samples: a step untimed first");
+  EXPECT_NE(middle, std::string::npos) << err;
+  EXPECT_EQ(err.find(deep + "16 samples: a step untimed first"), std::string::npos) << err;
+  EXPECT_NE(err.find("the heap made resident for 16 samples"), std::string::npos) << err;
+}
+
 // A space without GPipe micro-batches is profiled without the GPipe step; a profile extended by
 // it gets exactly the step a full profile measures — its peak to the byte (the request read back
 // from its JSON, as a job of two ranks receives it); a flag that is not true or false is refused.

@@ -62,4 +62,16 @@ TEST(SweepStepsTest, APeakIsExpectedAlongTheLineOfTheLargestBatchesGrowingFaster
 }
 
 }  // namespace
+// The peaks say how a step's memory grows once two batches above the warm-ups' were measured: a
+// line through the warm-ups' batch is the optimizer's, flat.
+TEST(SweepStepsTest, GrowthIsExpectedFromTwoBatchesAboveTheWarmUps) {
+  EXPECT_FALSE(expects_growth({}, 1));
+  EXPECT_FALSE(expects_growth({{1, 135.6}}, 1));
+  EXPECT_FALSE(expects_growth({{1, 135.6}, {4, 137.6}}, 1));
+  EXPECT_FALSE(expects_growth({{1, 135.6}, {4, 137.6}, {4, 137.6}}, 1));  // one batch twice
+  EXPECT_TRUE(expects_growth({{1, 135.6}, {4, 137.6}, {8, 164.5}}, 1));
+  EXPECT_TRUE(expects_growth({{4, 137.6}, {8, 164.5}}, 1));   // known from another process
+  EXPECT_FALSE(expects_growth({{2, 140.0}, {4, 150.0}}, 2));  // two micro-batches: from 2
+}
+
 }  // namespace slapo::runners
