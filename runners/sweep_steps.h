@@ -62,9 +62,14 @@ double expected_peak(const std::vector<PeakAt>& measured, int64_t batch);
 // Whether the peaks `measured` so far say how a step's memory grows past the warm-ups' batch
 // (`micro` samples): two batches above it or more. At one to four samples the optimizer's step sets
 // the peak, so a line through one sample is flat and expects nothing of the activations: a deep
-// step at a new batch is then run untimed first instead of meeting a heap touched up to that line
-// (gpt-mini's first steps at 4 and 8 samples faulted 5.6-6.4k and 13.3-13.7k pages in and ran
-// 4-42% and 13-22% slower than the step after them; docs/cost-model.md).
+// step at a new batch meets a heap touched up to that line, and when it faults kFaultsToTimeAgain
+// pages in or more it is timed again (gpt-mini at sequence 32: its first steps at 4 and 8 samples
+// faulted 5.6-6.4k and 13.3-13.7k pages in and ran 4-42% and 13-22% slower than the step after
+// them; at sequence 48, 0 and 2.6k: an untimed step first at both would cost 0.2 s of a 2.5 s key
+// for little; docs/cost-model.md).
 bool expects_growth(const std::vector<PeakAt>& measured, int64_t micro);
+// 16 MiB of pages: about 8 ms of a step here (1.8-2.0 us a fault, benchmark/host_costs.sh). At
+// sequence 48 gpt-mini's step at 8 samples faulted 2.4k pages in and ran 127.9 ms, then 128.9.
+constexpr long kFaultsToTimeAgain = 4096;
 
 }  // namespace slapo::runners
