@@ -316,6 +316,14 @@ struct Contender {
   bool as_command = false;
 };
 
+// The trials' reported peaks teach memory as in a run of `slapo-tune` (cli/tune_run.cc): a
+// built-in workload's `peak_bytes` under its budget, and a command's (the recorded `peak_bytes`;
+// an out of memory's is the peak it reached before it failed, which the fit leaves out).
+void learn_memory_from_peaks(const Table& table, tuner::TunerOptions* options) {
+  options->memory_budget_bytes = table.memory_budget_bytes;
+  options->memory_metric = metric::kPeakBytes;
+}
+
 Run run_once(const Table& table, const space::CompiledSpace& space, const Contender& contender,
              const RecordedModel* recorded, uint64_t seed) {
   TableRunner runner(table);
@@ -328,11 +336,7 @@ Run run_once(const Table& table, const space::CompiledSpace& space, const Conten
     model = recorded->fresh(space);
     options.cost_model = model.get();
   }
-  // The trials' reported peaks teach memory as in a run of `slapo-tune` (cli/tune_run.cc): a
-  // built-in workload's `peak_bytes` under its budget, and a command's (the recorded `peak_bytes`;
-  // an out of memory's is the peak it reached before it failed, which the fit leaves out).
-  options.memory_budget_bytes = table.memory_budget_bytes;
-  options.memory_metric = "peak_bytes";
+  learn_memory_from_peaks(table, &options);
   if (contender.as_command) options.lean_start = true;
   options.trials = 0;  // until the strategy has nothing left
   options.seed = seed;
@@ -389,8 +393,7 @@ std::pair<double, bool> recommended(const Table& table, const space::CompiledSpa
     model = recorded->fresh(space);
     options.cost_model = model.get();
   }
-  options.memory_budget_bytes = table.memory_budget_bytes;  // as run_once
-  options.memory_metric = "peak_bytes";
+  learn_memory_from_peaks(table, &options);
   options.trials = trials;
   options.seed = seed;
   options.confirm = confirm;

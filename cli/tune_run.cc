@@ -276,6 +276,15 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   SLAPO_CHECK(options.strategy != "model" || spec.workload, ErrorCode::kInvalidArgument,
               "--strategy model: the model strategy needs a cost model: only built-in workloads "
               "are predicted, not a command");
+  // A built-in workload's trials report two memory metrics: another name would teach nothing.
+  const std::string& memory_metric = options.memory_metric;
+  SLAPO_CHECK(!spec.workload || memory_metric.empty() || memory_metric == metric::kPeakBytes ||
+                  memory_metric == metric::kMaxRssBytes,
+              ErrorCode::kInvalidArgument, "--memory-metric ", memory_metric,
+              ": a built-in workload's trials report ", metric::kPeakBytes,
+              " (what its budget "
+              "caps) and ",
+              metric::kMaxRssBytes);
   auto database = db::Database::open(o.db);
   const db::TaskKey key = task_key(spec, *runner, declared);
   if (!o.study.empty()) {

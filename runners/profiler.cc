@@ -306,14 +306,17 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
         }
       }
       tracker.reset_peak();
-      if (group) group->reset_tally();
-      const long faults_before = minor_page_faults();
-      double optimizer_before = trainer.optimizer_seconds();
-      std::vector<double> ms = {run(batch)};
-      const long faults = minor_page_faults() - faults_before;
-      if (may_time_again && faults >= kFaultsToTimeAgain) {
+      double optimizer_before = 0;
+      // The first timed step: what the point's collectives and optimizer time are counted from.
+      const auto first_timed = [&] {
         if (group) group->reset_tally();
         optimizer_before = trainer.optimizer_seconds();
+        return run(batch);
+      };
+      const long faults_before = minor_page_faults();
+      std::vector<double> ms = {first_timed()};
+      const long faults = minor_page_faults() - faults_before;
+      if (may_time_again && faults >= kFaultsToTimeAgain) {
         if (tracing()) {
           std::fprintf(stderr,
                        "profile trace: %lld block(s) at %lld samples: timed again, the first step "
@@ -321,7 +324,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
                        static_cast<long long>(depth), static_cast<long long>(batch), ms.front(),
                        faults);
         }
-        ms = {run(batch)};
+        ms = {first_timed()};
       }
       // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
       // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of

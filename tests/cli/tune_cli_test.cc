@@ -258,6 +258,15 @@ TEST(TuneCliTest, BadInput) {
       << strategy.err;
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
   EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
+  // A memory metric a built-in workload's trials do not report, refused before anything runs.
+  Outcome metric = run("single-device --space " + kSpace + " --db " + db +
+                       " --runner inprocess --memory-metric peak_rss_mib");
+  EXPECT_EQ(metric.exit_code, 2);
+  EXPECT_NE(metric.err.find("--memory-metric peak_rss_mib: a built-in workload's trials report "
+                            "peak_bytes (what its budget caps) and max_rss_bytes"),
+            std::string::npos)
+      << metric.err;
+  EXPECT_EQ(metric.out.find("[  0]"), std::string::npos) << metric.out;
   // Counts are whole numbers >= 0: boost alone would read -1 as 2^64 - 1.
   for (const char* flag :
        {"--trials", "--patience", "--confirm", "--confirm-rounds", "--stop-after-failures"}) {
