@@ -103,7 +103,7 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
   cost::check_plannable(compiled, options, /*can_compose=*/true);  // before profiling for it
   const double profile_s = model->profile_space(compiled);
-  const cost::Plan plan = cost::plan(compiled, model->as_function(), options, model->as_composer());
+  const cost::Plan plan = cost::plan(compiled, model->as_function(), options, model->composer());
   // Nothing to rank is the work failing, not a plan of nothing: one line says why, the table or
   // the JSON still say what was counted.
   if (plan.top.empty())

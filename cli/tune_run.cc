@@ -253,17 +253,12 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
     (o.json ? err : out) << "note: " << objective_of_run.note << "\n";
   const std::unique_ptr<runners::Runner> runner = runners::make_runner(spec);
   // What the model strategy cannot do is refused before the database holds a task for this run.
-  uint64_t size = UINT64_MAX;
-  try {
-    size = compiled.size();
-  } catch (const Error&) {
-  }
-  SLAPO_CHECK(
-      options.strategy != "model" || size <= tuner::kMaxModelRanked, ErrorCode::kInvalidArgument,
-      o.space.file, ": ", size == UINT64_MAX ? std::string("over 2^64") : std::to_string(size),
-      " configurations are too many for the model strategy, which ranks the whole space "
-      "after every trial (at most ",
-      tuner::kMaxModelRanked, "): `slapo-tune plan` searches it, or choose another strategy");
+  // A built-in workload's model composes a configuration's cuts (runners/cost_model.h).
+  const std::string model_cannot_search = tuner::why_model_cannot_search(
+      compiled, options.objective, /*can_compose=*/spec.workload.has_value());
+  SLAPO_CHECK(options.strategy != "model" || model_cannot_search.empty(),
+              ErrorCode::kInvalidArgument, o.space.file, ": ", model_cannot_search,
+              " — choose another strategy; `slapo-tune plan` ranks the space without measuring");
   // The model ranks by what it predicts: a run that optimizes another metric (the loss, say) is
   // refused the model strategy before anything runs, and auto searches it without the model.
   const std::string& objective = options.objective.metric;
@@ -312,9 +307,8 @@ int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   // several): profiled first, its time counted against the run's time limit.
   std::unique_ptr<runners::WorkloadCostModel> cost_model;
   // auto: the model where it can rank the space, its own search elsewhere.
-  const bool wants_model =
-      options.strategy == "model" ||
-      (options.strategy == "auto" && predicted && size <= tuner::kMaxModelRanked);
+  const bool wants_model = options.strategy == "model" ||
+                           (options.strategy == "auto" && predicted && model_cannot_search.empty());
   if (wants_model && spec.workload) {
     cost_model =
         make_cost_model(declared, compiled, database.get(), o.reprofile, o.json ? err : out);

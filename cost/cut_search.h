@@ -21,15 +21,22 @@
 namespace slapo::cost {
 
 struct CutSearch {
-  IntList cuts;           // where stages 2, 3, ... begin
-  Prediction prediction;  // of the input with these cuts
-  uint64_t bounds_tried = 0;
+  IntList cuts;               // where stages 2, 3, ... begin
+  Prediction prediction;      // of the input with these cuts
+  uint64_t bounds_tried = 0;  // pairs of bounds, or splits, tried
+  bool enumerated = false;    // every split tried (CutMethod::kEachSplit)
 };
+
+// How the split is found; both are exact for the model. kCheapest: each split tried where there
+// are fewer splits than pairs of bounds the dynamic program would try (two stages of 48 blocks: 47
+// splits against up to 94 × 94 bounds), the dynamic program elsewhere.
+enum class CutMethod { kCheapest, kDynamicProgramming, kEachSplit };
 
 // The split of `splits` that minimises the predicted step of `in` (in.cuts is ignored; in.pp must
 // be splits.stages()) among those whose every stage's predicted peak is within `budget_bytes`
-// (0: no budget); nullopt when none fits.
+// (0: no budget); nullopt when none fits. Among splits of equal predicted step, the most even.
 std::optional<CutSearch> best_cuts(const Predictor& predictor, const PredictInput& in,
-                                   const space::StageSplits& splits, double budget_bytes);
+                                   const space::StageSplits& splits, double budget_bytes,
+                                   CutMethod method = CutMethod::kCheapest);
 
 }  // namespace slapo::cost

@@ -174,7 +174,8 @@ void search_cuts(const space::CompiledSpace& space, const ConfigComposer& compos
                    std::to_string(families) +
                    " configurations of the other knobs (enumerated): each plan's cuts are the "
                    "model's optimum (the slowest stage and the slowest tail bounded in turn, the "
-                   "sum of the stages minimised under them); predicted_oom counts only the "
+                   "sum of the stages minimised under them; where there are fewer splits than "
+                   "bounds, each split's stages summed); predicted_oom counts only the "
                    "configurations of other knobs that no split fits";
 }
 

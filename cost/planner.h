@@ -96,6 +96,10 @@ Plan plan(const space::CompiledSpace& space, const ConfigPredictor& predictor,
 // Spaces larger than this are not enumerated.
 constexpr uint64_t kMaxEnumerated = 100'000'000;
 
+// Whether plan() chooses the cuts of `space` by its cut-point search — the space has a cut knob,
+// the objective is a time and a composer is given (`can_compose`) — rather than enumerating them.
+bool searches_cuts(const space::CompiledSpace& space, const PlanOptions& options, bool can_compose);
+
 // What plan() checks before it predicts anything, for callers that profile first: throws its
 // Error(kInvalidArgument) for an objective the model does not predict and for a space too large
 // to enumerate that the cut search (`can_compose`: a composer is given) does not apply to.

@@ -809,8 +809,9 @@ std::string WorkloadCostModel::computation(const Config& config) {
   const Mapping& m = mapping(config);
   if (!m.why_not.empty()) return "";
   const cost::PredictInput& in = m.input;
-  // One stage of one micro-batch runs its forward and backward alike under either schedule.
-  const bool gpipe = in.gpipe && (in.pp > 1 || in.micro_batches > 1);
+  // One micro-batch runs each stage's forward, then its backward, under either schedule
+  // (schedule/runtime/pipeline.cc: 1F1B's warm-up forward is GPipe's).
+  const bool gpipe = in.gpipe && in.micro_batches > 1;
   const nlohmann::json j = {{"key", m.key},
                             {"batch", in.batch},
                             {"ckpt_blocks", in.ckpt_blocks},

@@ -91,7 +91,7 @@ class WorkloadCostModel : public tuner::CostModel {
   // For the planner's cut-point search: the predictor and input of `config` (its cuts, if any,
   // are the search's to choose).
   cost::Composable compose(const Config& config);
-  cost::ConfigComposer as_composer() {
+  cost::ConfigComposer composer() override {
     return [this](const Config& c) { return compose(c); };
   }
   // A measured trial of `config` (ok: its step time and peak; oom: over the workload's budget).

@@ -23,6 +23,10 @@ class CostModel {
   // run the same steps (knobs that change nothing where they are set differ between them, such as
   // how tp = 1 would split the model). Empty: not known — every configuration its own.
   virtual std::string computation(const Config& /*config*/) { return ""; }
+  // For the planner's cut-point search (cost::plan), which lets the model strategy search spaces
+  // too large to rank whole: the predictor and input of a configuration whose cuts the search
+  // chooses. Empty: the model cannot compose one — such spaces are not searched with it.
+  virtual cost::ConfigComposer composer() { return {}; }
 };
 
 }  // namespace slapo::tuner

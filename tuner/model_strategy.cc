@@ -11,10 +11,21 @@
 
 #include "core/error.h"
 #include "core/stats.h"
+#include "cost/planner.h"
+#include "space/compiled_space.h"
 
 namespace slapo::tuner {
 
 namespace {
+
+// Whether `space` has at most `most` configurations (a count over 2^64 has not).
+bool within(const space::CompiledSpace& space, uint64_t most) {
+  try {
+    return space.size() <= most;
+  } catch (const Error&) {
+    return false;
+  }
+}
 
 class ModelStrategy : public Strategy {
  public:
@@ -25,41 +36,19 @@ class ModelStrategy : public Strategy {
   std::string name() const override { return "model"; }
 
   void begin(const space::CompiledSpace& space, uint64_t, const Objective& objective) override {
+    const std::string why_not =
+        why_model_cannot_search(space, objective, static_cast<bool>(model_->composer()));
+    SLAPO_CHECK(why_not.empty(), ErrorCode::kInvalidArgument, "the model strategy: ", why_not);
     space_ = &space;
     objective_ = objective;
     best_.reset();
+    planned_ = !within(space, kMaxModelRanked);
   }
 
   std::vector<Config> propose(size_t n, const KnownFn& known) override {
     // Ranked afresh each time: every measurement recalibrates the model.
-    struct Ranked {
-      double value;
-      bool time_calibrated;
-      Config config;
-    };
-    std::vector<Ranked> ranked;
-    const double budget = model_->memory_budget_bytes();
     alike_skipped_ = 0;
-    space_->for_each([&](const space::PointView& point) {
-      Config config = point.to_config();
-      if (known(config)) return true;
-      // What a measured configuration computes is known: its alike ones (knobs that change
-      // nothing there) would measure it again.
-      if (!measured_computations_.empty() &&
-          measured_computations_.count(model_->computation(config))) {
-        ++alike_skipped_;
-        return true;
-      }
-      const cost::Predicted p = model_->predict(config);
-      if (!p.prediction) return true;
-      if (budget > 0 && p.prediction->peak_bytes > budget) return true;
-      ranked.push_back({cost::predicted_metric(*p.prediction, objective_.metric), p.time_calibrated,
-                        std::move(config)});
-      return true;
-    });
-    std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
-      return objective_.better(a.value, b.value);
-    });
+    std::vector<Ranked> ranked = planned_ ? rank_planned(known) : rank_whole(known);
     std::vector<Config> out;
     const double noise = this->noise();
     size_t left = 0;  // configurations that could still beat the best
@@ -134,6 +123,60 @@ class ModelStrategy : public Strategy {
   }
 
  private:
+  struct Ranked {
+    double value;  // predicted
+    bool time_calibrated;
+    Config config;
+  };
+  // What a measured configuration computes is known: its alike ones (knobs that change nothing
+  // there) would measure it again.
+  bool alike_a_measured(const Config& config) {
+    if (measured_computations_.empty() ||
+        measured_computations_.count(model_->computation(config)) == 0)
+      return false;
+    ++alike_skipped_;
+    return true;
+  }
+  // Every configuration not yet known that is predicted to fit, best first.
+  std::vector<Ranked> rank_whole(const KnownFn& known) {
+    std::vector<Ranked> ranked;
+    const double budget = model_->memory_budget_bytes();
+    space_->for_each([&](const space::PointView& point) {
+      Config config = point.to_config();
+      if (known(config) || alike_a_measured(config)) return true;
+      const cost::Predicted p = model_->predict(config);
+      if (!p.prediction) return true;
+      if (budget > 0 && p.prediction->peak_bytes > budget) return true;
+      ranked.push_back({cost::predicted_metric(*p.prediction, objective_.metric), p.time_calibrated,
+                        std::move(config)});
+      return true;
+    });
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
+      return objective_.better(a.value, b.value);
+    });
+    return ranked;
+  }
+  // A space too large to rank whole: for each configuration of the other knobs, the cuts the
+  // model predicts best (the planner's dynamic programming, with the model as calibrated so far),
+  // best first. Once measured, a configuration's other cuts are not candidates unless calibration
+  // moves its optimum to them.
+  std::vector<Ranked> rank_planned(const KnownFn& known) {
+    cost::PlanOptions options;
+    options.top = kMaxModelRanked;  // every configuration of the other knobs (one plan each)
+    options.objective = objective_;
+    options.memory_budget_bytes = model_->memory_budget_bytes();
+    options.group_alike = false;
+    cost::Plan plan = cost::plan(
+        *space_, [&](const Config& c) { return model_->predict(c); }, options, model_->composer());
+    std::vector<Ranked> ranked;
+    for (cost::PlannedConfig& p : plan.top) {
+      if (known(p.config) || alike_a_measured(p.config)) continue;
+      ranked.push_back(
+          {p.objective, model_->predict(p.config).time_calibrated, std::move(p.config)});
+    }
+    return ranked;
+  }
+
   CostModel* model_;
   ModelStrategyOptions options_;
   const space::CompiledSpace* space_ = nullptr;
@@ -186,6 +229,7 @@ class ModelStrategy : public Strategy {
     return text;
   }
 
+  bool planned_ = false;  // the space is ranked by the planner's cut search (rank_planned)
   std::optional<double> best_;
   bool converged_ = false;  // propose() stopped at the noise rule
   // What the model predicted of each configuration it proposed, when it proposed it, and whether
@@ -205,6 +249,30 @@ class ModelStrategy : public Strategy {
 };
 
 }  // namespace
+
+std::string why_model_cannot_search(const space::CompiledSpace& space, const Objective& objective,
+                                    bool can_compose) {
+  if (within(space, kMaxModelRanked)) return "";
+  const std::string most = std::to_string(kMaxModelRanked);
+  std::string size = "over 2^64";
+  try {
+    size = std::to_string(space.size());
+  } catch (const Error&) {
+  }
+  cost::PlanOptions options;
+  options.objective = objective;
+  if (!cost::searches_cuts(space, options, can_compose))
+    return size + " configurations are too many to rank after every trial (at most " + most +
+           "), and the planner's cut-point search, which searches larger spaces, needs a cut "
+           "knob, a time objective and a built-in workload";
+  uint64_t others = 0;
+  space.for_each_cut_family(
+      [&](const Config&, const space::StageSplits&) { return ++others <= kMaxModelRanked; });
+  if (others > kMaxModelRanked)
+    return "the knobs other than the cuts take over " + most +
+           " configurations: too many to plan after every trial";
+  return "";
+}
 
 std::unique_ptr<Strategy> make_model_strategy(CostModel* model, ModelStrategyOptions options) {
   return std::make_unique<ModelStrategy>(model, options);

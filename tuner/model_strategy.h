@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "tuner/cost_model.h"
 #include "tuner/strategy.h"
@@ -19,8 +20,16 @@ namespace slapo::tuner {
 
 // The model strategy ranks the whole space after every measurement: spaces up to this size (the
 // same bound under which the tuner records predicted out-of-memory configurations as pruned).
-// Larger spaces are for `slapo-tune plan`.
+// A larger space is searched only where the planner chooses its cut points (cost::plan's dynamic
+// programming): its candidates are then, for each configuration of the other knobs (at most this
+// many), the cuts the model predicts best — ranked, measured and stopped as any space's.
 constexpr uint64_t kMaxModelRanked = 100'000;
+
+// Why the model strategy cannot search `space` for `objective`, or "" when it can: a space too
+// large to rank whole without a cut knob, a non-time objective, a model that cannot compose a
+// configuration's cuts (`can_compose`), or too many configurations of the other knobs.
+std::string why_model_cannot_search(const space::CompiledSpace& space, const Objective& objective,
+                                    bool can_compose);
 
 struct ModelStrategyOptions {
   // A remaining configuration is worth measuring only if its prediction, raised by the model's

@@ -306,9 +306,11 @@ class SlapoHeuristic : public Strategy {
   std::map<std::string, std::optional<double>> results_;
 };
 
-// The default: the model-based search from the memory frontier, started by the frontier ladder,
-// which reached the optimum of every recorded objective table in the fewest trials
-// (docs/benchmarks.md); a space of a handful of points is simply measured.
+// The default: the model strategy where a cost model predicts the space and can search it (ranked
+// whole, or by the planner's cut search: why_model_cannot_search); else the model-based search
+// from the memory frontier, started by the frontier ladder, which reached the optimum of every
+// recorded objective table in the fewest trials (docs/benchmarks.md); a space of a handful of
+// points is simply measured.
 class Auto : public Strategy {
  public:
   explicit Auto(CostModel* cost_model) : cost_model_(cost_model) {}
@@ -320,7 +322,10 @@ class Auto : public Strategy {
              const Objective& objective) override {
     if (space.size() <= 4) {
       inner_ = std::make_unique<Exhaustive>();
-    } else if (cost_model_ && predicts_any(space)) {
+    } else if (cost_model_ &&
+               why_model_cannot_search(space, objective, static_cast<bool>(cost_model_->composer()))
+                   .empty() &&
+               predicts_any(space)) {
       inner_ = make_model_strategy(cost_model_);
     } else {
       inner_ = make_model_based_strategy(/*memory_frontier=*/true);

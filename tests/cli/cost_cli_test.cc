@@ -706,6 +706,29 @@ TEST(CostCliTest, AutoTunesLayoutsWithTheModelFirst) {
   EXPECT_EQ(trials[0]["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
 }
 
+// 110,544 configurations, more than the model strategy ranks whole after every trial: auto tunes
+// them with the model all the same, each configuration of the other knobs with the cuts the
+// planner's search likes best, the plan's best first; the model strategy is not refused.
+TEST(CostCliTest, ASpaceTooLargeToRankWholeIsTunedWithTheModelByItsCuts) {
+  const std::string space =
+      std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-deep-pipeline.toml";
+  const std::string db = temp_db("deep_pipeline");
+  Outcome r = run("single-node --nproc 2 --space " + space + " --db " + db + " --trials 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("cost model: profiled"), std::string::npos) << r.err;
+  Outcome recorded = run("db trials --db " + db + " --format json");
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  const auto trials = nlohmann::json::parse(recorded.out);
+  ASSERT_EQ(trials.size(), 2u) << recorded.out;
+  EXPECT_EQ(trials.at(0)["strategy"], "auto/model") << recorded.out;
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json --nproc 2");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(trials.at(0)["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
+  Outcome model = run("single-node --nproc 2 --space " + space + " --db " + db +
+                      " --strategy model --trials 1 --json");
+  EXPECT_EQ(model.exit_code, 0) << model.err;
+}
+
 TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
   const std::string bare =
       slapo::testing::write_temp("bare.toml", "[knobs]\nx = { values = [1, 2] }\n");
@@ -725,12 +748,13 @@ TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
             std::string::npos)
       << too_large.err;
   EXPECT_EQ(too_large.err.find("cost model: profiled"), std::string::npos) << too_large.err;
-  // The model strategy ranks the whole space after every trial: refused on such a space, in one
-  // line, before anything runs (auto searches it without the model).
+  // The model strategy ranks the whole space after every trial, or plans a cut knob's: refused
+  // on such a space, in one line, before anything runs (auto searches it without the model).
   Outcome model = run("single-device --space " + huge + " --db " + temp_db("huge") +
                       " --strategy model --trials 1");
   EXPECT_EQ(model.exit_code, 2);
-  EXPECT_NE(model.err.find("400000000 configurations are too many for the model strategy"),
+  EXPECT_NE(model.err.find("huge.toml: 400000000 configurations are too many to rank after every "
+                           "trial (at most 100000), and the planner's cut-point search"),
             std::string::npos)
       << model.err;
   // A space no trial could run is refused, naming its file — not planned as "not predictable".

@@ -704,16 +704,21 @@ TEST(CutSearchTest, FindsTheSplitThatEnumerationFinds) {
           if (budget <= 0 || p.peak_bytes <= budget) best = std::min(best, p.step_ms);
           return true;
         });
-        const std::optional<CutSearch> found = best_cuts(predictor, in, splits, budget);
-        if (best == INFINITY) {
-          EXPECT_FALSE(found) << m << " " << budget;
-          continue;
-        }
-        ASSERT_TRUE(found) << m << " " << budget;
-        EXPECT_NEAR(found->prediction.step_ms, best, 1e-9) << gpipe << " " << m << " " << budget;
-        EXPECT_TRUE(splits.contains(found->cuts));
-        if (budget > 0) {
-          EXPECT_LE(found->prediction.peak_bytes, budget);
+        // The dynamic program and the stages' costs summed split by split (the cheaper where
+        // there are few splits): the same best.
+        for (CutMethod method : {CutMethod::kDynamicProgramming, CutMethod::kEachSplit}) {
+          const std::optional<CutSearch> found = best_cuts(predictor, in, splits, budget, method);
+          if (best == INFINITY) {
+            EXPECT_FALSE(found) << m << " " << budget;
+            continue;
+          }
+          ASSERT_TRUE(found) << m << " " << budget;
+          EXPECT_EQ(found->enumerated, method == CutMethod::kEachSplit);
+          EXPECT_NEAR(found->prediction.step_ms, best, 1e-9) << gpipe << " " << m << " " << budget;
+          EXPECT_TRUE(splits.contains(found->cuts));
+          if (budget > 0) {
+            EXPECT_LE(found->prediction.peak_bytes, budget);
+          }
         }
       }
     }

@@ -277,6 +277,14 @@ TEST(WorkloadCostModelTest, SplitKnobsAtOneTensorParallelPartShareAProfile) {
   EXPECT_EQ(model.computation(gpipe), model.computation(one_f_one_b));
   other_batch.set("batch_size", Value(int64_t{8}));
   EXPECT_NE(model.computation(other_batch), model.computation(gpipe));
+  // Two stages of one micro-batch too: each stage runs its forward, then its backward, under either
+  // schedule (schedule/runtime/pipeline.cc); two micro-batches are scheduled differently.
+  for (Config* c : {&gpipe, &one_f_one_b}) c->set("pp", Value(int64_t{2}));
+  for (int64_t micro_batches : {1, 2}) {
+    for (Config* c : {&gpipe, &one_f_one_b}) c->set("micro_batches", Value(micro_batches));
+    EXPECT_EQ(model.computation(gpipe) == model.computation(one_f_one_b), micro_batches == 1)
+        << model.computation(gpipe);
+  }
 }
 
 // A run of two ranks per trial cannot run a configuration of one: it is not predicted (the model

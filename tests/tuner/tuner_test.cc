@@ -9,9 +9,12 @@
 #include <map>
 #include <set>
 
+#include "../cost/synthetic_workload.h"
 #include "core/error.h"
 #include "core/interrupt.h"
 #include "core/stats.h"
+#include "cost/planner.h"
+#include "cost/predictor.h"
 #include "db/database.h"
 #include "space/compiled_space.h"
 #include "space/space_file.h"
@@ -1343,6 +1346,134 @@ TEST(TunerTest, ARunWhoseTrialsAllFailAlikeStopsAndKeepsThem) {
   more.strategy = "exhaustive";
   more.trials = 12;
   EXPECT_EQ(tune(ok.space, broken, *ok.database, ok.key, more).measured, 11u);
+}
+
+// A 64-block model over four pipeline stages: 39,711 cut sets × batch × micro-batches, 317,688
+// configurations — too many to rank whole after every trial. The synthetic workload's profile
+// (tests/cost/synthetic_workload.h) predicts it, and the model composes a configuration's cuts for
+// the planner's cut search.
+constexpr const char* kDeepPipeline = R"([knobs]
+pp = { values = [4] }
+batch_size = { values = [32, 64] }
+micro_batches = { values = [4, 8, 16, 32] }
+cuts = { layers = 64, stages = "pp" }
+)";
+
+class PipelineCostModel : public CostModel {
+ public:
+  PipelineCostModel()
+      : predictor_(cost::testing::SyntheticWorkload().profile(64),
+                   cost::testing::synthetic_collectives()) {}
+  cost::Predicted predict(const Config& c) override {
+    cost::PredictInput in = input(c);
+    in.cuts = std::get<IntList>(c.at("cuts"));
+    cost::Predicted p;
+    p.prediction = predictor_.predict(in);
+    return p;
+  }
+  cost::ConfigComposer composer() override {
+    return [this](const Config& c) {
+      cost::Composable out;
+      out.predictor = &predictor_;
+      out.input = input(c);
+      return out;
+    };
+  }
+  void observe(const Config&, const TrialResult&) override {}
+  double memory_budget_bytes() const override { return 0; }
+
+ private:
+  static cost::PredictInput input(const Config& c) {
+    cost::PredictInput in;
+    in.pp = 4;
+    in.batch = static_cast<int64_t>(as_number(c.at("batch_size")));
+    in.micro_batches = static_cast<int64_t>(as_number(c.at("micro_batches")));
+    return in;
+  }
+  cost::Predictor predictor_;
+};
+
+// Measures what the model predicts, exactly.
+class PredictedRunner : public runners::Runner {
+ public:
+  explicit PredictedRunner(PipelineCostModel* model) : model_(model) {}
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    std::vector<TrialResult> out;
+    for (const Config& c : candidates) {
+      const cost::Prediction p = *model_->predict(c).prediction;
+      TrialResult r;
+      r.metrics["samples_per_s"] = p.samples_per_s;
+      r.metrics["step_ms_median"] = p.step_ms;
+      out.push_back(r);
+    }
+    return out;
+  }
+  std::string kind() const override { return "fake"; }
+
+ private:
+  PipelineCostModel* model_;
+};
+
+// A space too large to rank whole is searched by the planner where it chooses the cuts: the
+// candidates are each configuration of the other knobs with the cuts the model predicts best.
+TEST(ModelStrategyTest, ASpaceTooLargeToRankIsSearchedByThePlannersCuts) {
+  const space::CompiledSpace space =
+      space::CompiledSpace::compile(space::parse_space(kDeepPipeline, "deep.toml"));
+  ASSERT_GT(space.size(), kMaxModelRanked);
+  const Objective throughput{"samples_per_s", false};
+  EXPECT_EQ(why_model_cannot_search(space, throughput, /*can_compose=*/true), "");
+  // Without a composer, or ranked by a metric the cut search does not minimize: refused, saying
+  // why.
+  EXPECT_NE(why_model_cannot_search(space, throughput, false)
+                .find("317688 configurations are too many to rank after every trial (at most "
+                      "100000), and the planner's cut-point search"),
+            std::string::npos);
+  EXPECT_NE(why_model_cannot_search(space, Objective{"peak_bytes", true}, true), "");
+  // Too many configurations of the other knobs to plan after every trial.
+  const space::CompiledSpace wide = space::CompiledSpace::compile(space::parse_space(
+      std::string(kDeepPipeline) + "x = { range = [1, 100001] }\n", "wide.toml"));
+  EXPECT_EQ(why_model_cannot_search(wide, throughput, true),
+            "the knobs other than the cuts take over 100000 configurations: too many to plan "
+            "after every trial");
+
+  // Each configuration of the other knobs' best cuts, by the planner.
+  PipelineCostModel model;
+  cost::PlanOptions options;
+  options.top = 100;
+  options.group_alike = false;
+  const cost::Plan plan = cost::plan(
+      space, [&](const Config& c) { return model.predict(c); }, options, model.composer());
+  ASSERT_EQ(plan.top.size(), 8u);
+  std::set<std::string> best_cuts;
+  for (const cost::PlannedConfig& p : plan.top) best_cuts.insert(p.config.canonical_json());
+
+  for (const std::string strategy : {"model", "auto"}) {
+    std::unique_ptr<db::Database> database = db::Database::in_memory();
+    db::TaskKey key;
+    key.workload_json = key.fingerprint_json = "{}";
+    key.space_hash = key.runner = "fake";
+    PredictedRunner runner(&model);
+    TunerOptions o;
+    o.strategy = strategy;
+    o.trials = 0;
+    o.cost_model = &model;
+    std::vector<Progress> seen;
+    const TuneSummary summary =
+        tune(space, runner, *database, key, o, [&](const Progress& p) { seen.push_back(p); });
+    ASSERT_FALSE(seen.empty()) << strategy;
+    // The model's optimum over the whole space first, then only other configurations' best cuts,
+    // until nothing left could beat it by more than the noise.
+    EXPECT_EQ(seen[0].config, plan.top[0].config) << strategy;
+    for (const Progress& p : seen) EXPECT_EQ(best_cuts.count(p.config.canonical_json()), 1u);
+    EXPECT_LT(summary.measured, 8u) << strategy;
+    EXPECT_NE(summary.stopped_because.find("no configuration left could beat the best"),
+              std::string::npos)
+        << summary.stopped_because;
+    ASSERT_TRUE(summary.best.has_value());
+    EXPECT_NEAR(*summary.best->objective, plan.top[0].objective, 1e-9);
+    EXPECT_EQ(database->trials(summary.task_id)[0].strategy,
+              strategy == "auto" ? "auto/model" : "model");
+  }
 }
 
 }  // namespace
