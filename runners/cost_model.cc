@@ -32,7 +32,10 @@ int threads_per_rank(const Workload& w, int world) { return std::max(1, w.thread
 // A rank of a job is profiled beside as many copies of itself as the job runs at once on this
 // machine: they share its cores, memory bandwidth and caches.
 int ranks_beside(int world) {
-  return std::min<int>(world, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  // Read once: each call of hardware_concurrency reads sysfs (three system calls), and a plan
+  // asks for every configuration's key.
+  static const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::min<int>(world, cores);
 }
 
 constexpr int kCollectiveRanks = 2;  // the groups this machine runs: docs/cost-model.md
@@ -212,18 +215,24 @@ std::string WorkloadCostModel::current_key(const std::string& stored_key) {
 }
 
 std::string WorkloadCostModel::key_of(const Config& knobs, int world) const {
-  Workload w = workload_;
-  w.batch_size = 0;  // predicted across
-  w.memory_budget = 0;
-  w.warmup = 0;
-  w.steps = 0;
-  w.threads = threads_per_rank(workload_, world);
-  nlohmann::ordered_json key;
-  key["workload"] = nlohmann::ordered_json::parse(w.to_json());
-  key["knobs"] = nlohmann::ordered_json::parse(knobs.canonical_json());
-  key["batches"] = {batch_lo_, batch_hi_};
-  key["ranks_beside"] = ranks_beside(world);
-  return key.dump();
+  // The workload's part, once per world (a plan asks for every configuration's key).
+  auto cached = workload_key_json_.find(world);
+  if (cached == workload_key_json_.end()) {
+    Workload w = workload_;
+    w.batch_size = 0;  // predicted across
+    w.memory_budget = 0;
+    w.warmup = 0;
+    w.steps = 0;
+    w.threads = threads_per_rank(workload_, world);
+    cached =
+        workload_key_json_.emplace(world, nlohmann::ordered_json::parse(w.to_json()).dump()).first;
+  }
+  // {"workload":…,"knobs":…,"batches":[lo,hi],"ranks_beside":n}: what dump() writes of that
+  // object, member by member (stored profiles are found by this text).
+  return "{\"workload\":" + cached->second +
+         ",\"knobs\":" + nlohmann::ordered_json::parse(knobs.canonical_json()).dump() +
+         ",\"batches\":[" + std::to_string(batch_lo_) + "," + std::to_string(batch_hi_) +
+         "],\"ranks_beside\":" + std::to_string(ranks_beside(world)) + "}";
 }
 
 double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
@@ -759,14 +768,14 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
   std::optional<cost::CollectiveModel> comm;
   if (ranks) comm = collectives();
   auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));
-  const std::string& family = mapping(config).family;
+  const std::string family = mapping(config).family;
   family_of_[key] = family;
   auto scale = family_memory_scale_.find(family);
   if (scale != family_memory_scale_.end()) predictor->raise_memory_scale(scale->second);
   return *predictors_.emplace(key, std::move(predictor)).first->second;
 }
 
-const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& config) {
+WorkloadCostModel::Mapping WorkloadCostModel::mapping(const Config& config) {
   const std::string canonical = config.canonical_json();
   auto it = mappings_.find(canonical);
   if (it != mappings_.end()) return it->second;
@@ -802,6 +811,7 @@ const WorkloadCostModel::Mapping& WorkloadCostModel::mapping(const Config& confi
   } catch (const Error& e) {
     m.why_not = e.what();
   }
+  if (mappings_.size() >= kMaxCachedMappings) return m;
   return mappings_.emplace(canonical, std::move(m)).first->second;
 }
 

@@ -130,7 +130,11 @@ class WorkloadCostModel : public tuner::CostModel {
   std::string profile_key(const Config& config, int world) const;
   std::string family_key(const Config& config, int world) const;
   std::string key_of(const Config& knobs, int world) const;
-  const Mapping& mapping(const Config& config);
+  // By value: the cache keeps at most kMaxCachedMappings (a plan may enumerate 10^8
+  // configurations, each mapped once or twice; the model strategy ranks up to 100,000 after every
+  // trial, each mapped again).
+  Mapping mapping(const Config& config);
+  static constexpr size_t kMaxCachedMappings = 250'000;
   // The predictor of profile `key` (`config` is one of its configurations), profiled when needed,
   // with the machine's collectives when `config` runs on several ranks.
   cost::Predictor& predictor_for(const std::string& key, const Config& config);
@@ -237,7 +241,8 @@ class WorkloadCostModel : public tuner::CostModel {
   std::map<std::string, std::string> family_of_;
   std::map<std::string, double> family_memory_scale_;
   void share_memory_scale(const std::string& family, double scale);
-  std::unordered_map<std::string, Mapping> mappings_;  // by canonical configuration
+  std::unordered_map<std::string, Mapping> mappings_;     // by canonical configuration
+  mutable std::map<int, std::string> workload_key_json_;  // key_of's "workload", by world
   int64_t batch_lo_ = 0, batch_hi_ = 0;
   std::optional<SpaceRuns> space_runs_;
   const space::CompiledSpace* space_ = nullptr;  // use_batches_of's
