@@ -27,6 +27,20 @@ bool within(const space::CompiledSpace& space, uint64_t most) {
   }
 }
 
+// Whether the planner's cut search ranks `space` (more than kMaxModelRanked configurations):
+// it has a cut knob, the objective is a time, the model composes a configuration's cuts, and the
+// other knobs take at most kMaxModelRanked configurations — each planned after every trial.
+bool cut_search_applies(const space::CompiledSpace& space, const Objective& objective,
+                        bool can_compose) {
+  cost::PlanOptions options;
+  options.objective = objective;
+  if (!cost::searches_cuts(space, options, can_compose)) return false;
+  uint64_t others = 0;
+  space.for_each_cut_family(
+      [&](const Config&, const space::StageSplits&) { return ++others <= kMaxModelRanked; });
+  return others <= kMaxModelRanked;
+}
+
 class ModelStrategy : public Strategy {
  public:
   ModelStrategy(CostModel* model, ModelStrategyOptions options) : model_(model), options_(options) {
@@ -36,19 +50,22 @@ class ModelStrategy : public Strategy {
   std::string name() const override { return "model"; }
 
   void begin(const space::CompiledSpace& space, uint64_t, const Objective& objective) override {
-    const std::string why_not =
-        why_model_cannot_search(space, objective, static_cast<bool>(model_->composer()));
+    const bool can_compose = static_cast<bool>(model_->composer());
+    const std::string why_not = why_model_cannot_search(space, objective, can_compose);
     SLAPO_CHECK(why_not.empty(), ErrorCode::kInvalidArgument, "the model strategy: ", why_not);
     space_ = &space;
     objective_ = objective;
     best_.reset();
-    planned_ = !within(space, kMaxModelRanked);
+    pool_.clear();
+    mode_ = within(space, kMaxModelRanked)                      ? Mode::kWhole
+            : cut_search_applies(space, objective, can_compose) ? Mode::kPlanned
+                                                                : Mode::kPooled;
   }
 
   std::vector<Config> propose(size_t n, const KnownFn& known) override {
     // Ranked afresh each time: every measurement recalibrates the model.
     alike_skipped_ = 0;
-    std::vector<Ranked> ranked = planned_ ? rank_planned(known) : rank_whole(known);
+    std::vector<Ranked> ranked = mode_ == Mode::kPlanned ? rank_planned(known) : rank_whole(known);
     std::vector<Config> out;
     const double noise = this->noise();
     size_t left = 0;  // configurations that could still beat the best
@@ -137,20 +154,28 @@ class ModelStrategy : public Strategy {
     ++alike_skipped_;
     return true;
   }
-  // Every configuration not yet known that is predicted to fit, best first.
+  // Every configuration not yet known that is predicted to fit — of the space, or of the pool —
+  // best first.
   std::vector<Ranked> rank_whole(const KnownFn& known) {
     std::vector<Ranked> ranked;
     const double budget = model_->memory_budget_bytes();
-    space_->for_each([&](const space::PointView& point) {
-      Config config = point.to_config();
-      if (known(config) || alike_a_measured(config)) return true;
+    const auto offer = [&](Config config) {
+      if (known(config) || alike_a_measured(config)) return;
       const cost::Predicted p = model_->predict(config);
-      if (!p.prediction) return true;
-      if (budget > 0 && p.prediction->peak_bytes > budget) return true;
+      if (!p.prediction) return;
+      if (budget > 0 && p.prediction->peak_bytes > budget) return;
       ranked.push_back({cost::predicted_metric(*p.prediction, objective_.metric), p.time_calibrated,
                         std::move(config)});
-      return true;
-    });
+    };
+    if (mode_ == Mode::kPooled) {
+      if (pool_.empty()) pool_ = best_predicted(kMaxModelRanked);
+      for (const Config& config : pool_) offer(config);
+    } else {
+      space_->for_each([&](const space::PointView& point) {
+        offer(point.to_config());
+        return true;
+      });
+    }
     std::stable_sort(ranked.begin(), ranked.end(), [&](const Ranked& a, const Ranked& b) {
       return objective_.better(a.value, b.value);
     });
@@ -175,6 +200,45 @@ class ModelStrategy : public Strategy {
           {p.objective, model_->predict(p.config).time_calibrated, std::move(p.config)});
     }
     return ranked;
+  }
+
+  // The `count` configurations predicted best that fit, in one pass over the space — the pool a
+  // space too large to rank after every trial is ranked within. Outside it, a configuration would
+  // need calibration to lift it above `count` others to matter.
+  std::vector<Config> best_predicted(size_t count) {
+    struct Kept {
+      double value;
+      uint64_t order;  // ties: the earlier in the space first
+      Config config;
+    };
+    const auto before = [&](const Kept& a, const Kept& b) {
+      if (a.value != b.value) return objective_.better(a.value, b.value);
+      return a.order < b.order;
+    };
+    std::vector<Kept> heap;  // the worst kept on top
+    const double budget = model_->memory_budget_bytes();
+    uint64_t order = 0;
+    space_->for_each([&](const space::PointView& point) {
+      Config config = point.to_config();
+      const cost::Predicted p = model_->predict(config);
+      const uint64_t at = order++;
+      if (!p.prediction || (budget > 0 && p.prediction->peak_bytes > budget)) return true;
+      Kept k{cost::predicted_metric(*p.prediction, objective_.metric), at, std::move(config)};
+      if (heap.size() == count) {
+        if (!before(k, heap.front())) return true;
+        std::pop_heap(heap.begin(), heap.end(), before);
+        heap.back() = std::move(k);
+      } else {
+        heap.push_back(std::move(k));
+      }
+      std::push_heap(heap.begin(), heap.end(), before);
+      return true;
+    });
+    std::sort_heap(heap.begin(), heap.end(), before);
+    std::vector<Config> out;
+    out.reserve(heap.size());
+    for (Kept& k : heap) out.push_back(std::move(k.config));
+    return out;
   }
 
   CostModel* model_;
@@ -229,7 +293,12 @@ class ModelStrategy : public Strategy {
     return text;
   }
 
-  bool planned_ = false;  // the space is ranked by the planner's cut search (rank_planned)
+  // How the space is ranked after every measurement: whole (up to kMaxModelRanked
+  // configurations); by the planner's cut search (rank_planned); or, larger, only the pool of
+  // the kMaxModelRanked configurations predicted best before the first trial (best_predicted).
+  enum class Mode { kWhole, kPlanned, kPooled };
+  Mode mode_ = Mode::kWhole;
+  std::vector<Config> pool_;
   std::optional<double> best_;
   bool converged_ = false;  // propose() stopped at the noise rule
   // What the model predicted of each configuration it proposed, when it proposed it, and whether
@@ -252,26 +321,18 @@ class ModelStrategy : public Strategy {
 
 std::string why_model_cannot_search(const space::CompiledSpace& space, const Objective& objective,
                                     bool can_compose) {
-  if (within(space, kMaxModelRanked)) return "";
-  const std::string most = std::to_string(kMaxModelRanked);
+  if (within(space, cost::kMaxEnumerated) || cut_search_applies(space, objective, can_compose))
+    return "";
   std::string size = "over 2^64";
   try {
     size = std::to_string(space.size());
   } catch (const Error&) {
   }
-  cost::PlanOptions options;
-  options.objective = objective;
-  if (!cost::searches_cuts(space, options, can_compose))
-    return size + " configurations are too many to rank after every trial (at most " + most +
-           "), and the planner's cut-point search, which searches larger spaces, needs a cut "
-           "knob, a time objective and a built-in workload";
-  uint64_t others = 0;
-  space.for_each_cut_family(
-      [&](const Config&, const space::StageSplits&) { return ++others <= kMaxModelRanked; });
-  if (others > kMaxModelRanked)
-    return "the knobs other than the cuts take over " + most +
-           " configurations: too many to plan after every trial";
-  return "";
+  return size + " configurations are too many to predict each (at most " +
+         std::to_string(cost::kMaxEnumerated) +
+         "), and the planner's cut-point search, which searches larger spaces, needs a cut knob, "
+         "a time objective, a built-in workload and at most " +
+         std::to_string(kMaxModelRanked) + " configurations of the other knobs";
 }
 
 std::unique_ptr<Strategy> make_model_strategy(CostModel* model, ModelStrategyOptions options) {

@@ -20,14 +20,17 @@ namespace slapo::tuner {
 
 // The model strategy ranks the whole space after every measurement: spaces up to this size (the
 // same bound under which the tuner records predicted out-of-memory configurations as pruned).
-// A larger space is searched only where the planner chooses its cut points (cost::plan's dynamic
+// A larger space is ranked by the planner where it chooses the cut points (cost::plan's dynamic
 // programming): its candidates are then, for each configuration of the other knobs (at most this
-// many), the cuts the model predicts best — ranked, measured and stopped as any space's.
+// many), the cuts the model predicts best. Any other space of up to cost::kMaxEnumerated
+// configurations is predicted once, before the first trial, and ranked after every measurement
+// within the pool of this many predicted best. Each is measured and stopped as a small space's.
 constexpr uint64_t kMaxModelRanked = 100'000;
 
-// Why the model strategy cannot search `space` for `objective`, or "" when it can: a space too
-// large to rank whole without a cut knob, a non-time objective, a model that cannot compose a
-// configuration's cuts (`can_compose`), or too many configurations of the other knobs.
+// Why the model strategy cannot search `space` for `objective`, or "" when it can: more than
+// cost::kMaxEnumerated configurations, where the planner's cut search does not apply (no cut
+// knob, not a time objective, a model that cannot compose a configuration's cuts — `can_compose`
+// —, or more than kMaxModelRanked configurations of the other knobs).
 std::string why_model_cannot_search(const space::CompiledSpace& space, const Objective& objective,
                                     bool can_compose);
 

@@ -748,13 +748,13 @@ TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
             std::string::npos)
       << too_large.err;
   EXPECT_EQ(too_large.err.find("cost model: profiled"), std::string::npos) << too_large.err;
-  // The model strategy ranks the whole space after every trial, or plans a cut knob's: refused
+  // The model strategy predicts every configuration once at least, or plans a cut knob's: refused
   // on such a space, in one line, before anything runs (auto searches it without the model).
   Outcome model = run("single-device --space " + huge + " --db " + temp_db("huge") +
                       " --strategy model --trials 1");
   EXPECT_EQ(model.exit_code, 2);
-  EXPECT_NE(model.err.find("huge.toml: 400000000 configurations are too many to rank after every "
-                           "trial (at most 100000), and the planner's cut-point search"),
+  EXPECT_NE(model.err.find("huge.toml: 400000000 configurations are too many to predict each (at "
+                           "most 100000000), and the planner's cut-point search"),
             std::string::npos)
       << model.err;
   // A space no trial could run is refused, naming its file — not planned as "not predictable".

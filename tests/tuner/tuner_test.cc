@@ -1422,19 +1422,19 @@ TEST(ModelStrategyTest, ASpaceTooLargeToRankIsSearchedByThePlannersCuts) {
   ASSERT_GT(space.size(), kMaxModelRanked);
   const Objective throughput{"samples_per_s", false};
   EXPECT_EQ(why_model_cannot_search(space, throughput, /*can_compose=*/true), "");
-  // Without a composer, or ranked by a metric the cut search does not minimize: refused, saying
-  // why.
-  EXPECT_NE(why_model_cannot_search(space, throughput, false)
-                .find("317688 configurations are too many to rank after every trial (at most "
-                      "100000), and the planner's cut-point search"),
-            std::string::npos);
-  EXPECT_NE(why_model_cannot_search(space, Objective{"peak_bytes", true}, true), "");
-  // Too many configurations of the other knobs to plan after every trial.
+  // Without a composer, or ranked by a metric the cut search does not minimize, it is predicted
+  // once and ranked within the best predicted (ModelStrategyTest.ASpaceTooLargeToRankAndWithout
+  // ACutKnobIsRankedWithinThePoolPredictedBest).
+  EXPECT_EQ(why_model_cannot_search(space, throughput, false), "");
+  EXPECT_EQ(why_model_cannot_search(space, Objective{"peak_bytes", true}, true), "");
+  // Too many configurations of the other knobs to plan after every trial, and too many to predict
+  // each once: refused, saying why.
   const space::CompiledSpace wide = space::CompiledSpace::compile(space::parse_space(
       std::string(kDeepPipeline) + "x = { range = [1, 100001] }\n", "wide.toml"));
   EXPECT_EQ(why_model_cannot_search(wide, throughput, true),
-            "the knobs other than the cuts take over 100000 configurations: too many to plan "
-            "after every trial");
+            "31769117688 configurations are too many to predict each (at most 100000000), and the "
+            "planner's cut-point search, which searches larger spaces, needs a cut knob, a time "
+            "objective, a built-in workload and at most 100000 configurations of the other knobs");
 
   // Each configuration of the other knobs' best cuts, by the planner.
   PipelineCostModel model;
@@ -1471,6 +1471,78 @@ TEST(ModelStrategyTest, ASpaceTooLargeToRankIsSearchedByThePlannersCuts) {
         << summary.stopped_because;
     ASSERT_TRUE(summary.best.has_value());
     EXPECT_NEAR(*summary.best->objective, plan.top[0].objective, 1e-9);
+    EXPECT_EQ(database->trials(summary.task_id)[0].strategy,
+              strategy == "auto" ? "auto/model" : "model");
+  }
+}
+
+// 150,000 configurations of one knob, predicted best at x = 120,000 and worse by 1 a thousand
+// steps away from it.
+class PeakCostModel : public CostModel {
+ public:
+  cost::Predicted predict(const Config& c) override {
+    cost::Predicted p;
+    cost::Prediction pr;
+    pr.samples_per_s = 200 - std::abs(as_number(c.at("x")) - 120000) / 1000;
+    pr.step_ms = 1000 / pr.samples_per_s;
+    p.prediction = pr;
+    return p;
+  }
+  void observe(const Config&, const TrialResult&) override {}
+  double memory_budget_bytes() const override { return 0; }
+};
+
+// Measures what any model predicts, exactly.
+class ExactRunner : public runners::Runner {
+ public:
+  explicit ExactRunner(CostModel* model) : model_(model) {}
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    std::vector<TrialResult> out;
+    for (const Config& c : candidates) {
+      const cost::Prediction p = *model_->predict(c).prediction;
+      TrialResult r;
+      r.metrics["samples_per_s"] = p.samples_per_s;
+      r.metrics["step_ms_median"] = p.step_ms;
+      out.push_back(r);
+    }
+    return out;
+  }
+  std::string kind() const override { return "fake"; }
+
+ private:
+  CostModel* model_;
+};
+
+// Too large to rank after every trial and without a cut knob: predicted once, and ranked after
+// every measurement within the 100,000 configurations predicted best — the predicted best first,
+// never one outside them, stopped by the rule.
+TEST(ModelStrategyTest, ASpaceTooLargeToRankAndWithoutACutKnobIsRankedWithinThePoolPredictedBest) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\nx = { range = [1, 150000] }\n", "x.toml"));
+  ASSERT_GT(space.size(), kMaxModelRanked);
+  PeakCostModel model;
+  ASSERT_EQ(why_model_cannot_search(space, Objective{"samples_per_s", false}, false), "");
+  for (const std::string strategy : {"model", "auto"}) {
+    std::unique_ptr<db::Database> database = db::Database::in_memory();
+    db::TaskKey key;
+    key.workload_json = key.fingerprint_json = "{}";
+    key.space_hash = key.runner = "fake";
+    ExactRunner runner(&model);
+    TunerOptions o;
+    o.strategy = strategy;
+    o.trials = 0;
+    o.cost_model = &model;
+    std::vector<Progress> seen;
+    const TuneSummary summary =
+        tune(space, runner, *database, key, o, [&](const Progress& p) { seen.push_back(p); });
+    ASSERT_FALSE(seen.empty()) << strategy;
+    EXPECT_EQ(as_number(seen[0].config.at("x")), 120000) << strategy;
+    // The pool: 120,000 ± 50,000 (the space ends at 150,000).
+    for (const Progress& p : seen) EXPECT_GT(as_number(p.config.at("x")), 70000);
+    EXPECT_LT(summary.measured, 10u) << strategy;
+    EXPECT_NE(summary.stopped_because.find("no configuration left could beat the best"),
+              std::string::npos)
+        << summary.stopped_because;
     EXPECT_EQ(database->trials(summary.task_id)[0].strategy,
               strategy == "auto" ? "auto/model" : "model");
   }
