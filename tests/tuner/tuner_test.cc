@@ -1393,10 +1393,10 @@ class PipelineCostModel : public CostModel {
   cost::Predictor predictor_;
 };
 
-// Measures what the model predicts, exactly.
-class PredictedRunner : public runners::Runner {
+// Measures what any model predicts, exactly.
+class ExactRunner : public runners::Runner {
  public:
-  explicit PredictedRunner(PipelineCostModel* model) : model_(model) {}
+  explicit ExactRunner(CostModel* model) : model_(model) {}
   std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
     std::vector<TrialResult> out;
     for (const Config& c : candidates) {
@@ -1411,8 +1411,35 @@ class PredictedRunner : public runners::Runner {
   std::string kind() const override { return "fake"; }
 
  private:
-  PipelineCostModel* model_;
+  CostModel* model_;
 };
+
+// Tunes `space` with `model` by `strategy` ("model" or "auto"), every trial measuring what the
+// model predicts, until the strategy stops; its trials in order. Expects the model strategy to
+// have searched (auto records "auto/model"), stopped by its rule within `most` trials.
+std::vector<Progress> tune_exactly(const space::CompiledSpace& space, CostModel* model,
+                                   const std::string& strategy, size_t most) {
+  std::unique_ptr<db::Database> database = db::Database::in_memory();
+  db::TaskKey key;
+  key.workload_json = key.fingerprint_json = "{}";
+  key.space_hash = key.runner = "fake";
+  ExactRunner runner(model);
+  TunerOptions o;
+  o.strategy = strategy;
+  o.trials = 0;
+  o.cost_model = model;
+  std::vector<Progress> seen;
+  const TuneSummary summary =
+      tune(space, runner, *database, key, o, [&](const Progress& p) { seen.push_back(p); });
+  EXPECT_LE(summary.measured, most) << strategy;
+  EXPECT_NE(summary.stopped_because.find("no configuration left could beat the best"),
+            std::string::npos)
+      << summary.stopped_because;
+  const auto trials = database->trials(summary.task_id);
+  EXPECT_FALSE(trials.empty()) << strategy;
+  if (!trials.empty()) EXPECT_EQ(trials[0].strategy, strategy == "auto" ? "auto/model" : "model");
+  return seen;
+}
 
 // A space too large to rank whole is searched by the planner where it chooses the cuts: the
 // candidates are each configuration of the other knobs with the cuts the model predicts best.
@@ -1448,31 +1475,12 @@ TEST(ModelStrategyTest, ASpaceTooLargeToRankIsSearchedByThePlannersCuts) {
   for (const cost::PlannedConfig& p : plan.top) best_cuts.insert(p.config.canonical_json());
 
   for (const std::string strategy : {"model", "auto"}) {
-    std::unique_ptr<db::Database> database = db::Database::in_memory();
-    db::TaskKey key;
-    key.workload_json = key.fingerprint_json = "{}";
-    key.space_hash = key.runner = "fake";
-    PredictedRunner runner(&model);
-    TunerOptions o;
-    o.strategy = strategy;
-    o.trials = 0;
-    o.cost_model = &model;
-    std::vector<Progress> seen;
-    const TuneSummary summary =
-        tune(space, runner, *database, key, o, [&](const Progress& p) { seen.push_back(p); });
+    const std::vector<Progress> seen = tune_exactly(space, &model, strategy, 7);
     ASSERT_FALSE(seen.empty()) << strategy;
     // The model's optimum over the whole space first, then only other configurations' best cuts,
     // until nothing left could beat it by more than the noise.
     EXPECT_EQ(seen[0].config, plan.top[0].config) << strategy;
     for (const Progress& p : seen) EXPECT_EQ(best_cuts.count(p.config.canonical_json()), 1u);
-    EXPECT_LT(summary.measured, 8u) << strategy;
-    EXPECT_NE(summary.stopped_because.find("no configuration left could beat the best"),
-              std::string::npos)
-        << summary.stopped_because;
-    ASSERT_TRUE(summary.best.has_value());
-    EXPECT_NEAR(*summary.best->objective, plan.top[0].objective, 1e-9);
-    EXPECT_EQ(database->trials(summary.task_id)[0].strategy,
-              strategy == "auto" ? "auto/model" : "model");
   }
 }
 
@@ -1492,27 +1500,6 @@ class PeakCostModel : public CostModel {
   double memory_budget_bytes() const override { return 0; }
 };
 
-// Measures what any model predicts, exactly.
-class ExactRunner : public runners::Runner {
- public:
-  explicit ExactRunner(CostModel* model) : model_(model) {}
-  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
-    std::vector<TrialResult> out;
-    for (const Config& c : candidates) {
-      const cost::Prediction p = *model_->predict(c).prediction;
-      TrialResult r;
-      r.metrics["samples_per_s"] = p.samples_per_s;
-      r.metrics["step_ms_median"] = p.step_ms;
-      out.push_back(r);
-    }
-    return out;
-  }
-  std::string kind() const override { return "fake"; }
-
- private:
-  CostModel* model_;
-};
-
 // Too large to rank after every trial and without a cut knob: predicted once, and ranked after
 // every measurement within the 100,000 configurations predicted best — the predicted best first,
 // never one outside them, stopped by the rule.
@@ -1523,28 +1510,11 @@ TEST(ModelStrategyTest, ASpaceTooLargeToRankAndWithoutACutKnobIsRankedWithinTheP
   PeakCostModel model;
   ASSERT_EQ(why_model_cannot_search(space, Objective{"samples_per_s", false}, false), "");
   for (const std::string strategy : {"model", "auto"}) {
-    std::unique_ptr<db::Database> database = db::Database::in_memory();
-    db::TaskKey key;
-    key.workload_json = key.fingerprint_json = "{}";
-    key.space_hash = key.runner = "fake";
-    ExactRunner runner(&model);
-    TunerOptions o;
-    o.strategy = strategy;
-    o.trials = 0;
-    o.cost_model = &model;
-    std::vector<Progress> seen;
-    const TuneSummary summary =
-        tune(space, runner, *database, key, o, [&](const Progress& p) { seen.push_back(p); });
+    const std::vector<Progress> seen = tune_exactly(space, &model, strategy, 9);
     ASSERT_FALSE(seen.empty()) << strategy;
     EXPECT_EQ(as_number(seen[0].config.at("x")), 120000) << strategy;
     // The pool: 120,000 ± 50,000 (the space ends at 150,000).
     for (const Progress& p : seen) EXPECT_GT(as_number(p.config.at("x")), 70000);
-    EXPECT_LT(summary.measured, 10u) << strategy;
-    EXPECT_NE(summary.stopped_because.find("no configuration left could beat the best"),
-              std::string::npos)
-        << summary.stopped_because;
-    EXPECT_EQ(database->trials(summary.task_id)[0].strategy,
-              strategy == "auto" ? "auto/model" : "model");
   }
 }
 
