@@ -252,7 +252,7 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
     const Mapping& m = mapping(c);
     if (!m.why_not.empty()) return;
     try {
-      predictor_for(m.key, c);
+      predictor_for(m, c);
     } catch (const Error&) {
       // A configuration whose key cannot be profiled is unpredictable; predict() says why.
     }
@@ -515,7 +515,7 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_optimizer(const Co
   twin.set("fused_adamw", Value(false));
   const Mapping& t = mapping(twin);
   if (!t.why_not.empty()) return std::nullopt;
-  const cost::Profile& from = predictor_for(t.key, twin).profile();
+  const cost::Profile& from = predictor_for(t, twin).profile();
   const Mapping& m = mapping(config);
   ProfileRequest request = request_of(computation_knobs(config), m);
   request.base = from;
@@ -581,7 +581,7 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
   const Config other = with_ends_of(config, pair->second.from_knobs);
   const Mapping& o = mapping(other);
   if (!o.why_not.empty() || o.input.tp != m.input.tp) return std::nullopt;
-  const cost::Profile& from_side = predictor_for(o.key, other).profile();
+  const cost::Profile& from_side = predictor_for(o, other).profile();
   const HeadPair& p = pair->second;
   cost::Profile out = cost::shift_head(from_side, cost::head_differences(p.from, p.to),
                                        cost::outside_params_more(p.to.shape, p.from.shape));
@@ -725,9 +725,10 @@ const cost::CollectiveModel& WorkloadCostModel::collectives() {
   return *collectives_;
 }
 
-cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const Config& config) {
+cost::Predictor& WorkloadCostModel::predictor_for(const Mapping& m, const Config& config) {
+  const std::string& key = m.key;
   // A layout of several ranks needs the machine's collectives (a key may serve one rank too).
-  const bool ranks = mapping(config).world() > 1;
+  const bool ranks = m.world() > 1;
   auto it = predictors_.find(key);
   if (it != predictors_.end()) {
     if (ranks && !it->second->has_collectives()) it->second->set_collectives(collectives());
@@ -763,12 +764,11 @@ cost::Predictor& WorkloadCostModel::predictor_for(const std::string& key, const 
   }
   // A measured profile is the base of the keys that differ only inside the blocks (the family
   // names the tp and the splits).
-  if (!is_derived(*profile))
-    bases_.emplace(mapping(config).family, Base{*profile, computation_knobs(config)});
+  if (!is_derived(*profile)) bases_.emplace(m.family, Base{*profile, computation_knobs(config)});
   std::optional<cost::CollectiveModel> comm;
   if (ranks) comm = collectives();
   auto predictor = std::make_unique<cost::Predictor>(std::move(*profile), std::move(comm));
-  const std::string family = mapping(config).family;
+  const std::string& family = m.family;
   family_of_[key] = family;
   auto scale = family_memory_scale_.find(family);
   if (scale != family_memory_scale_.end()) predictor->raise_memory_scale(scale->second);
@@ -860,7 +860,7 @@ cost::Composable WorkloadCostModel::compose(const Config& config) {
     return out;
   }
   try {
-    out.predictor = &predictor_for(m.key, config);
+    out.predictor = &predictor_for(m, config);
     out.input = m.input;
   } catch (const Error& e) {
     out.why_not = e.what();
@@ -872,7 +872,7 @@ void WorkloadCostModel::calibrate(const Config& config, const TrialResult& resul
   const Mapping& m = mapping(config);
   if (!m.why_not.empty()) return;
   try {
-    cost::Predictor& predictor = predictor_for(m.key, config);
+    cost::Predictor& predictor = predictor_for(m, config);
     if (result.status == TrialStatus::kOk && result.metrics.count(metric::kStepMsMedian) &&
         result.metrics.count(metric::kPeakBytes)) {
       predictor.calibrate(m.input, result.metrics.at(metric::kStepMsMedian),

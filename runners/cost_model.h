@@ -135,9 +135,9 @@ class WorkloadCostModel : public tuner::CostModel {
   // trial, each mapped again).
   Mapping mapping(const Config& config);
   static constexpr size_t kMaxCachedMappings = 250'000;
-  // The predictor of profile `key` (`config` is one of its configurations), profiled when needed,
-  // with the machine's collectives when `config` runs on several ranks.
-  cost::Predictor& predictor_for(const std::string& key, const Config& config);
+  // The predictor of `config`'s profile key (`m` is its mapping), profiled when needed, with the
+  // machine's collectives when `config` runs on several ranks.
+  cost::Predictor& predictor_for(const Mapping& m, const Config& config);
   // Measures the profile of `key` (`config` is one of its configurations); a derived key's siblings
   // (unprofiled_siblings) are probed with it, their profiles stored and kept in measured_ahead_.
   // `derived_how` (may be null) says how a derived profile was made, for the note.
