@@ -287,6 +287,28 @@ TEST(WorkloadCostModelTest, SplitKnobsAtOneTensorParallelPartShareAProfile) {
   }
 }
 
+// A batch the micro-batches or the data-parallel ranks do not split evenly is no configuration a
+// trial runs: not predicted, invalid, in its trial's words — nothing profiled for it.
+TEST(WorkloadCostModelTest, ABatchThatDoesNotSplitEvenlyIsInvalid) {
+  auto database = db::Database::in_memory();
+  WorkloadCostModel model(gpt_tiny(4), database.get());
+  model.set_ranks_per_trial(2);
+  Config uneven;
+  uneven.set("batch_size", Value(int64_t{6}));
+  uneven.set("tp", Value(int64_t{1}));
+  uneven.set("micro_batches", Value(int64_t{2}));  // 3 samples a rank in 2 micro-batches
+  cost::Predicted p = model.predict(uneven);
+  EXPECT_FALSE(p.prediction);
+  EXPECT_TRUE(p.invalid);
+  EXPECT_EQ(p.why_not, "pipeline: the batch of 3 samples does not split into 2 micro-batches");
+  uneven.set("batch_size", Value(int64_t{5}));  // over the two data-parallel ranks
+  p = model.predict(uneven);
+  EXPECT_TRUE(p.invalid);
+  EXPECT_EQ(p.why_not, "batch_size 5 does not split into dp = 2 data-parallel ranks");
+  EXPECT_EQ(model.computation(uneven), "");
+  EXPECT_EQ(model.profile_seconds(), 0.0);
+}
+
 // A run of two ranks per trial cannot run a configuration of one: it is not predicted (the model
 // strategy never proposes it) and nothing is profiled for it; a plan (any ranks) predicts it. One
 // that names no dp is two data-parallel replicas there, as its trial runs it.
