@@ -234,4 +234,14 @@ std::string knob_reference_markdown(const FamilyTraits& family) {
   return md;
 }
 
+std::string batch_split_error(int64_t batch, int64_t dp, int64_t micro_batches) {
+  if (batch % dp != 0)
+    return "batch_size " + std::to_string(batch) +
+           " does not split into dp = " + std::to_string(dp) + " data-parallel ranks";
+  if ((batch / dp) % micro_batches != 0)
+    return "pipeline: the batch of " + std::to_string(batch / dp) +
+           " samples does not split into " + std::to_string(micro_batches) + " micro-batches";
+  return "";
+}
+
 }  // namespace slapo::models

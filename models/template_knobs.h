@@ -54,4 +54,9 @@ const TemplateKnob* find_template_knob(const std::string& name);
 // The knob reference of `family`'s template as a Markdown table (name, values, default, meaning).
 std::string knob_reference_markdown(const FamilyTraits& family);
 
+// Why a step of `batch` samples cannot run on `dp` data-parallel ranks in `micro_batches`
+// micro-batches a rank — they do not split it evenly —, or "" when it can: what the trainer
+// refuses a step with (runners/parallel_trainer.cc) and the cost model calls invalid.
+std::string batch_split_error(int64_t batch, int64_t dp, int64_t micro_batches);
+
 }  // namespace slapo::models

@@ -17,6 +17,7 @@
 #include "core/version.h"
 #include "cost/head_difference.h"
 #include "cost/profile_batches.h"
+#include "models/template_knobs.h"
 #include "models/templates.h"
 #include "runners/collective_profile.h"
 #include "runners/profiler.h"
@@ -804,20 +805,15 @@ WorkloadCostModel::Mapping WorkloadCostModel::mapping(const Config& config) {
     m.input.dp = p.layout.dp;
     m.input.gpipe = p.pipeline_schedule == "gpipe";
     m.input.cuts = p.cuts;
-    // What its trial's step refuses (runners/parallel_trainer.cc, schedule/runtime/pipeline.cc),
-    // in the same words: a batch the data-parallel ranks, or a rank's the micro-batches, do not
-    // split evenly. Predicted, such a configuration was proposed first wherever it lay at the
-    // memory budget's edge (10 of 15 trials invalid on a space of every batch up to 2,048).
-    const int64_t batch = m.input.batch, dp = m.input.dp, micro = m.input.micro_batches;
-    if (batch % dp != 0 || (batch / dp) % micro != 0) {
+    // What its trial's step refuses, in the same words (models::batch_split_error): a batch the
+    // data-parallel ranks, or a rank's the micro-batches, do not split evenly. Predicted, such a
+    // configuration was proposed first wherever it lay at the memory budget's edge (10 of 15
+    // trials invalid on a space of every batch up to 2,048).
+    if (std::string uneven =
+            models::batch_split_error(m.input.batch, m.input.dp, m.input.micro_batches);
+        !uneven.empty()) {
       m.invalid = true;
-      SLAPO_FAIL(
-          ErrorCode::kInvalidArgument,
-          batch % dp != 0
-              ? "batch_size " + std::to_string(batch) +
-                    " does not split into dp = " + std::to_string(dp) + " data-parallel ranks"
-              : "pipeline: the batch of " + std::to_string(batch / dp) +
-                    " samples does not split into " + std::to_string(micro) + " micro-batches");
+      SLAPO_FAIL(ErrorCode::kInvalidArgument, uneven);
     }
     // The throughputs a trial reports besides samples/s, counted as runners/workload.cc does.
     const int64_t seq = workload_.seq_len_for(config);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "models/model_registry.h"
+#include "models/template_knobs.h"
 #include "models/templates.h"
 #include "models/weights/weights_file.h"
 #include "models/zoo.h"
@@ -47,7 +48,7 @@ ParallelTrainer::ParallelTrainer(const TrainerSetup& setup, dist::ParallelGroups
 
   schedule::StagePlan plan = schedule::plan_stages(*model_, built_.plan.cuts);
   schedule::PipelineOptions po;
-  po.micro_batches = knobs.micro_batches;
+  po.micro_batches = micro_batches_ = knobs.micro_batches;
   po.schedule = schedule::parse_pipeline_schedule(knobs.pipeline_schedule);
   runner_ = std::make_unique<schedule::PipelineRunner>(model_, plan, groups_.pp, po);
   if (layout.pp == 1) {
@@ -127,8 +128,8 @@ double ParallelTrainer::step(const torch::Tensor& tokens, const torch::Tensor& t
   optimizer_->zero_grad();
   const int64_t dp = groups_.layout.dp;
   const int64_t batch = tokens.size(0);
-  SLAPO_CHECK(batch % dp == 0, ErrorCode::kInvalidArgument, "batch_size ", batch,
-              " does not split into dp = ", dp, " data-parallel ranks");
+  const std::string uneven = models::batch_split_error(batch, dp, micro_batches_);
+  SLAPO_CHECK(uneven.empty(), ErrorCode::kInvalidArgument, uneven);
   const int64_t per_rank = batch / dp;
   const int64_t first = groups_.dp_rank() * per_rank;
   const double loss = runner_->run(tokens.narrow(0, first, per_rank),

@@ -79,6 +79,7 @@ class ParallelTrainer {
   schedule::BuildResult built_;
   std::string schedule_text_;
   std::unique_ptr<schedule::PipelineRunner> runner_;
+  int64_t micro_batches_ = 1;  // a data-parallel rank's, each step
   std::vector<std::pair<std::string, torch::Tensor>> params_;
   std::vector<torch::Tensor> tensors_;  // params_' tensors, in the same order
   std::vector<torch::Tensor> tied_;     // held by the first and the last stage: gradients summed

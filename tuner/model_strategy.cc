@@ -41,6 +41,19 @@ bool cut_search_applies(const space::CompiledSpace& space, const Objective& obje
   return others <= kMaxModelRanked;
 }
 
+// How the model strategy ranks a space after every measurement: whole (up to kMaxModelRanked
+// configurations); by the planner's cut search (rank_planned); or, up to cost::kMaxEnumerated,
+// within the pool of the kMaxModelRanked configurations predicted best before the first trial
+// (best_predicted). None: it cannot (why_model_cannot_search says why).
+enum class Ranking { kWhole, kPlanned, kPooled };
+std::optional<Ranking> ranking_of(const space::CompiledSpace& space, const Objective& objective,
+                                  bool can_compose) {
+  if (within(space, kMaxModelRanked)) return Ranking::kWhole;
+  if (cut_search_applies(space, objective, can_compose)) return Ranking::kPlanned;
+  if (within(space, cost::kMaxEnumerated)) return Ranking::kPooled;
+  return std::nullopt;
+}
+
 class ModelStrategy : public Strategy {
  public:
   ModelStrategy(CostModel* model, ModelStrategyOptions options) : model_(model), options_(options) {
@@ -51,21 +64,22 @@ class ModelStrategy : public Strategy {
 
   void begin(const space::CompiledSpace& space, uint64_t, const Objective& objective) override {
     const bool can_compose = static_cast<bool>(model_->composer());
-    const std::string why_not = why_model_cannot_search(space, objective, can_compose);
-    SLAPO_CHECK(why_not.empty(), ErrorCode::kInvalidArgument, "the model strategy: ", why_not);
+    const std::optional<Ranking> ranking = ranking_of(space, objective, can_compose);
+    if (!ranking)
+      SLAPO_FAIL(ErrorCode::kInvalidArgument,
+                 "the model strategy: ", why_model_cannot_search(space, objective, can_compose));
+    ranking_ = *ranking;
     space_ = &space;
     objective_ = objective;
     best_.reset();
     pool_.clear();
-    mode_ = within(space, kMaxModelRanked)                      ? Mode::kWhole
-            : cut_search_applies(space, objective, can_compose) ? Mode::kPlanned
-                                                                : Mode::kPooled;
   }
 
   std::vector<Config> propose(size_t n, const KnownFn& known) override {
     // Ranked afresh each time: every measurement recalibrates the model.
     alike_skipped_ = 0;
-    std::vector<Ranked> ranked = mode_ == Mode::kPlanned ? rank_planned(known) : rank_whole(known);
+    std::vector<Ranked> ranked =
+        ranking_ == Ranking::kPlanned ? rank_planned(known) : rank_whole(known);
     std::vector<Config> out;
     const double noise = this->noise();
     size_t left = 0;  // configurations that could still beat the best
@@ -167,7 +181,7 @@ class ModelStrategy : public Strategy {
       ranked.push_back({cost::predicted_metric(*p.prediction, objective_.metric), p.time_calibrated,
                         std::move(config)});
     };
-    if (mode_ == Mode::kPooled) {
+    if (ranking_ == Ranking::kPooled) {
       if (pool_.empty()) pool_ = best_predicted(kMaxModelRanked);
       for (const Config& config : pool_) offer(config);
     } else {
@@ -293,12 +307,8 @@ class ModelStrategy : public Strategy {
     return text;
   }
 
-  // How the space is ranked after every measurement: whole (up to kMaxModelRanked
-  // configurations); by the planner's cut search (rank_planned); or, larger, only the pool of
-  // the kMaxModelRanked configurations predicted best before the first trial (best_predicted).
-  enum class Mode { kWhole, kPlanned, kPooled };
-  Mode mode_ = Mode::kWhole;
-  std::vector<Config> pool_;
+  Ranking ranking_ = Ranking::kWhole;
+  std::vector<Config> pool_;  // Ranking::kPooled: filled by the first propose()
   std::optional<double> best_;
   bool converged_ = false;  // propose() stopped at the noise rule
   // What the model predicted of each configuration it proposed, when it proposed it, and whether
@@ -321,8 +331,7 @@ class ModelStrategy : public Strategy {
 
 std::string why_model_cannot_search(const space::CompiledSpace& space, const Objective& objective,
                                     bool can_compose) {
-  if (within(space, cost::kMaxEnumerated) || cut_search_applies(space, objective, can_compose))
-    return "";
+  if (ranking_of(space, objective, can_compose)) return "";
   std::string size = "over 2^64";
   try {
     size = std::to_string(space.size());

@@ -729,6 +729,24 @@ TEST(CostCliTest, ASpaceTooLargeToRankWholeIsTunedWithTheModelByItsCuts) {
   EXPECT_EQ(model.exit_code, 0) << model.err;
 }
 
+// 147,456 configurations without a cut knob: auto tunes them with the model all the same, ranked
+// within the 100,000 predicted best; its first trial is the plan's best.
+TEST(CostCliTest, ASpaceTooLargeToRankWithoutACutKnobIsTunedWithTheModel) {
+  const std::string space =
+      std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-many-batches.toml";
+  const std::string db = temp_db("many_batches");
+  Outcome r = run("single-device --space " + space + " --db " + db + " --trials 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Outcome recorded = run("db trials --db " + db + " --format json");
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  const auto trials = nlohmann::json::parse(recorded.out);
+  ASSERT_EQ(trials.size(), 1u) << recorded.out;
+  EXPECT_EQ(trials.at(0)["strategy"], "auto/model") << recorded.out;
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(trials.at(0)["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
+}
+
 TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
   const std::string bare =
       slapo::testing::write_temp("bare.toml", "[knobs]\nx = { values = [1, 2] }\n");

@@ -1489,6 +1489,7 @@ TEST(ModelStrategyTest, ASpaceTooLargeToRankIsSearchedByThePlannersCuts) {
 class PeakCostModel : public CostModel {
  public:
   cost::Predicted predict(const Config& c) override {
+    ++predicted;
     cost::Predicted p;
     cost::Prediction pr;
     pr.samples_per_s = 200 - std::abs(as_number(c.at("x")) - 120000) / 1000;
@@ -1498,6 +1499,7 @@ class PeakCostModel : public CostModel {
   }
   void observe(const Config&, const TrialResult&) override {}
   double memory_budget_bytes() const override { return 0; }
+  size_t predicted = 0;  // predictions made
 };
 
 // Too large to rank after every trial and without a cut knob: predicted once, and ranked after
@@ -1516,6 +1518,18 @@ TEST(ModelStrategyTest, ASpaceTooLargeToRankAndWithoutACutKnobIsRankedWithinTheP
     // The pool: 120,000 ± 50,000 (the space ends at 150,000).
     for (const Progress& p : seen) EXPECT_GT(as_number(p.config.at("x")), 70000);
   }
+  // The space is predicted whole once; after a measurement, only the pool is ranked again.
+  std::unique_ptr<Strategy> strategy = make_model_strategy(&model);
+  strategy->begin(space, 1, Objective{"samples_per_s", false});
+  model.predicted = 0;
+  const std::vector<Config> first = strategy->propose(1, [](const Config&) { return false; });
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(model.predicted, 150000u + 100000u);  // the pool's pass, then the pool ranked
+  strategy->observe({{first[0], TrialStatus::kOk, 200.0, 0.01, true}});
+  model.predicted = 0;
+  strategy->propose(
+      1, [&](const Config& c) { return c.canonical_json() == first[0].canonical_json(); });
+  EXPECT_EQ(model.predicted, 100000u - 1);  // the pool, less the measured one
 }
 
 }  // namespace
