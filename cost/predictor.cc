@@ -288,15 +288,20 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   // smaller ones), the prediction of one stage is raised to them (stage_cost).
   for (const auto& [x, peak] : deep_peaks)
     fit_.deep_bend.emplace_back(x, std::max(0.0, peak - (state_d + act_d * x)));
+  // The profile's steps held their tokens, x samples' of them, beside the model: a prediction
+  // counts a step's whole batch's apart (stage_cost).
+  const double tokens = profile_.shape.profiled_input_bytes_per_sample;
+  fit_.loss_act = std::max(0.0, fit_.outside_act - tokens);
   // Two GPipe micro-batches of x samples keep twice what one keeps until backward: the difference
-  // from one micro-batch of x is x · (a block's activations + what the loss keeps).
-  fit_.outside_kept = fit_.outside_act;
+  // from one micro-batch of x is x · (a block's activations + what the loss keeps + the other
+  // micro-batch's tokens).
+  fit_.outside_kept = fit_.loss_act;
   for (const ProfilePoint& q : profile_.points) {
     if (q.layers != 1 || q.ckpt_blocks != 0 || q.micro_batches != 2) continue;
     const double x = static_cast<double>(q.batch) / 2;
     const double one = state_1 + act_1 * x;
     fit_.outside_kept =
-        std::clamp((q.peak_bytes - one) / x - fit_.block_act, 0.0, fit_.outside_act);
+        std::clamp((q.peak_bytes - one) / x - fit_.block_act - tokens, 0.0, fit_.loss_act);
   }
 
   fit_.block_all_reduce = per_block(comm_line(deep_plain, true), comm_line(shallow, true), d - 1);
@@ -467,7 +472,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   // plain blocks and its loss have run backward and are freed; the other micro-batches in flight
   // keep theirs.
   const double loss_kept = last ? fit_.outside_kept : 0;
-  const double loss_transient = last ? fit_.outside_act - fit_.outside_kept : 0;
+  const double loss_transient = last ? fit_.loss_act - fit_.outside_kept : 0;
   const double at_head = in_flight * (kept + loss_kept) + loss_transient;
   const double recomputing =
       k > 0 ? (in_flight - 1) * (kept + loss_kept) + k * fit_.ckpt_block_kept + fit_.block_act
@@ -496,7 +501,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double largest = std::max({n > 0 ? shape.largest_block_tensor : 0.0,
                                    first ? shape.largest_prologue_tensor : 0.0,
                                    last ? shape.largest_epilogue_tensor : 0.0});
-  const double held = st.state + st.activations + st.logits;
+  double held = st.state + st.activations + st.logits;
   // On one rank, the other micro-batches in flight at the least moment of a micro-batch's backward
   // keep their part: two GPipe micro-batches of one sample, every block checkpointed, peaked 6%
   // above the least on gpt-tiny.
@@ -521,6 +526,13 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
     const double averaging = param_state + bucket;
     if (averaging > least.bytes) least = {averaging, PeakMoment::kGradientAveraging};
   }
+  // The step's token batch, held at every moment of it — the whole batch's on every rank (a
+  // micro-batch's were in the profile's steps: loss_act, the least profiled peak's one sample).
+  st.inputs = profile_.shape.input_bytes(static_cast<double>(in.batch));
+  if (least.at == PeakMoment::kLeastProfiled)
+    least.bytes -= profile_.shape.profiled_input_bytes_per_sample;
+  held += st.inputs;
+  least.bytes += st.inputs;
   if (least.bytes > held) {
     st.peak_at = least.at;
   } else if (k > 0 && recomputing > at_head) {
@@ -579,11 +591,13 @@ Prediction Predictor::raw(const PredictInput& in) const {
   out.peak_at = big.peak_at;
   const double params = kFloatBytes * big.params * memory_scale_;
   const double state = big.state * memory_scale_, logits = big.logits * memory_scale_;
+  const double inputs = big.inputs * memory_scale_;
   out.memory_bytes = {{"parameters", std::min(params, state)},
                       {"gradients", std::min(params, std::max(0.0, state - params))},
                       {"optimizer_state", std::max(0.0, state - 2 * params)},
-                      {"activations", big.peak_bytes - state - logits},
-                      {"logits", logits}};
+                      {"activations", big.peak_bytes - state - logits - inputs},
+                      {"logits", logits},
+                      {"inputs", inputs}};
   for (size_t s = 0; s < stages.size(); ++s)
     out.stages.push_back({begins[s + 1] - begins[s], stages[s].micro_batch_ms, stages[s].peak_bytes,
                           stages[s].peak_at});

@@ -88,7 +88,7 @@ struct Prediction {
   // gradients' all-reduces), "bubble" (the other stages' fill and drain), "optimizer".
   std::vector<std::pair<std::string, double>> time_ms;
   // name → bytes of the largest rank, adding up to peak_bytes: "parameters", "gradients",
-  // "optimizer_state", "activations", "logits".
+  // "optimizer_state", "activations", "logits", "inputs" (the step's token batch).
   std::vector<std::pair<std::string, double>> memory_bytes;
   std::vector<StagePrediction> stages;
   std::vector<std::string> notes;  // what the prediction extrapolates
@@ -140,7 +140,10 @@ class Predictor {
     double recompute_share = 0;                 // ρ
     double block_state = 0, outside_state = 0;  // bytes
     double block_act = 0, outside_act = 0;      // bytes per sample
-    // Of outside_act, what the loss keeps from its forward to its backward (the rest it needs only
+    // Of outside_act, the head's and the loss's: the profile's steps' tokens taken out (a step
+    // holds the whole batch's, counted apart: ModelShape::input_bytes).
+    double loss_act = 0;
+    // Of loss_act, what the loss keeps from its forward to its backward (the rest it needs only
     // while running backward): a GPipe last stage keeps it for every micro-batch.
     double outside_kept = 0;
     // Whether the profile has a checkpointed step (cost::has_checkpointed_step): else no
@@ -163,7 +166,7 @@ class Predictor {
   struct StageCost {
     double compute = 0, recompute = 0, comm = 0, micro_batch_ms = 0;  // per micro-batch
     double optimizer = 0, tail = 0;  // once per step: the optimizer, + gradient all-reduces
-    double params = 0, state = 0, activations = 0, logits = 0, peak_bytes = 0;
+    double params = 0, state = 0, activations = 0, logits = 0, inputs = 0, peak_bytes = 0;
     PeakMoment peak_at = PeakMoment::kLossBackward;
   };
   StageCost stage_cost(const PredictInput& in, int64_t stage, int64_t begin, int64_t end) const;

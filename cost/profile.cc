@@ -43,6 +43,14 @@ void for_each_largest_tensor_field(S& s, F&& f) {
   f("largest_epilogue_tensor", s.largest_epilogue_tensor);
 }
 
+// Measured since 2026-11-29: a profile stored before reads them as 0 (not counted apart).
+template <typename S, typename F>
+void for_each_input_bytes_field(S& s, F&& f) {
+  f("input_bytes_at0", s.input_bytes_at0);
+  f("input_bytes_per_sample", s.input_bytes_per_sample);
+  f("profiled_input_bytes_per_sample", s.profiled_input_bytes_per_sample);
+}
+
 // Measured since 2026-11-28 (the block alone): a profile stored before has none.
 template <typename B, typename F>
 void for_each_block_bytes_field(B& b, F&& f) {
@@ -84,7 +92,10 @@ bool ModelShape::operator==(const ModelShape& o) const {
          message_bytes_per_sample == o.message_bytes_per_sample &&
          largest_block_tensor == o.largest_block_tensor &&
          largest_prologue_tensor == o.largest_prologue_tensor &&
-         largest_epilogue_tensor == o.largest_epilogue_tensor;
+         largest_epilogue_tensor == o.largest_epilogue_tensor &&
+         input_bytes_at0 == o.input_bytes_at0 &&
+         input_bytes_per_sample == o.input_bytes_per_sample &&
+         profiled_input_bytes_per_sample == o.profiled_input_bytes_per_sample;
 }
 
 std::string Profile::to_json() const {
@@ -97,6 +108,7 @@ std::string Profile::to_json() const {
   nlohmann::ordered_json shape_json;
   for_each_shape_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
   for_each_largest_tensor_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
+  for_each_input_bytes_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
   j["shape"] = shape_json;
   j["optimizer_ms_per_param"] = optimizer_ms_per_param;
   if (optimizer_temp_bytes_per_element >= 0)
@@ -133,6 +145,8 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
     for_each_shape_field(
         p.shape, [&](const char* name, double& v) { v = j.at("shape").at(name).get<double>(); });
     for_each_largest_tensor_field(
+        p.shape, [&](const char* name, double& v) { v = j.at("shape").value(name, 0.0); });
+    for_each_input_bytes_field(
         p.shape, [&](const char* name, double& v) { v = j.at("shape").value(name, 0.0); });
     p.optimizer_ms_per_param = j.at("optimizer_ms_per_param").get<double>();
     p.optimizer_temp_bytes_per_element = j.value("optimizer_temp_bytes_per_element", -1.0);

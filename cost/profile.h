@@ -52,6 +52,19 @@ struct ModelShape {
   // the optimizer's temporaries are of one parameter at a time (Profile's
   // optimizer_temp_bytes_per_element). 0 in a profile stored before they were counted.
   double largest_block_tensor = 0, largest_prologue_tensor = 0, largest_epilogue_tensor = 0;
+  // The token batch a step holds beside the model, in bytes (a trial's peak counts it). A trial's
+  // (runners/token_batches.h): input_bytes_at0 + input_bytes_per_sample · the global batch —
+  // every rank holds the whole batch's windows, and a workload's data file whole. And what each of
+  // the profile's own steps held per sample (random tokens, of the step's samples alone), which
+  // the fitted activations take in (cost/predictor.h takes it out again). 0 in a profile stored
+  // before they were measured (2026-11-29): the tokens then counted as the profile's steps held
+  // them, a micro-batch's, and gpt-tiny's 1F1B micro-batches were under-predicted by the others'
+  // 136 bytes a sample (0.16% at 1,530 samples, trials at the budget's edge out of memory).
+  double input_bytes_at0 = 0, input_bytes_per_sample = 0, profiled_input_bytes_per_sample = 0;
+  // The bytes of a trial's token batch of `batch` samples.
+  double input_bytes(double batch) const {
+    return input_bytes_at0 + input_bytes_per_sample * batch;
+  }
   // The parameters of the whole model with `blocks` blocks on one rank.
   double variant_params(double blocks) const {
     return blocks * block_params + prologue_params + epilogue_params - tied_params;

@@ -33,6 +33,7 @@
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
 #include "runners/sweep_steps.h"
+#include "runners/token_batches.h"
 #include "runners/tracking_allocator.h"
 #include "schedule/kernels/fused_adamw.h"
 #include "schedule/runtime/pipeline.h"
@@ -64,8 +65,36 @@ int64_t numel(const std::vector<std::pair<std::string, torch::Tensor>>& params) 
   return n;
 }
 
+// The bytes a step's token batch holds beside the model (cost::ModelShape's input bytes), read
+// off the tracking allocator at one and two samples: a trial's batches (runners/token_batches.h:
+// the data file's tokens, held whole, and each sample's window), and the profile's own steps'
+// (random windows, as measure_sweep makes them).
+void measure_input_bytes(const Workload& w, const models::ModelSpec& spec, int64_t seq,
+                         cost::ModelShape& shape) {
+  TrackingAllocator& tracker = TrackingAllocator::instance();
+  const auto live = [&] { return static_cast<double>(tracker.live_bytes()); };
+  double trial[2] = {0, 0}, profiled[2] = {0, 0};
+  for (int64_t samples : {1, 2}) {
+    double before = live();
+    {
+      TokenBatches batches(w, spec, samples, seq);
+      const models::TrainingBatch held = batches.next();
+      trial[samples - 1] = live() - before;
+    }
+    before = live();
+    {
+      const models::TrainingBatch held = models::training_batch(
+          spec, torch::randint(spec.vocab, {samples, seq + 1}, torch::kLong));
+      profiled[samples - 1] = live() - before;
+    }
+  }
+  shape.input_bytes_per_sample = trial[1] - trial[0];
+  shape.input_bytes_at0 = trial[0] - shape.input_bytes_per_sample;
+  shape.profiled_input_bytes_per_sample = profiled[1] - profiled[0];
+}
+
 // The parameters of a block, of the prologue and of the epilogue, and the tied ones, as the
-// schedule shards them: a two-block variant cut into two stages.
+// schedule shards them: a two-block variant cut into two stages; and the token batch's bytes.
 cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   models::ModelSpec spec = w.spec();
   spec.layers = 2;
@@ -106,6 +135,7 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   shape.tied_params = static_cast<double>(tied);
   shape.message_bytes_per_sample =
       static_cast<double>(w.seq_len_for(knobs) * spec.hidden) * sizeof(float);
+  measure_input_bytes(w, spec, w.seq_len_for(knobs), shape);
   return shape;
 }
 

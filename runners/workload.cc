@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <functional>
 
 #include <torch/torch.h>
@@ -20,6 +19,7 @@
 #include "runners/heap_policy.h"  // minor_page_faults
 #include "runners/parallel_trainer.h"
 #include "runners/runner.h"
+#include "runners/token_batches.h"
 #include "runners/tracking_allocator.h"
 
 namespace slapo::runners {
@@ -36,59 +36,6 @@ int64_t knob_int(const Config& config, const char* name, int64_t fallback) {
   const Value* v = config.find(name);
   return v ? static_cast<int64_t>(as_number(*v)) : fallback;
 }
-
-// Token batches: from the data file (consecutive windows) or synthetic (seeded).
-class Batches {
- public:
-  Batches(const Workload& w, const models::ModelSpec& spec, int64_t batch, int64_t seq)
-      : spec_(spec), batch_(batch), seq_(seq) {
-    const int64_t vocab = spec.vocab;
-    torch::manual_seed(w.seed + 1);
-    if (w.data.empty()) return;
-    std::ifstream in(w.data, std::ios::binary);
-    SLAPO_CHECK(in.good(), ErrorCode::kNotFound, "workload data: cannot open ", w.data);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const bool u16 = w.data_dtype == "uint16";
-    const size_t width = u16 ? 2 : 4;
-    const size_t n = bytes.size() / width;
-    SLAPO_CHECK(n >= static_cast<size_t>(batch * seq + 1), ErrorCode::kInvalidArgument,
-                "workload data ", w.data, ": ", n, " tokens, fewer than one batch (",
-                batch * seq + 1, ")");
-    data_ = torch::empty({static_cast<int64_t>(n)}, torch::kLong);
-    auto* out = data_.data_ptr<int64_t>();
-    for (size_t i = 0; i < n; ++i) {
-      out[i] = u16 ? *reinterpret_cast<const uint16_t*>(&bytes[i * 2])
-                   : *reinterpret_cast<const int32_t*>(&bytes[i * 4]);
-    }
-    SLAPO_CHECK(data_.max().item<int64_t>() < vocab && data_.min().item<int64_t>() >= 0,
-                ErrorCode::kInvalidArgument, "workload data ", w.data, ": token ids outside [0, ",
-                vocab, ")");
-  }
-
-  // Inputs and targets: a window of seq + 1 tokens per sample, as the family learns from it.
-  models::TrainingBatch next() { return models::training_batch(spec_, window()); }
-
- private:
-  // The next [batch, seq + 1] tokens: random, or the data's next span (wrapping around).
-  torch::Tensor window() {
-    if (!data_.defined()) return torch::randint(spec_.vocab, {batch_, seq_ + 1}, torch::kLong);
-    const int64_t span = batch_ * seq_ + 1;
-    if (offset_ + span > data_.size(0)) offset_ = 0;
-    // Sample i reads tokens [offset + i·seq, offset + (i+1)·seq] (one more for its last target).
-    torch::Tensor w = data_.narrow(0, offset_, span).as_strided({batch_, seq_ + 1}, {seq_, 1});
-    offset_ += batch_ * seq_;
-    return w;
-  }
-
-  models::ModelSpec spec_;
-  int64_t batch_, seq_;
-  torch::Tensor data_;
-  int64_t offset_ = 0;
-};
-
-}  // namespace
-
-namespace {
 
 // The [workload] table's keys: each row reads its key into a Workload and writes it back. The one
 // list of keys: parsing, the canonical JSON (the task key: rows write in this order, and a row
@@ -307,7 +254,7 @@ TrialResult measure_trial(const Workload& w, const Config& config,
     }
     result.metrics[metric::kBuildMs] = ms_since(build_start);
 
-    Batches batches(w, spec, batch, seq);
+    TokenBatches batches(w, spec, batch, seq);
     const auto train_start = Clock::now();
     for (int step = 0; step < w.warmup + w.steps; ++step) {
       auto [tokens, targets] = batches.next();
