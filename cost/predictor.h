@@ -149,8 +149,18 @@ class Predictor {
     // Whether the profile has a checkpointed step (cost::has_checkpointed_step): else no
     // configuration with checkpointed blocks is predicted, and the two below are not known.
     bool checkpointed = false;
-    double ckpt_block_kept = 0;  // bytes per sample a checkpointed block keeps
-    double least_ratio = 1;      // the least peak (1 sample, all checkpointed) over the state
+    // Bytes per sample a checkpointed block keeps, as the step with every block checkpointed
+    // reads one against the plain step (what checkpointing saved, per block).
+    double ckpt_block_kept = 0;
+    // Where a checkpointed block was measured alone (BlockBytes::ckpt_kept) and that step peaked
+    // above what its loss's moment holds — at its top block's recompute —: its batch, what the
+    // loss's moment holds there (cost::shift_head keeps such a step's peak for another head), and
+    // the bytes per sample of one rank's top block's recompute and backward, beside the d − 1
+    // checkpointed blocks below it (as measured alone). Else 0: the recompute is composed.
+    int64_t recompute_read_at = 0;
+    double recompute_read_loss_bytes = 0;
+    double recompute_act = 0;
+    double least_ratio = 1;  // the least peak (1 sample, all checkpointed) over the state
     // By batch, how far each peak of the deep variant without checkpointing (above its one-sample
     // peak) lies above the fitted line (0 where below): where the peak's curve bends, the line
     // passes under the measured points between the bends.

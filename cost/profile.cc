@@ -35,20 +35,24 @@ void for_each_shape_field(S& s, F&& f) {
   f("message_bytes_per_sample", s.message_bytes_per_sample);
 }
 
-// Counted since 2026-11-28: a profile stored before reads them as 0 (not counted).
+// Added to the shape later: a profile stored before reads them as 0 (not counted). The largest
+// tensors since 2026-11-28; the token batch's bytes since 2026-11-29 (0: counted as the profile's
+// steps held them).
 template <typename S, typename F>
-void for_each_largest_tensor_field(S& s, F&& f) {
+void for_each_later_shape_field(S& s, F&& f) {
   f("largest_block_tensor", s.largest_block_tensor);
   f("largest_prologue_tensor", s.largest_prologue_tensor);
   f("largest_epilogue_tensor", s.largest_epilogue_tensor);
-}
-
-// Measured since 2026-11-29: a profile stored before reads them as 0 (not counted apart).
-template <typename S, typename F>
-void for_each_input_bytes_field(S& s, F&& f) {
   f("input_bytes_at0", s.input_bytes_at0);
   f("input_bytes_per_sample", s.input_bytes_per_sample);
   f("profiled_input_bytes_per_sample", s.profiled_input_bytes_per_sample);
+}
+
+// Measured since 2026-11-29 where the space checkpoints: a profile stored before has none.
+template <typename B, typename F>
+void for_each_checkpointed_block_field(B& b, F&& f) {
+  f("ckpt_kept_at0", b.ckpt_kept_at0);
+  f("ckpt_kept_per_sample", b.ckpt_kept_per_sample);
 }
 
 // Measured since 2026-11-28 (the block alone): a profile stored before has none.
@@ -107,8 +111,7 @@ std::string Profile::to_json() const {
   j["tp"] = tp;
   nlohmann::ordered_json shape_json;
   for_each_shape_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
-  for_each_largest_tensor_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
-  for_each_input_bytes_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
+  for_each_later_shape_field(shape, [&](const char* name, double v) { shape_json[name] = v; });
   j["shape"] = shape_json;
   j["optimizer_ms_per_param"] = optimizer_ms_per_param;
   if (optimizer_temp_bytes_per_element >= 0)
@@ -117,6 +120,10 @@ std::string Profile::to_json() const {
   if (block_bytes.measured) {
     nlohmann::ordered_json b;
     for_each_block_bytes_field(block_bytes, [&](const char* name, double v) { b[name] = v; });
+    if (block_bytes.checkpointed_measured) {
+      for_each_checkpointed_block_field(block_bytes,
+                                        [&](const char* name, double v) { b[name] = v; });
+    }
     j["block_bytes"] = b;
   }
   j["profile_s"] = profile_s;
@@ -144,9 +151,7 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
     p.tp = j.at("tp").get<int64_t>();
     for_each_shape_field(
         p.shape, [&](const char* name, double& v) { v = j.at("shape").at(name).get<double>(); });
-    for_each_largest_tensor_field(
-        p.shape, [&](const char* name, double& v) { v = j.at("shape").value(name, 0.0); });
-    for_each_input_bytes_field(
+    for_each_later_shape_field(
         p.shape, [&](const char* name, double& v) { v = j.at("shape").value(name, 0.0); });
     p.optimizer_ms_per_param = j.at("optimizer_ms_per_param").get<double>();
     p.optimizer_temp_bytes_per_element = j.value("optimizer_temp_bytes_per_element", -1.0);
@@ -155,6 +160,10 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
       p.block_bytes.measured = true;
       for_each_block_bytes_field(p.block_bytes, [&](const char* name, double& v) {
         v = j.at("block_bytes").at(name).get<double>();
+      });
+      p.block_bytes.checkpointed_measured = j.at("block_bytes").contains("ckpt_kept_per_sample");
+      for_each_checkpointed_block_field(p.block_bytes, [&](const char* name, double& v) {
+        v = j.at("block_bytes").value(name, 0.0);
       });
     }
     p.profile_s = j.value("profile_s", 0.0);
@@ -176,8 +185,10 @@ Profile Profile::from_json(const std::string& json, const std::string& origin) {
 }
 
 bool BlockBytes::operator==(const BlockBytes& o) const {
-  return std::tie(measured, kept_at0, kept_per_sample, backward_at0, backward_per_sample) ==
-         std::tie(o.measured, o.kept_at0, o.kept_per_sample, o.backward_at0, o.backward_per_sample);
+  return std::tie(measured, kept_at0, kept_per_sample, backward_at0, backward_per_sample,
+                  checkpointed_measured, ckpt_kept_at0, ckpt_kept_per_sample) ==
+         std::tie(o.measured, o.kept_at0, o.kept_per_sample, o.backward_at0, o.backward_per_sample,
+                  o.checkpointed_measured, o.ckpt_kept_at0, o.ckpt_kept_per_sample);
 }
 
 bool has_gpipe_step(const Profile& profile) {

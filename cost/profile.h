@@ -80,7 +80,14 @@ struct ModelShape {
 struct BlockBytes {
   bool measured = false;  // false: a profile stored before they were measured
   double kept_at0 = 0, kept_per_sample = 0, backward_at0 = 0, backward_per_sample = 0;
+  // What the block keeps checkpointed (its output, and what the checkpoint holds to recompute it;
+  // its input is the block's below): measured where the space checkpoints, since 2026-11-29.
+  bool checkpointed_measured = false;
+  double ckpt_kept_at0 = 0, ckpt_kept_per_sample = 0;
   double kept(double samples) const { return measured ? kept_at0 + kept_per_sample * samples : 0; }
+  double ckpt_kept(double samples) const {
+    return checkpointed_measured ? ckpt_kept_at0 + ckpt_kept_per_sample * samples : 0;
+  }
   double backward(double samples) const {
     return measured ? backward_at0 + backward_per_sample * samples : 0;
   }

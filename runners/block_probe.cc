@@ -245,7 +245,7 @@ std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
 }
 
 cost::BlockBytes measure_block_bytes(const Workload& workload, const Config& knobs, int64_t lo,
-                                     int64_t hi) {
+                                     int64_t hi, bool checkpointed) {
   SLAPO_CHECK(lo > 0 && lo < hi, ErrorCode::kInvalidArgument, "measuring a block alone: batches ",
               lo, " and ", hi, " are not two");
   TrackingAllocator::instance();  // installed before any tensor of the probe
@@ -263,7 +263,27 @@ cost::BlockBytes measure_block_bytes(const Workload& workload, const Config& kno
   out.kept_at0 = a.kept_bytes - out.kept_per_sample * x;
   out.backward_per_sample = (b.transient_bytes - a.transient_bytes) / span;
   out.backward_at0 = a.transient_bytes - out.backward_per_sample * x;
+  if (checkpointed) measure_checkpointed_block_bytes(workload, knobs, lo, hi, out);
   return out;
+}
+
+void measure_checkpointed_block_bytes(const Workload& workload, const Config& knobs, int64_t lo,
+                                      int64_t hi, cost::BlockBytes& bytes) {
+  SLAPO_CHECK(lo > 0 && lo < hi, ErrorCode::kInvalidArgument,
+              "measuring a checkpointed block alone: batches ", lo, " and ", hi, " are not two");
+  TrackingAllocator::instance();
+  // Its forward keeps its output and what the checkpoint holds (the input is the probe's, made
+  // before): what a checkpointed block adds to a step's chain of them.
+  ProbedBlock block(workload, knobs, true);
+  auto kept_at = [&](int64_t batch) {
+    block.set_batch(batch);
+    block.run(0);
+    return block.run(1).kept_bytes;
+  };
+  const double at_lo = kept_at(lo), at_hi = kept_at(hi);
+  bytes.checkpointed_measured = true;
+  bytes.ckpt_kept_per_sample = (at_hi - at_lo) / static_cast<double>(hi - lo);
+  bytes.ckpt_kept_at0 = at_lo - bytes.ckpt_kept_per_sample * static_cast<double>(lo);
 }
 
 }  // namespace slapo::runners

@@ -50,9 +50,16 @@ std::vector<std::vector<cost::BlockDifference>> probe_block_differences(
 // What one block of `knobs` alone (plain; under tensor parallelism one rank of its group) keeps
 // for its backward, and needs while running backward above that and the gradient it receives, at
 // two batches (`lo` < `hi`): lines in the samples (exact bytes; cost::BlockBytes). Each batch runs
-// twice, the second read: the first makes the parameters' gradients, which a step keeps. Throws
-// Error(kRuntime) naming the key whose block could not be built or run.
+// twice, the second read: the first makes the parameters' gradients, which a step keeps. With
+// `checkpointed`, what the block keeps checkpointed too (a checkpointed block alone, the same two
+// batches). Throws Error(kRuntime) naming the key whose block could not be built or run.
 cost::BlockBytes measure_block_bytes(const Workload& workload, const Config& knobs, int64_t lo,
-                                     int64_t hi);
+                                     int64_t hi, bool checkpointed = false);
+
+// What one block of `knobs` keeps checkpointed alone at `lo` and `hi` (its output and what the
+// checkpoint holds), into `bytes`: measure_block_bytes's `checkpointed` part, for a profile that
+// gains its checkpointed step later.
+void measure_checkpointed_block_bytes(const Workload& workload, const Config& knobs, int64_t lo,
+                                      int64_t hi, cost::BlockBytes& bytes);
 
 }  // namespace slapo::runners

@@ -374,6 +374,7 @@ void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& c
                       .front());
     seconds += extended.profile_s;
     profile.points = std::move(extended.points);
+    profile.block_bytes = extended.block_bytes;  // the checkpointed block's, with its step
   };
   if (missing.gpipe) {
     ProfileRequest request = request_of(computation_knobs(config), m);

@@ -645,6 +645,11 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     for (const cost::ProfilePoint& q :
          measure_checkpointed_steps(w, request.knobs, tp, deep, at, plain_deep_peaks(profile)))
       profile.points.push_back(q);
+    // And the block checkpointed alone, at the batches its plain lines were measured at.
+    if (profile.block_bytes.measured && !profile.block_bytes.checkpointed_measured) {
+      measure_checkpointed_block_bytes(w, request.knobs, smallest_batch(request), hi,
+                                       profile.block_bytes);
+    }
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
   }
@@ -756,7 +761,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   trace_part("the optimizer's temporaries", part_start);
   profile.prologue_ms_per_sample = prologue_ms_per_sample(w, request.knobs, hi);
   trace_part("the prologue", part_start);
-  profile.block_bytes = measure_block_bytes(w, request.knobs, lo, hi);
+  profile.block_bytes = measure_block_bytes(w, request.knobs, lo, hi, request.checkpointed_step);
   trace_part("a block's bytes", part_start);
   profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
   return {profile};

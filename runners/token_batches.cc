@@ -23,8 +23,8 @@ TokenBatches::TokenBatches(const Workload& w, const models::ModelSpec& spec, int
   const size_t width = u16 ? 2 : 4;
   const size_t n = bytes.size() / width;
   SLAPO_CHECK(n >= static_cast<size_t>(batch * seq + 1), ErrorCode::kInvalidArgument,
-              "workload data ", w.data, ": ", n, " tokens, fewer than one batch (",
-              batch * seq + 1, ")");
+              "workload data ", w.data, ": ", n, " tokens, fewer than one batch (", batch * seq + 1,
+              ")");
   data_ = torch::empty({static_cast<int64_t>(n)}, torch::kLong);
   auto* out = data_.data_ptr<int64_t>();
   for (size_t i = 0; i < n; ++i) {

@@ -162,9 +162,10 @@ TEST(CostCliTest, UnderABudgetOnlyTheBatchesThatCanFitAreProfiled) {
 // key across the head steps its deep variant at every batch the base's did, that one included
 // (what a head saves grows with the blocks before it), and beyond them only past twice the largest.
 TEST(CostCliTest, UnderABudgetAKeyAcrossTheHeadIsMeasuredAtItsBasesLargestBatches) {
-  // A budget where the base fits a little more than 64 samples, every block checkpointed, and the
-  // fused head another batch (on gpt-tiny's small vocabulary its chunk buffers outweigh the logits
-  // it saves: fewer) — every even batch a batch size, so the two differ.
+  // A budget where the base fits a little more than 64 samples, every block checkpointed — every
+  // even batch a batch size. The fused head fits about as many there: gpt-tiny with every block
+  // checkpointed peaks at its top block's recompute, where the head is gone (docs/cost-model.md;
+  // before 2026-11-29 it was predicted at the loss, the fused head's chunk buffers above it).
   const std::string unbounded = temp_db("head-budget-free");
   const std::string unbounded_space =
       write_temp("head-budget-free.toml",
@@ -183,7 +184,7 @@ TEST(CostCliTest, UnderABudgetAKeyAcrossTheHeadIsMeasuredAtItsBasesLargestBatche
   const double over_64 = 1.02 * peak(64, false);
   const double budget = 1.02 * over_64;
   ASSERT_LT(budget, peak(128, false));
-  ASSERT_GT(peak(64, true), budget);
+  EXPECT_NEAR(peak(64, true), peak(64, false), 0.01 * peak(64, false));
   const std::string space =
       budget_space("head-budget", over_64,
                    "[knobs]\nbatch_size = { range = [2, 1024], step = 2, mem = \"up\" }\n"
