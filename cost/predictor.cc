@@ -489,8 +489,6 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   st.state = n * fit_.block_state + outside_state;
   const double in_flight =
       in.gpipe ? static_cast<double>(m) : static_cast<double>(std::min<int64_t>(m, p - stage));
-  // What a checkpointed block keeps a sample: measured alone, its constant part (the RNG state
-  // the checkpoint holds, 5 KB on this LibTorch) spread over x; else the fit's.
   // What a checkpointed block keeps a sample. On one rank, what it kept alone (its constant part,
   // the RNG state the checkpoint holds — 5 KB on this LibTorch — spread over x). A pipeline's
   // stages keep the fit's (what checkpointing saved on the whole model, per block): on
