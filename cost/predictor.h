@@ -160,7 +160,8 @@ class Predictor {
     int64_t recompute_read_at = 0;
     double recompute_read_loss_bytes = 0;
     double recompute_act = 0;
-    double least_ratio = 1;  // the least peak (1 sample, all checkpointed) over the state
+    double recompute_at0 = 0;  // and its bytes whatever the batch, where the one-sample step says
+    double least_ratio = 1;    // the least peak (1 sample, all checkpointed) over the state
     // By batch, how far each peak of the deep variant without checkpointing (above its one-sample
     // peak) lies above the fitted line (0 where below): where the peak's curve bends, the line
     // passes under the measured points between the bends.
