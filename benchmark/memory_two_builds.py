@@ -23,6 +23,11 @@ def run(*words):
     return subprocess.run(list(words), capture_output=True, text=True)
 
 
+def fail(message):
+    print(f"memory_two_builds.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("space")
@@ -34,16 +39,22 @@ def main():
     p.add_argument("--checkpointed", action="store_true")
     args = p.parse_args()
     builds = {"before": args.before, "after": args.after}
+    for flag, tune in builds.items():
+        if not (os.path.isfile(tune) and os.access(tune, os.X_OK)):
+            fail(f"--{flag} {tune}: no such executable (a build's slapo-tune)")
+    if not os.path.isfile(args.space):
+        fail(f"{args.space}: no such space file")
     with tempfile.TemporaryDirectory() as work:
         dbs = {tag: os.path.join(work, tag + ".db") for tag in builds}
         for tag, tune in builds.items():
             out = run(tune, "plan", "--space", args.space, "--db", dbs[tag], "--top", "1",
                       "--nproc", args.nproc)
             if out.returncode != 0:
-                sys.exit(f"{tag}: slapo-tune plan: exit {out.returncode}: {out.stderr.strip()}")
+                fail(f"--{tag} {tune}: plan of {args.space}: exit {out.returncode}: "
+                     f"{out.stderr.strip().splitlines()[-1] if out.stderr.strip() else ''}")
         listed = run(args.after, "space", "list", args.space, "--limit", "0", "--format", "json")
         if listed.returncode != 0:
-            sys.exit(f"slapo-tune space list: {listed.stderr.strip()}")
+            fail(f"{args.space}: slapo-tune space list: {listed.stderr.strip()}")
         configs = json.loads(listed.stdout)
         if args.checkpointed:
             configs = [c for c in configs if c.get("ckpt_layers", 0) or c.get("ckpt_ratio", 0)]

@@ -94,7 +94,7 @@ void measure_input_bytes(const Workload& w, const models::ModelSpec& spec, int64
 }
 
 // The parameters of a block, of the prologue and of the epilogue, and the tied ones, as the
-// schedule shards them: a two-block variant cut into two stages; and the token batch's bytes.
+// schedule shards them: a two-block variant cut into two stages.
 cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   models::ModelSpec spec = w.spec();
   spec.layers = 2;
@@ -135,7 +135,6 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   shape.tied_params = static_cast<double>(tied);
   shape.message_bytes_per_sample =
       static_cast<double>(w.seq_len_for(knobs) * spec.hidden) * sizeof(float);
-  measure_input_bytes(w, spec, w.seq_len_for(knobs), shape);
   return shape;
 }
 
@@ -713,6 +712,8 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   profile.layers = layers;
   profile.tp = tp;
   profile.shape = model_shape(w, request.knobs, tp);
+  // Only here: a derived profile takes its base's shape, and with it these (the same tokens).
+  measure_input_bytes(w, w.spec(), w.seq_len_for(request.knobs), profile.shape);
   trace_part("the shape", part_start);
   // A step that counts for nothing first: a process's first steps run slower (thread pools, lazy
   // initialisation).

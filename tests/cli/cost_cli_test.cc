@@ -683,6 +683,24 @@ TEST(CostCliTest, LayoutsOfTwoRanksArePredictedStageByStage) {
       << m.dump();
 }
 
+// A tuning run recorded in `db` began with the model (`auto/model`), at the best of the plan that
+// reads the profiles the run stored (`ranks`: the plan's --nproc, the run's ranks), and recorded
+// `trials` trials (0: any number).
+void expect_began_at_the_plans_best(const std::string& space, const std::string& db, int ranks,
+                                    size_t trials = 0) {
+  Outcome recorded = run("db trials --db " + db + " --format json");
+  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+  const auto measured = nlohmann::json::parse(recorded.out);
+  ASSERT_FALSE(measured.empty()) << recorded.out;
+  if (trials > 0) EXPECT_EQ(measured.size(), trials) << recorded.out;
+  EXPECT_EQ(measured.at(0)["strategy"], "auto/model") << recorded.out;
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json --nproc " +
+                     std::to_string(ranks));
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_EQ(measured.at(0)["config"],
+            nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
+}
+
 TEST(CostCliTest, AutoTunesLayoutsWithTheModelFirst) {
   const std::string space =
       std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-single-node.toml";
@@ -697,14 +715,9 @@ TEST(CostCliTest, AutoTunesLayoutsWithTheModelFirst) {
     if (j.is_object() && j.contains("index")) trials.push_back(j);
   }
   ASSERT_FALSE(trials.empty()) << r.out;
-  Outcome recorded = run("db trials --db " + db + " --format json");
-  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
-  EXPECT_EQ(nlohmann::json::parse(recorded.out).at(0)["strategy"], "auto/model") << recorded.out;
-  // The first trial is the best of the plan of two ranks (the plan reads the profiles the run
-  // stored; tp = pp = 1 is dp = 2 there, as in the run).
-  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json --nproc 2");
-  ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  EXPECT_EQ(trials[0]["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
+  // The first trial is the best of the plan of two ranks (tp = pp = 1 is dp = 2 there, as in the
+  // run).
+  expect_began_at_the_plans_best(space, db, 2);
 }
 
 // 110,544 configurations, more than the model strategy ranks whole after every trial: auto tunes
@@ -717,14 +730,7 @@ TEST(CostCliTest, ASpaceTooLargeToRankWholeIsTunedWithTheModelByItsCuts) {
   Outcome r = run("single-node --nproc 2 --space " + space + " --db " + db + " --trials 2 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.err.find("cost model: profiled"), std::string::npos) << r.err;
-  Outcome recorded = run("db trials --db " + db + " --format json");
-  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
-  const auto trials = nlohmann::json::parse(recorded.out);
-  ASSERT_EQ(trials.size(), 2u) << recorded.out;
-  EXPECT_EQ(trials.at(0)["strategy"], "auto/model") << recorded.out;
-  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json --nproc 2");
-  ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  EXPECT_EQ(trials.at(0)["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
+  expect_began_at_the_plans_best(space, db, 2, 2);
   Outcome model = run("single-node --nproc 2 --space " + space + " --db " + db +
                       " --strategy model --trials 1 --json");
   EXPECT_EQ(model.exit_code, 0) << model.err;
@@ -738,14 +744,7 @@ TEST(CostCliTest, ASpaceTooLargeToRankWithoutACutKnobIsTunedWithTheModel) {
   const std::string db = temp_db("many_batches");
   Outcome r = run("single-device --space " + space + " --db " + db + " --trials 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  Outcome recorded = run("db trials --db " + db + " --format json");
-  ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
-  const auto trials = nlohmann::json::parse(recorded.out);
-  ASSERT_EQ(trials.size(), 1u) << recorded.out;
-  EXPECT_EQ(trials.at(0)["strategy"], "auto/model") << recorded.out;
-  Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json");
-  ASSERT_EQ(plan.exit_code, 0) << plan.err;
-  EXPECT_EQ(trials.at(0)["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
+  expect_began_at_the_plans_best(space, db, 1, 1);
 }
 
 TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
