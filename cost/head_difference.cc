@@ -38,9 +38,12 @@ CollectiveTally collectives_along(const std::map<int64_t, const HeadDifference*>
 }  // namespace
 
 OutsideParams outside_params_more(const ModelShape& to, const ModelShape& from) {
-  return {to.prologue_params - from.prologue_params, to.epilogue_params - from.epilogue_params,
-          to.tied_params - from.tied_params, to.largest_prologue_tensor,
-          to.largest_epilogue_tensor};
+  return {to.prologue_params - from.prologue_params,
+          to.epilogue_params - from.epilogue_params,
+          to.tied_params - from.tied_params,
+          to.largest_prologue_tensor,
+          to.largest_epilogue_tensor,
+          to.loss_chunk_samples};
 }
 
 double paired_head_ms(const std::vector<double>& rounds) {
@@ -128,6 +131,7 @@ Profile shift_head(const Profile& profile, const std::vector<HeadDifference>& di
     out.shape.largest_prologue_tensor = more.largest_prologue_tensor;
   if (more.largest_epilogue_tensor > 0)
     out.shape.largest_epilogue_tensor = more.largest_epilogue_tensor;
+  if (more.loss_chunk_samples >= 0) out.shape.loss_chunk_samples = more.loss_chunk_samples;
   for (ProfilePoint& q : out.points) {
     if (q.micro_batches == 1) {
       const auto& [ms, peak] = line_of(q.layers);

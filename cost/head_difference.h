@@ -58,6 +58,9 @@ struct OutsideParams {
   // The largest single parameter of the new ends (ModelShape), theirs, not a difference: 0 leaves
   // the shifted profile's.
   double largest_prologue_tensor = 0, largest_epilogue_tensor = 0;
+  // The new head's chunk of the loss (ModelShape::loss_chunk_samples), theirs: -1 leaves the
+  // shifted profile's.
+  double loss_chunk_samples = -1;
   // Of a model (ModelShape::variant_params): what its optimizer steps over more.
   double total() const { return prologue + epilogue - tied; }
 };

@@ -287,10 +287,31 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   const double act_1 = fit_.block_act + fit_.outside_act;
   const double state_d = d * fit_.block_state + fit_.outside_state;
   const double act_d = d * fit_.block_act + fit_.outside_act;
-  // Where the deep variant's peaks bend above that line (between the largest batches and the
-  // smaller ones), the prediction of one stage is raised to them (stage_cost).
+  // Where the deep variant's peaks bend off that line (between the largest batches and the
+  // smaller ones), the prediction of one stage follows them (stage_cost).
   for (const auto& [x, peak] : deep_peaks)
-    fit_.deep_bend.emplace_back(x, std::max(0.0, peak - (state_d + act_d * x)));
+    fit_.deep_bend.emplace_back(x, peak - (state_d + act_d * x));
+  // A loss that computes its logits a chunk at a time bends them once: the chunk fills at
+  // ModelShape::loss_chunk_samples, and past it the peaks grow by less. Where that lies between the
+  // two largest batches, the line through them passes under the curve between them (gpt-tiny with
+  // a vocabulary of 16,384, a chunk of 16 samples, measured at 12 and 64: 6.4% under its trial at
+  // 40). The curve there: the segment before the two continued up to the chunk, then on to the
+  // largest peak — no higher than the line through that at the least slope a deep peak grows by
+  // (its blocks' activations and tokens).
+  const double chunk = profile_.shape.loss_chunk_samples;
+  if (chunk > 0 && deep_peaks.size() >= 3) {
+    auto it = deep_peaks.rbegin();
+    const auto [x2, y2] = *it++;
+    const auto [x1, y1] = *it++;
+    const auto [x0, y0] = *it;
+    if (chunk > x1 && chunk < x2) {
+      const double least = d * fit_.block_act + profile_.shape.profiled_input_bytes_per_sample;
+      const double filled =
+          std::min(y1 + (y1 - y0) / (x1 - x0) * (chunk - x1), y2 - least * (x2 - chunk));
+      const double bend = filled - (state_d + act_d * chunk);
+      if (bend > 0) fit_.deep_bend.insert(std::prev(fit_.deep_bend.end()), {chunk, bend});
+    }
+  }
   // The profile's steps held their tokens, x samples' of them, beside the model: a prediction
   // counts a step's whole batch's apart (stage_cost).
   const double tokens = profile_.shape.profiled_input_bytes_per_sample;
@@ -319,18 +340,16 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   for (const ProfilePoint* q : deep_plain) plain_at[q->batch] = q;
   double share_num = 0, share_den = 0;
   const ProfilePoint* all_checkpointed = nullptr;
-  double least_peak = -1, least_act = -1;
+  double least_peak = -1;
   for (const ProfilePoint& q : profile_.points) {
     if (q.layers != deep || q.micro_batches != 1) continue;
     const double x = static_cast<double>(q.batch);
     // The peak with the least activations (1 sample, every block checkpointed; a profile measured
     // before 2026-11-28 has it without checkpointing): what the whole model needs at the least —
-    // the optimizer step, or a moment of the backward — as a multiple of the state.
-    const double act = q.peak_bytes - state_d;
-    if (least_act < 0 || act < least_act) {
-      least_act = act;
-      least_peak = q.peak_bytes;
-    }
+    // the optimizer step, or a moment of the backward — as a multiple of the parameters' state.
+    // (Not as the least peak above the fitted state: that holds the fused loss's chunk of logits
+    // too, above every peak of a small batch, and a sentinel of -1 took the last of those.)
+    if (least_peak < 0 || q.peak_bytes < least_peak) least_peak = q.peak_bytes;
     if (q.ckpt_blocks <= 0) continue;
     auto plain = plain_at.find(q.batch);
     if (plain != plain_at.end()) {
@@ -409,15 +428,26 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
     const CollectiveTally more = all_checkpointed->collectives - plain.collectives;
     fit_.recompute_all_reduce = {more.all_reduce_calls / d, 0, more.all_reduce_bytes / (d * x)};
   }
-  fit_.least_ratio = state_d > 0 ? std::max(1.0, least_peak / state_d) : 1.0;
+  // As a multiple of the parameters' state (a block's bytes a parameter), not of the state fitted
+  // outside the blocks, which also holds what the head keeps whatever the batch past some batch:
+  // the fused LM loss's chunk of logits, 16 MiB on gpt-tiny with a vocabulary of 16,384, where
+  // the parameters' state is 10 MB — its least peak was predicted 28 MB at 4 samples, 15 measured.
+  const ModelShape& shape = profile_.shape;
+  const double per_param = shape.block_params > 0 ? fit_.block_state / shape.block_params : 0;
+  const double param_state_d = per_param > 0
+                                   ? per_param * (d * shape.block_params + shape.prologue_params +
+                                                  shape.epilogue_params - shape.tied_params)
+                                   : state_d;
+  fit_.least_ratio = param_state_d > 0 ? std::max(1.0, least_peak / param_state_d) : 1.0;
 }
 
-Predictor::LeastPeak Predictor::least_peak(double state, double param_state, double largest,
-                                           bool whole, double in_flight) const {
+Predictor::LeastPeak Predictor::least_peak(double param_state, double largest, bool whole,
+                                           double in_flight) const {
   const double temps = profile_.optimizer_temp_bytes_per_element;
-  if (temps < 0 || largest <= 0) return {fit_.least_ratio * state, PeakMoment::kOptimizerStep};
+  if (temps < 0 || largest <= 0)
+    return {fit_.least_ratio * param_state, PeakMoment::kOptimizerStep};
   const double optimizer_step = param_state + temps * largest;
-  const double least = fit_.least_ratio * state;
+  const double least = fit_.least_ratio * param_state;
   if (!whole || least <= optimizer_step) return {optimizer_step, PeakMoment::kOptimizerStep};
   return {least + in_flight, PeakMoment::kLeastProfiled};
 }
@@ -529,19 +559,61 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   const double loss_kept = last ? fit_.outside_kept : 0;
   const double loss_transient = last ? fit_.loss_act - fit_.outside_kept : 0;
   const double at_head = in_flight * (kept + loss_kept) + loss_transient;
+  // A parameter's bytes of state (itself, its gradient, the optimizer's), read off the blocks: the
+  // state fitted outside them also holds what the head keeps whatever the batch (the fused LM
+  // loss's chunk of logits), gone once the loss has run backward.
+  const double param_state = per_param > 0 ? per_param * st.params : st.state;
   // One rank's top checkpointed block's recompute as the fit read it (Fit::recompute_act), where
-  // it did; else composed — the checkpointed blocks as the fit reads them, and a block's
+  // it did. Else, with the block measured alone, composed of what was measured: the parameters'
+  // state (the head's buffers gone), the gradient of a weight the head ties to the embedding (the
+  // autograd engine holds the head's part until the embedding's backward adds its own), the k
+  // checkpointed blocks as kept alone, the top one's activations recomputed and its backward, and
+  // the gradient it receives — table 5's gpt-mini with its fused loss, every block checkpointed,
+  // to within 5.4 kB of its trials at 24, 40 and 60 samples, where the line through the loss's
+  // moment said 5–8% more (its state holds the loss's chunk, and the blocks as checkpointing saved
+  // them at that moment). Else the checkpointed blocks as the fit reads them, and a block's
   // activations recomputed (a stage before the last adds its backward and gradient below, as at
   // its top block's backward).
   const bool recompute_read = one_rank_alone && fit_.recompute_read_at > 0;
-  const double recomputing =
-      k == 0 ? 0.0
-      : recompute_read
-          ? (in_flight - 1) * (kept + loss_kept) + (k - 1) * ckpt_kept + fit_.recompute_act +
-                fit_.recompute_at0 / x
-          : (in_flight - 1) * (kept + loss_kept) + k * fit_.ckpt_block_kept + fit_.block_act;
+  const bool recompute_alone = one_rank_alone && !recompute_read && alone.measured;
+  const double others_in_flight = (in_flight - 1) * (kept + loss_kept);
+  double recomputing = 0;
+  if (k > 0 && recompute_read) {
+    recomputing =
+        others_in_flight + (k - 1) * ckpt_kept + fit_.recompute_act + fit_.recompute_at0 / x;
+  } else if (k > 0 && recompute_alone) {
+    const double tied_gradient = kFloatBytes * shape.tied_params;
+    recomputing = others_in_flight + k * ckpt_kept + shape.message_bytes_per_sample +
+                  (alone.kept(x) + alone.backward(x) + tied_gradient + param_state - st.state) / x;
+  } else if (k > 0) {
+    recomputing = others_in_flight + k * fit_.ckpt_block_kept + fit_.block_act;
+  }
   st.logits = x * (in_flight * loss_kept + loss_transient);
-  st.activations = x * std::max(at_head, recomputing) - st.logits;
+  // The whole model on one stage: the deep variant's measured peaks against the fitted line
+  // (Fit::deep_bend), interpolated between its batches (beyond them, the nearest one's). Above it
+  // (a bend between the largest batches and the smaller ones), the prediction is raised to them at
+  // every moment: an under-prediction is a trial run into out of memory, and the budget's edge
+  // lies between the measured batches. Below it (the fused LM loss's chunk of logits, which grows
+  // with the tokens up to a chunk and no further: the line through the two largest batches passes
+  // over the smaller ones — 8 MiB, 6%, at 8 samples of table 5's gpt-mini), the head's moment is
+  // lowered to them: that buffer is the loss's, gone by a checkpointed block's recompute.
+  double bend = 0;
+  if (p == 1 && fit_.deep_bend.size() >= 2) {
+    const double lo = fit_.deep_bend.front().first, hi = fit_.deep_bend.back().first;
+    bend = polyline_at(fit_.deep_bend, std::clamp(x, lo, hi));
+  }
+  // What the head's moment holds above the state (negative: the fitted state itself holds the
+  // chunk the smaller batch does not fill, down to the parameters' own).
+  const double head_bytes = std::max(param_state - st.state, x * at_head + std::min(0.0, bend));
+  const bool at_recompute = k > 0 && x * recomputing > head_bytes;
+  if (at_recompute) {
+    st.activations = std::max(0.0, x * recomputing - st.logits);
+  } else {
+    // Below the line, what the loss holds goes first (its logits), then the rest.
+    st.logits = std::clamp(head_bytes, 0.0, st.logits);
+    st.activations = std::max(0.0, head_bytes - st.logits);
+    st.state += std::min(0.0, head_bytes);
+  }
   // A stage before the last runs no loss: it peaks in a block's backward — its top block's, or the
   // checkpointed one's it recomputes —, every micro-batch in flight keeping its blocks' part, the
   // gradient the block receives and what its backward needs above them (measured on one block).
@@ -549,14 +621,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   // prediction: its 2048-wide MLP's gradients, where a loss beside them would hide them.
   if (p > 1 && !last)
     st.activations += x * shape.message_bytes_per_sample + profile_.block_bytes.backward(x);
-  // The whole model on one stage: no lower than the deep variant's measured peaks where they bend
-  // above the line, interpolated between its batches (beyond them, the nearest one's). An
-  // under-prediction is a trial run into out of memory; the budget's edge lies between the
-  // measured batches.
-  if (p == 1 && fit_.deep_bend.size() >= 2) {
-    const double lo = fit_.deep_bend.front().first, hi = fit_.deep_bend.back().first;
-    st.activations += polyline_at(fit_.deep_bend, std::clamp(x, lo, hi));
-  }
+  st.activations += std::max(0.0, bend);
   // At the least, the optimizer step: the stage's state and the temporaries of its largest
   // parameter (an embedding or head where the stage holds one, else a block's). Measured on
   // llama-mini's first of two stages: 16 MiB above its state, twice its 8 MiB embedding, where
@@ -568,13 +633,12 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   // On one rank, the other micro-batches in flight at the least moment of a micro-batch's backward
   // keep their part: two GPipe micro-batches of one sample, every block checkpointed, peaked 6%
   // above the least on gpt-tiny.
-  // What the parameters hold at the optimizer step, counted at a block's state a parameter: the
-  // state fitted outside the blocks holds what the head keeps whatever the batch too, gone by then
-  // (gpt-neo-125m at 4 blocks, 4 samples over two ranks, LibTorch's AdamW: 15.7 MB, its optimizer
-  // step predicted 538.4 MB where the step peaked at 529.8 MB, in the gradients' averaging).
-  const double param_state = per_param > 0 ? per_param * st.params : st.state;
+  // What the parameters hold at the optimizer step (param_state): the head's buffers are gone by
+  // then too (gpt-neo-125m at 4 blocks, 4 samples over two ranks, LibTorch's AdamW: 15.7 MB, its
+  // optimizer step predicted 538.4 MB where the step peaked at 529.8 MB, in the gradients'
+  // averaging).
   LeastPeak least =
-      least_peak(st.state, param_state, largest, p == 1, (in_flight - 1) * x * (kept + loss_kept));
+      least_peak(param_state, largest, p == 1, (in_flight - 1) * x * (kept + loss_kept));
   // Under data parallelism, between the backward and the optimizer step the gradients are averaged
   // a bucket at a time, each bucket packed into a tensor of its own beside the parameters, their
   // gradients and the optimizer's state (schedule/runtime/data_parallel.h): a bucket's bytes, or a
@@ -598,7 +662,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   least.bytes += st.inputs;
   if (least.bytes > held) {
     st.peak_at = least.at;
-  } else if (k > 0 && recomputing > at_head) {
+  } else if (at_recompute) {
     st.peak_at = PeakMoment::kRecompute;
   } else {
     st.peak_at = p > 1 && !last ? PeakMoment::kTopBlockBackward : PeakMoment::kLossBackward;

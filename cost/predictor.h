@@ -161,10 +161,13 @@ class Predictor {
     double recompute_read_loss_bytes = 0;
     double recompute_act = 0;
     double recompute_at0 = 0;  // and its bytes whatever the batch, where the one-sample step says
-    double least_ratio = 1;    // the least peak (1 sample, all checkpointed) over the state
+    // The least peak (1 sample, all checkpointed) over the parameters' state (a block's bytes a
+    // parameter), not the state fitted outside the blocks: that holds a head's buffer too.
+    double least_ratio = 1;
     // By batch, how far each peak of the deep variant without checkpointing (above its one-sample
-    // peak) lies above the fitted line (0 where below): where the peak's curve bends, the line
-    // passes under the measured points between the bends.
+    // peak) lies above the fitted line (negative: below): where the peak's curve bends, the line
+    // passes under the measured points between the bends, or over those before a head's buffer
+    // stops growing.
     std::vector<std::pair<double, double>> deep_bend;
     CommLine block_all_reduce, outside_all_reduce, block_all_gather, outside_all_gather;
     CommLine recompute_all_reduce;  // per checkpointed block
@@ -206,13 +209,12 @@ class Predictor {
   // every block checkpointed — and, where that lies above the optimizer step (then a moment of
   // the backward), `in_flight` more: what the rank's other micro-batches in flight keep then. A
   // profile that measured no temporaries or counted no largest parameter: the least peak over the
-  // state.
+  // parameters' state. `param_state`: the stage's parameters' state (Fit::least_ratio).
   struct LeastPeak {
     double bytes = 0;
     PeakMoment at = PeakMoment::kOptimizerStep;
   };
-  LeastPeak least_peak(double state, double param_state, double largest, bool whole,
-                       double in_flight = 0) const;
+  LeastPeak least_peak(double param_state, double largest, bool whole, double in_flight = 0) const;
 
   Profile profile_;
   std::optional<CollectiveModel> collectives_;

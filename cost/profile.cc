@@ -46,6 +46,7 @@ void for_each_later_shape_field(S& s, F&& f) {
   f("input_bytes_at0", s.input_bytes_at0);
   f("input_bytes_per_sample", s.input_bytes_per_sample);
   f("profiled_input_bytes_per_sample", s.profiled_input_bytes_per_sample);
+  f("loss_chunk_samples", s.loss_chunk_samples);
 }
 
 // Measured since 2026-11-29 where the space checkpoints: a profile stored before has none.
@@ -99,7 +100,8 @@ bool ModelShape::operator==(const ModelShape& o) const {
          largest_epilogue_tensor == o.largest_epilogue_tensor &&
          input_bytes_at0 == o.input_bytes_at0 &&
          input_bytes_per_sample == o.input_bytes_per_sample &&
-         profiled_input_bytes_per_sample == o.profiled_input_bytes_per_sample;
+         profiled_input_bytes_per_sample == o.profiled_input_bytes_per_sample &&
+         loss_chunk_samples == o.loss_chunk_samples;
 }
 
 std::string Profile::to_json() const {

@@ -61,6 +61,11 @@ struct ModelShape {
   // them, a micro-batch's, and gpt-tiny's 1F1B micro-batches were under-predicted by the others'
   // 136 bytes a sample (0.16% at 1,530 samples, trials at the budget's edge out of memory).
   double input_bytes_at0 = 0, input_bytes_per_sample = 0, profiled_input_bytes_per_sample = 0;
+  // Where the loss computes its logits a chunk of tokens at a time (the fused LM loss), the
+  // samples of a micro-batch that fill a chunk: its buffer grows with the samples up to that and
+  // no further, so the deep variant's peaks bend there (cost/predictor.h, Fit::deep_bend). 0: no
+  // chunk, or a profile stored before it was read (2026-11-30).
+  double loss_chunk_samples = 0;
   // The bytes of a trial's token batch of `batch` samples.
   double input_bytes(double batch) const {
     return input_bytes_at0 + input_bytes_per_sample * batch;

@@ -24,8 +24,10 @@
 #include "cost/optimizer_swap.h"
 #include "cost/profile_batches.h"
 #include "dist/launcher.h"
+#include "models/fused_lm_head.h"
 #include "models/template_config.h"
 #include "models/templates.h"
+#include "models/training_batch.h"
 #include "models/zoo.h"
 #include "runners/block_probe.h"
 #include "runners/collective_profile.h"
@@ -36,6 +38,7 @@
 #include "runners/token_batches.h"
 #include "runners/tracking_allocator.h"
 #include "schedule/kernels/fused_adamw.h"
+#include "schedule/kernels/fused_lm_loss.h"
 #include "schedule/runtime/pipeline.h"
 
 namespace slapo::runners {
@@ -135,6 +138,17 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
   shape.tied_params = static_cast<double>(tied);
   shape.message_bytes_per_sample =
       static_cast<double>(w.seq_len_for(knobs) * spec.hidden) * sizeof(float);
+  // The fused LM loss's chunk (its rank's rows of the vocabulary), in samples of the tokens the
+  // loss reads: a sequence's, or a masked model's masked positions.
+  for (const auto& module : trainer.model().modules()) {
+    const auto* head = dynamic_cast<const models::FusedLmHeadImpl*>(module.get());
+    if (head == nullptr) continue;
+    const int64_t seq = w.seq_len_for(knobs);
+    const int64_t tokens = spec.traits().masked_lm ? models::masked_positions(seq) : seq;
+    const int64_t rows = head->named_parameters(/*recurse=*/false)["weight"].size(0);
+    shape.loss_chunk_samples = static_cast<double>(schedule::default_chunk_tokens(rows)) /
+                               static_cast<double>(std::max<int64_t>(1, tokens));
+  }
   return shape;
 }
 

@@ -95,6 +95,10 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
 
 }  // namespace
 
+int64_t default_chunk_tokens(int64_t vocab) {
+  return std::max<int64_t>(1, (int64_t{4} << 20) / std::max<int64_t>(1, vocab));
+}
+
 at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weight,
                                 const at::Tensor& bias, const at::Tensor& targets,
                                 int64_t ignore_index, int64_t chunk_tokens,
@@ -106,8 +110,7 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
               "linear_cross_entropy: ", targets.numel(), " targets for hidden states ",
               hidden.sizes());
   const int64_t vocab = weight.size(0);
-  const int64_t chunk =
-      chunk_tokens > 0 ? chunk_tokens : std::max<int64_t>(1, (int64_t{4} << 20) / vocab);
+  const int64_t chunk = chunk_tokens > 0 ? chunk_tokens : default_chunk_tokens(vocab);
   const bool with_grad =
       at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad() ||
                                      (bias.defined() && bias.requires_grad()));
