@@ -177,6 +177,31 @@ TEST(PredictorTest, OneStageIsNoLowerThanTheDeepVariantsMeasuredPeaksWhereTheyBe
   for (const auto& [x, excess] : straight.fit().deep_bend) EXPECT_NEAR(excess, 0, 1) << x;
 }
 
+// A head whose buffer stops growing where it fills (the fused LM loss's chunk of logits) bends the
+// peaks of both variants under the line through the two largest batches (11 and 32) below that,
+// and where it fills between the two, the line passes under the curve there. Told where it fills
+// (ModelShape::loss_chunk_samples), the whole model on one rank is predicted on the curve from the
+// smallest batch profiled above one sample (4) to the largest; not told, never under it where it
+// fills below the two (between them it is: docs/cost-model.md, blind spots).
+TEST(PredictorTest, AHeadsChunkIsFollowedWhereItFillsAndNeverPredictedUnder) {
+  for (double fill : {10.0, 24.0}) {
+    auto buffer = [&](double x) { return 3 * kMB * std::min(x, fill); };
+    Profile blind = synthetic_profile();
+    for (ProfilePoint& q : blind.points) {
+      if (q.ckpt_blocks == 0 && q.micro_batches == 1) q.peak_bytes += buffer(q.batch);
+    }
+    Profile told = blind;
+    told.shape.loss_chunk_samples = fill;
+    const Predictor with(told), without(blind);
+    for (int64_t x : {4, 5, 8, 10, 11, 12, 16, 20, 24, 30, 32}) {
+      const double truth = true_peak(kLayers, x, 0) + buffer(x);
+      EXPECT_NEAR(with.predict(at(x)).peak_bytes, truth, 1e-6 * truth) << fill << " " << x;
+      if (fill < 11)
+        EXPECT_GE(without.predict(at(x)).peak_bytes, truth * (1 - 1e-6)) << fill << " " << x;
+    }
+  }
+}
+
 // A step whose peak is its optimizer step's (a small batch of a shallow variant) says nothing of
 // the activations: the blocks and the rest are read off the other batches — with one batch where
 // both variants peak in their activations (the profiler's), a block's state from the one-sample
