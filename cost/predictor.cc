@@ -322,6 +322,7 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
     const auto [xb, b] = fit_.deep_bend[i + 1];
     if (a > -1 || b < -1) continue;  // (within a byte of the line: on it)
     if (chunk >= xb) continue;       // filled at the batch on it: the curve is straight up to there
+    // (Not said: a step — the polyline rises to the line within a millionth of the way.)
     const double meets = chunk > xa ? chunk : xa + 1e-6 * (xb - xa);
     fit_.deep_bend.insert(fit_.deep_bend.begin() + static_cast<std::ptrdiff_t>(i) + 1,
                           {meets, 0.0});
@@ -448,12 +449,14 @@ Predictor::Predictor(Profile profile, std::optional<CollectiveModel> collectives
   // the fused LM loss's chunk of logits, 16 MiB on gpt-tiny with a vocabulary of 16,384, where
   // the parameters' state is 10 MB — its least peak was predicted 28 MB at 4 samples, 15 measured.
   const ModelShape& shape = profile_.shape;
-  const double per_param = shape.block_params > 0 ? fit_.block_state / shape.block_params : 0;
-  const double param_state_d = per_param > 0
-                                   ? per_param * (d * shape.block_params + shape.prologue_params +
-                                                  shape.epilogue_params - shape.tied_params)
-                                   : state_d;
+  const double per_param = state_per_param();
+  const double param_state_d = per_param > 0 ? per_param * shape.variant_params(d) : state_d;
   fit_.least_ratio = param_state_d > 0 ? std::max(1.0, least_peak / param_state_d) : 1.0;
+}
+
+double Predictor::state_per_param() const {
+  const double block = profile_.shape.block_params;
+  return block > 0 ? fit_.block_state / block : 0;
 }
 
 Predictor::LeastPeak Predictor::least_peak(double param_state, double largest, bool whole,
@@ -524,7 +527,7 @@ Predictor::StageCost Predictor::stage_cost(const PredictInput& in, int64_t stage
   st.params = n * shape.block_params + outside_params;
   // A parameter's bytes of state (itself, its gradient, the optimizer's), read off the blocks: the
   // state fitted outside them also holds what the head keeps whatever the batch.
-  const double per_param = shape.block_params > 0 ? fit_.block_state / shape.block_params : 0;
+  const double per_param = state_per_param();
   if (p > 1) {
     const double share = (first ? shape.prologue_params : 0) + (last ? shape.epilogue_params : 0);
     st.params = n * shape.block_params + share;

@@ -215,6 +215,9 @@ class Predictor {
     PeakMoment at = PeakMoment::kOptimizerStep;
   };
   LeastPeak least_peak(double param_state, double largest, bool whole, double in_flight = 0) const;
+  // A parameter's bytes of state (itself, its gradient, the optimizer's), read off the blocks
+  // (0: a profile of no block parameters).
+  double state_per_param() const;
 
   Profile profile_;
   std::optional<CollectiveModel> collectives_;

@@ -196,8 +196,9 @@ TEST(PredictorTest, AHeadsChunkIsFollowedWhereItFillsAndNeverPredictedUnder) {
     for (int64_t x : {4, 5, 8, 10, 11, 12, 16, 20, 24, 30, 32}) {
       const double truth = true_peak(kLayers, x, 0) + buffer(x);
       EXPECT_NEAR(with.predict(at(x)).peak_bytes, truth, 1e-6 * truth) << fill << " " << x;
-      if (fill < 11)
+      if (fill < 11) {
         EXPECT_GE(without.predict(at(x)).peak_bytes, truth * (1 - 1e-6)) << fill << " " << x;
+      }
     }
   }
 }
