@@ -1,6 +1,5 @@
 #include "cli/cost_setup.h"
 
-#include <cstdio>
 #include <ostream>
 #include <utility>
 
@@ -27,15 +26,6 @@ std::unique_ptr<runners::WorkloadCostModel> make_cost_model(const space::Space& 
   model->set_reprofile(reprofile);
   model->use_batches_of(compiled);
   return model;
-}
-
-std::string format_bytes(double bytes) {
-  char text[32];
-  if (bytes >= 1024.0 * 1024 * 1024)
-    std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-  else
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024));
-  return text;
 }
 
 }  // namespace slapo::cli

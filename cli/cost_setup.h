@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <memory>
 
+#include "core/text.h"
 #include "db/database.h"
 #include "runners/cost_model.h"
 #include "space/compiled_space.h"
@@ -19,7 +20,7 @@ std::unique_ptr<runners::WorkloadCostModel> make_cost_model(const space::Space& 
                                                             db::Database* database, bool reprofile,
                                                             std::ostream& notes);
 
-// Human units: "512.0 MiB", "1.3 GiB".
-std::string format_bytes(double bytes);
+// Human units ("512.0 MiB", "1.30 GiB"): the project's one formatter, core/text.h.
+using slapo::format_bytes;
 
 }  // namespace slapo::cli

@@ -58,11 +58,12 @@ std::string left_out(const cost::Plan& plan) {
 
 // Why a plan ranks no configuration, in one line.
 std::string nothing_planned(const std::string& file, const cost::Plan& plan,
-                            const cost::PlanOptions& options) {
+                            const cost::PlanOptions& options, const std::string& limit_note) {
   std::string why = "plan: no configuration of " + file + " is predicted ";
-  why += options.memory_budget_bytes > 0
+  why += options.memory_budget_bytes <= 0 ? std::string("at all")
+         : limit_note.empty()
              ? "to fit its memory budget of " + format_bytes(options.memory_budget_bytes)
-             : std::string("at all");
+             : "to fit " + limit_note + " (the space sets no memory budget)";
   why += ": " + std::to_string(plan.predicted_oom) + " predicted out of memory" + left_out(plan);
   return why;
 }
@@ -100,14 +101,16 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   std::unique_ptr<db::Database> database = o.db.empty() ? nullptr : db::Database::open(o.db);
   auto model = make_cost_model(declared, compiled, database.get(), o.reprofile, err);
   model->set_ranks_per_trial(o.nproc);
-  options.memory_budget_bytes = static_cast<double>(model->workload().memory_budget);
+  options.memory_budget_bytes = model->memory_budget_bytes();
+  const std::string limit_note = model->memory_limit_note();
   cost::check_plannable(compiled, options, /*can_compose=*/true);  // before profiling for it
   const double profile_s = model->profile_space(compiled);
   const cost::Plan plan = cost::plan(compiled, model->as_function(), options, model->composer());
   // Nothing to rank is the work failing, not a plan of nothing: one line says why, the table or
   // the JSON still say what was counted.
   if (plan.top.empty())
-    err << "slapo-tune: error: " << nothing_planned(o.space.file, plan, options) << "\n";
+    err << "slapo-tune: error: " << nothing_planned(o.space.file, plan, options, limit_note)
+        << "\n";
   if (o.json) {
     nlohmann::ordered_json j;
     nlohmann::ordered_json top = nlohmann::ordered_json::array();
@@ -136,8 +139,10 @@ int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   out << "plan of " << o.space.file << " (" << options.objective.to_string()
       << "): " << compiled.size() << " configurations, " << plan.considered << " predicted, "
       << plan.predicted_oom << " predicted out of memory";
-  if (options.memory_budget_bytes > 0)
+  if (options.memory_budget_bytes > 0 && limit_note.empty())
     out << " (budget " << format_bytes(options.memory_budget_bytes) << ")";
+  else if (options.memory_budget_bytes > 0 && plan.predicted_oom > 0)  // what left them out
+    out << " (no memory budget: " << limit_note << ")";
   out << left_out(plan) << "\n"
       << std::fixed << std::setprecision(2) << "method: " << plan.method << " (" << plan.seconds
       << " s; profiling " << profile_s << " s)\n\n";

@@ -68,7 +68,7 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
               "predict: ", config.to_string(),
               p.invalid ? " is invalid (no trial runs it): " : " cannot be predicted: ", p.why_not);
   const cost::Prediction& pr = *p.prediction;
-  const double budget = static_cast<double>(model->workload().memory_budget);
+  const double budget = model->memory_budget_bytes();  // the space's, or this machine's memory
   if (o.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::parse(pr.to_json());
     j["config"] = nlohmann::ordered_json::parse(config.to_json());
@@ -86,7 +86,8 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
     out << "  " << std::left << std::setw(16) << name << ms << " ms\n";
   out << "peak       " << format_bytes(pr.peak_bytes) << ", at " << cost::to_string(pr.peak_at);
   if (budget > 0)
-    out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget) << ")";
+    out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget)
+        << (model->memory_limit_note().empty() ? "" : ", " + model->memory_limit_note()) << ")";
   out << "\n";
   for (const auto& [name, bytes] : pr.memory_bytes) {
     out << "  " << std::left << std::setw(16) << name << format_bytes(bytes) << "\n";

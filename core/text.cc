@@ -51,4 +51,13 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
+std::string format_bytes(double bytes) {
+  char text[32];
+  if (bytes >= 1024.0 * 1024 * 1024)
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  else
+    std::snprintf(text, sizeof text, "%.1f MiB", bytes / (1024.0 * 1024));
+  return text;
+}
+
 }  // namespace slapo

@@ -1,6 +1,6 @@
 #pragma once
 // Small text utilities: error messages ("did you mean ...?"), a child's last output line, a
-// duration.
+// duration, a size in bytes.
 
 #include <cstddef>
 #include <string>
@@ -24,5 +24,8 @@ std::string shell_quote(const std::string& word);
 // A duration for a message: "0.47 s" under a second, "3.2 s" under ten, "42 s" above (a profile
 // of a tiny model takes half a second: rounded to whole seconds it read "in 0 s").
 std::string seconds_text(double seconds);
+
+// A size in human units: "512.0 MiB", "1.30 GiB".
+std::string format_bytes(double bytes);
 
 }  // namespace slapo

@@ -1,10 +1,12 @@
 #include "runners/available_memory.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/read_file.h"
+#include "core/trial.h"  // parse_bytes
 
 namespace slapo::runners {
 
@@ -78,6 +80,13 @@ MemoryFiles read_memory_files() {
   return files;
 }
 
-std::optional<long long> available_memory_bytes() { return available_from(read_memory_files()); }
+std::optional<long long> available_memory_bytes() {
+  std::optional<long long> available = available_from(read_memory_files());
+  if (const char* cap = std::getenv(kAvailableMemoryVariable); cap != nullptr && *cap != '\0') {
+    const auto capped = static_cast<long long>(parse_bytes(cap, kAvailableMemoryVariable));
+    available = available ? std::min(*available, capped) : capped;
+  }
+  return available;
+}
 
 }  // namespace slapo::runners

@@ -25,7 +25,13 @@ std::optional<long long> available_from(const MemoryFiles& files);
 // The files of this process (its memory cgroup found through /proc/self/cgroup).
 MemoryFiles read_memory_files();
 
-// available_from(read_memory_files()).
+// SLAPO_AVAILABLE_MEMORY (e.g. "8GiB"), when set: the most this machine is taken to have
+// available — a machine shared with other work holds slapo to part of it (its ranks' budgets where
+// a space sets none, runners/machine_memory.h; the profile's touch of the heap).
+inline constexpr const char* kAvailableMemoryVariable = "SLAPO_AVAILABLE_MEMORY";
+
+// available_from(read_memory_files()), at most SLAPO_AVAILABLE_MEMORY. Throws Error
+// (kInvalidArgument) naming the variable when its value is not a size.
 std::optional<long long> available_memory_bytes();
 
 }  // namespace slapo::runners

@@ -19,7 +19,9 @@
 #include "cost/profile_batches.h"
 #include "models/template_knobs.h"
 #include "models/templates.h"
+#include "runners/available_memory.h"
 #include "runners/collective_profile.h"
+#include "runners/machine_memory.h"
 #include "runners/profiler.h"
 #include "runners/system_info.h"
 
@@ -180,6 +182,31 @@ WorkloadCostModel::WorkloadCostModel(Workload workload, db::Database* database,
       fingerprint_(fingerprint_json(collect_system_info())) {
   batch_lo_ = std::max<int64_t>(1, workload_.batch_size / 2);
   batch_hi_ = workload_.batch_size;
+  if (const std::optional<long long> available = available_memory_bytes())
+    available_ = static_cast<double>(*available);
+}
+
+void WorkloadCostModel::set_ranks_per_trial(int ranks) {
+  ranks_per_trial_ = ranks;
+  mappings_.clear();
+  space_runs_.reset();  // of the configurations the runs can run
+  hold_to_machine();
+}
+
+void WorkloadCostModel::hold_to_machine() {
+  machine_ranks_ = 1;
+  if (workload_.memory_budget > 0 || !available_) return;
+  machine_ranks_ = ranks_per_trial_ > 0 ? ranks_per_trial_ : space_runs().largest_world;
+}
+
+double WorkloadCostModel::memory_budget_bytes() const {
+  if (workload_.memory_budget > 0) return static_cast<double>(workload_.memory_budget);
+  return available_ ? MachineMemory{*available_, machine_ranks_}.tensor_budget() : 0;
+}
+
+std::string WorkloadCostModel::memory_limit_note() const {
+  if (workload_.memory_budget > 0 || !available_) return "";
+  return MachineMemory{*available_, machine_ranks_}.describe();
 }
 
 WorkloadCostModel::~WorkloadCostModel() = default;
@@ -197,6 +224,7 @@ void WorkloadCostModel::use_batches_of(const space::CompiledSpace& space) {
     batch_hi_ = std::max<int64_t>(1, static_cast<int64_t>(as_number(knob.domain.back())));
   }
   if (batch_lo_ == batch_hi_) batch_lo_ = std::max<int64_t>(1, batch_hi_ / 2);
+  hold_to_machine();
 }
 
 std::string WorkloadCostModel::profile_key(const Config& config, int world) const {
@@ -397,7 +425,7 @@ void WorkloadCostModel::complete_profile(cost::Profile& profile, const Config& c
 }
 
 int64_t WorkloadCostModel::capped_batch() {
-  if (workload_.memory_budget <= 0 || space_ == nullptr || !enumerable(*space_)) return 0;
+  if (memory_budget_bytes() <= 0 || space_ == nullptr || !enumerable(*space_)) return 0;
   const int64_t middle = static_cast<int64_t>(
       std::llround(std::sqrt(static_cast<double>(batch_lo_) * static_cast<double>(batch_hi_))));
   const int64_t cap = cost::taken_at_most(middle, 2 * batch_lo_, space_runs().batches);
@@ -417,6 +445,7 @@ const WorkloadCostModel::SpaceRuns& WorkloadCostModel::space_runs() {
       runs.gpipe_micro_batches =
           runs.gpipe_micro_batches || (m.input.gpipe && m.input.micro_batches > 1);
       runs.checkpoints = runs.checkpoints || m.input.ckpt_blocks > 0;
+      runs.largest_world = std::max(runs.largest_world, m.world());
       return true;
     });
   } else if (space_ != nullptr) {
@@ -621,7 +650,7 @@ int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& prof
   const cost::Predictor predictor(profile, comm);
   // No margin: a configuration just over the budget is predicted out of memory, its time is not
   // ranked (the time beyond the profiled batches is extrapolated linearly, should one fit).
-  const double budget = static_cast<double>(workload_.memory_budget);
+  const double budget = memory_budget_bytes();
   int64_t largest = 0;
   space_->for_each([&](const space::PointView& point) {
     const Mapping& m = mapping(point.to_config());

@@ -67,15 +67,14 @@ class WorkloadCostModel : public tuner::CostModel {
   void set_reprofile(bool reprofile) { reprofile_ = reprofile; }
   // Reuses stored profiles whatever machine and revision measured them: a recording replayed as
   // it was (benchmark/tuner_efficiency.cc), never a tuning run.
-  void set_replaying(bool replaying) { replaying_ = replaying; }
+  void set_replaying(bool replaying) {
+    replaying_ = replaying;
+    if (replaying) set_available_memory(std::nullopt);  // the recording's machine is not this one
+  }
   // The ranks each trial of the run has (0: any, as a plan): a configuration that names no dp
   // fills them with data parallelism, as its trial does; one of another world is not predicted —
   // its trial could not run it ("needs 1 ranks; this run has 2") — and its key is not profiled.
-  void set_ranks_per_trial(int ranks) {
-    ranks_per_trial_ = ranks;
-    mappings_.clear();
-    space_runs_.reset();  // of the configurations the runs can run
-  }
+  void set_ranks_per_trial(int ranks);
   // A stored profile's key as this revision writes it: its knobs only those that change the
   // computation (a recording's keys, from before tp = 1 and the split knobs at tp = 1 were left
   // out, name them); any other key (the collectives') as it is.
@@ -104,8 +103,19 @@ class WorkloadCostModel : public tuner::CostModel {
   void observe(const Config& config, const TrialResult& result) override {
     calibrate(config, result);
   }
-  double memory_budget_bytes() const override {
-    return static_cast<double>(workload_.memory_budget);
+  // What predictions are held to: the space's memory budget, or where it sets none, this
+  // machine's memory for each rank of a trial (runners/machine_memory.h: the profile measures up
+  // to it, and the tuner and `plan` leave out what is predicted over it). 0: nothing.
+  double memory_budget_bytes() const override;
+  // Where it is this machine's memory, what it is ("this machine's memory (… of tensors a rank:
+  // … available, 1 rank)"); empty where it is the space's budget or nothing.
+  std::string memory_limit_note() const override;
+  // The machine's available memory as the model holds predictions to it where the space sets no
+  // budget: read when the model is made; nullopt holds them to nothing (a replay of a recording
+  // made elsewhere). Tests set it.
+  void set_available_memory(std::optional<double> bytes) {
+    available_ = bytes;
+    hold_to_machine();
   }
   // Its profile key and what the predictor is given (batch, checkpointed blocks, micro-batches,
   // layout, schedule, cuts): the knobs outside both change nothing. Empty when not predictable.
@@ -193,8 +203,12 @@ class WorkloadCostModel : public tuner::CostModel {
     // profile measures no GPipe step, no checkpointed step.
     bool gpipe_micro_batches = true;
     bool checkpoints = true;
+    int largest_world = 1;  // the most ranks a configuration runs on (1 when not enumerable)
   };
   const SpaceRuns& space_runs();
+  // The ranks this machine's memory is shared by in a trial (machine_ranks_): the run's, or
+  // where any will do (a plan), the most a configuration of the space runs on.
+  void hold_to_machine();
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
   // The stored collectives' profile loaded, when one may be reused (else a note says why): whether
@@ -250,6 +264,8 @@ class WorkloadCostModel : public tuner::CostModel {
   int ranks_per_trial_ = 0;
   bool replaying_ = false;
   double profile_seconds_ = 0;
+  std::optional<double> available_;  // set_available_memory's
+  int machine_ranks_ = 1;            // hold_to_machine's
   std::string fingerprint_;
   std::optional<cost::CollectiveModel> collectives_;
 };

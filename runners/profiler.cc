@@ -24,6 +24,7 @@
 #include "cost/optimizer_swap.h"
 #include "cost/profile_batches.h"
 #include "dist/launcher.h"
+#include "dist/world.h"
 #include "models/fused_lm_head.h"
 #include "models/template_config.h"
 #include "models/templates.h"
@@ -32,6 +33,7 @@
 #include "runners/block_probe.h"
 #include "runners/collective_profile.h"
 #include "runners/heap_policy.h"
+#include "runners/machine_memory.h"
 #include "runners/parallel_trainer.h"
 #include "runners/simulated_group.h"
 #include "runners/sweep_steps.h"
@@ -227,6 +229,41 @@ void trace_part(const char* part, Clock::time_point& since) {
   since = now;
 }
 
+// The machine's memory a profile is held to while it measures (MachineCeiling), if any.
+std::optional<MachineMemory>& profile_ceiling() {
+  static std::optional<MachineMemory> ceiling;
+  return ceiling;
+}
+
+// While a profile measures and no budget holds this process, this machine's memory does
+// (runners/machine_memory.h): past its ceiling a step throws out of memory and the profile fails
+// with that reason, where the kernel's killer would have ended the process — the tuner's own, when
+// it profiles on one rank (a space of gpt-mini at sequence 128 and batches up to 1024 without a
+// budget: `slapo-tune plan` killed after two minutes, 24 GiB resident).
+class MachineCeiling {
+ public:
+  MachineCeiling() {
+    TrackingAllocator& tracker = TrackingAllocator::instance();
+    if (tracker.budget() != 0 || profile_ceiling()) return;
+    const int ranks = dist::RankEnv::present() ? dist::RankEnv::from_env().world_size : 1;
+    if (std::optional<MachineMemory> machine = machine_memory(ranks)) {
+      tracker.set_budget(tracker.live_bytes() + static_cast<size_t>(machine->tensor_ceiling()));
+      profile_ceiling() = machine;
+      set_ = true;
+    }
+  }
+  ~MachineCeiling() {
+    if (!set_) return;
+    TrackingAllocator::instance().set_budget(0);
+    profile_ceiling().reset();
+  }
+  MachineCeiling(const MachineCeiling&) = delete;
+  MachineCeiling& operator=(const MachineCeiling&) = delete;
+
+ private:
+  bool set_ = false;
+};
+
 // One sweep of measure_sweep: a variant of the model — `depth` blocks, `ckpt` of them
 // checkpointed, in `micro` GPipe micro-batches — stepped at each of `batches` in turn, and how its
 // steps are timed (the setters, each named for what it changes from the default).
@@ -403,6 +440,8 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
     }
   } catch (const Error&) {
     throw;
+  } catch (const c10::OutOfMemoryError& e) {
+    throw failed(profile_ceiling() ? "out of " + profile_ceiling()->ceiling_reason() : e.what());
   } catch (const std::exception& e) {
     throw failed(e.what());
   }
@@ -614,6 +653,7 @@ cost::Profile measure_across_optimizer(const Workload& w, const Config& knobs,
 
 std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   const auto start = Clock::now();
+  const MachineCeiling ceiling;
   Workload w = request.workload;
   // One timed step per point: against two, side by side, the same within 2% at 40 samples
   // (docs/cost-model.md), for half the profile. Points of a few samples, where one hiccup of the

@@ -24,6 +24,12 @@ TrialResult worker_result(const ProcessResult& p, double timeout_s, size_t log_l
   } else if (p.timed_out) {
     r = failed_trial(TrialStatus::kTimeout,
                      "killed after the time limit of " + std::to_string(timeout_s) + " s");
+  } else if (p.oom_killed) {
+    // Past what the trial's ceiling foresaw (runners/machine_memory.h): a process resident more
+    // than 1.33 times its tensors, or memory another process took meanwhile.
+    r = failed_trial(TrialStatus::kOom,
+                     "worker killed by the kernel's out-of-memory killer (SIGKILL; /proc/vmstat "
+                     "oom_kill went up)");
   } else if (p.signal != 0) {
     r = failed_trial(TrialStatus::kCrashed, "worker killed by " + signal_name(p.signal));
   } else if (p.exit_code != 0) {

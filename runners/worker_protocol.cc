@@ -44,6 +44,7 @@ std::string encode_response(const ProcessResult& r) {
                             {"timed_out", r.timed_out},
                             {"exit_code", r.exit_code},
                             {"signal", r.signal},
+                            {"oom_killed", r.oom_killed},
                             {"out", r.out},
                             {"err", r.err},
                             {"duration_s", r.duration_s}};
@@ -61,6 +62,7 @@ std::optional<ProcessResult> decode_response(const std::string& line) {
     p.timed_out = j.value("timed_out", false);
     p.exit_code = j.value("exit_code", -1);
     p.signal = j.value("signal", 0);
+    p.oom_killed = j.value("oom_killed", false);
     p.out = j.value("out", "");
     p.err = j.value("err", "");
     p.duration_s = j.value("duration_s", 0.0);

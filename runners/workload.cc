@@ -17,6 +17,7 @@
 #include "models/weights/weights_file.h"
 #include "models/zoo.h"
 #include "runners/heap_policy.h"  // minor_page_faults
+#include "runners/machine_memory.h"
 #include "runners/parallel_trainer.h"
 #include "runners/runner.h"
 #include "runners/token_batches.h"
@@ -226,8 +227,16 @@ TrialResult measure_trial(const Workload& w, const Config& config,
   torch::set_num_threads(w.threads);
   TrackingAllocator& tracker = TrackingAllocator::instance();
   const size_t baseline = tracker.live_bytes();
-  // The budget covers what this trial allocates, not what the process held before it.
-  if (w.memory_budget > 0) tracker.set_budget(baseline + w.memory_budget);
+  // The budget covers what this trial allocates, not what the process held before it. Without
+  // one, this machine's memory holds it: past its ceiling the step fails as out of memory, with
+  // its reason, where the kernel's killer would end the worker after minutes of thrashing
+  // (runners/machine_memory.h).
+  std::optional<MachineMemory> machine;
+  if (w.memory_budget > 0) {
+    tracker.set_budget(baseline + w.memory_budget);
+  } else if ((machine = machine_memory(groups.layout.world()))) {
+    tracker.set_budget(baseline + static_cast<size_t>(machine->tensor_ceiling()));
+  }
   tracker.reset_peak();
   struct BudgetReset {
     TrackingAllocator& t;
@@ -279,8 +288,9 @@ TrialResult measure_trial(const Workload& w, const Config& config,
     // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
     result.metrics[metric::kTrainMs] = ms_since(train_start);
   } catch (const c10::OutOfMemoryError& e) {
-    TrialResult oom = failed_trial(
-        TrialStatus::kOom, std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+    const std::string what = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    TrialResult oom =
+        failed_trial(TrialStatus::kOom, machine ? "out of " + machine->ceiling_reason() : what);
     oom.metrics[metric::kPeakBytes] = static_cast<double>(tracker.peak_bytes() - baseline);
     return oom;
   } catch (const Error& e) {

@@ -19,6 +19,9 @@ class CostModel {
   virtual void observe(const Config& config, const TrialResult& result) = 0;
   // 0: none.
   virtual double memory_budget_bytes() const = 0;
+  // What that budget is when it is not the space's own, for a reason's text ("this machine's
+  // memory (…)"); empty when it is the space's.
+  virtual std::string memory_limit_note() const { return ""; }
   // What `config` computes, as the model knows it: configurations with the same non-empty text
   // run the same steps (knobs that change nothing where they are set differ between them, such as
   // how tp = 1 would split the model). Empty: not known — every configuration its own.

@@ -191,6 +191,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   // whole; the model strategy skips the others' too).
   const double budget = options.cost_model ? options.cost_model->memory_budget_bytes() : 0;
   if (budget > 0 && space.size() <= kMaxModelRanked) {
+    const std::string note = options.cost_model->memory_limit_note();
+    const std::string budget_text = note.empty() ? "the budget of " + mib(budget) : note;
     space.for_each([&](const space::PointView& point) {
       const Config config = point.to_config();
       if (is_known(config)) return true;
@@ -205,7 +207,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       record.result =
           failed_trial(TrialStatus::kPruned,
                        "predicted out of memory: " + mib(predicted.prediction->peak_bytes) +
-                           " over the budget of " + mib(budget) + " (cost model)");
+                           " over " + budget_text + " (cost model)");
       const int64_t index = database.add_trial(record);
       known.insert(config.canonical_json());
       ++summary.pruned;

@@ -158,6 +158,48 @@ TEST(CostCliTest, UnderABudgetOnlyTheBatchesThatCanFitAreProfiled) {
   EXPECT_FALSE(nlohmann::json::parse(last_line(beyond.out))["fits"].get<bool>()) << beyond.out;
 }
 
+// A space without a memory budget is held to this machine's memory (runners/machine_memory.h;
+// SLAPO_AVAILABLE_MEMORY stands in for a small machine): the profile measures only the batches
+// that fit there, `plan` says what holds it, and the tuner prunes what is predicted over it with
+// that reason. Before, the profile stepped the space's largest batch whatever it needed.
+TEST(CostCliTest, WithoutABudgetThisMachinesMemoryHoldsTheProfileThePlanAndTheTuner) {
+  const std::string unbounded = temp_db("machine-free");
+  Outcome sized = run("predict --space " + kSpace + " --db " + unbounded +
+                      " --config '{\"batch_size\": 16, \"ckpt_ratio\": 1.0, \"attn\": "
+                      "\"naive\"}' --json");
+  ASSERT_EQ(sized.exit_code, 0) << sized.err;
+  const double peak = nlohmann::json::parse(last_line(sized.out))["peak_bytes"].get<double>();
+  // A machine whose rank may hold 2% more than that: (available - 256 MiB) / 2.
+  const std::string available =
+      std::to_string(static_cast<int64_t>(2 * 1.02 * peak + 256.0 * 1024 * 1024));
+  const std::string space = write_temp(
+      "machine.toml",
+      "[workload]\nmodel = \"gpt-tiny\"\nseq_len = 16\nwarmup = 1\nsteps = 2\nthreads = 1\n\n"
+      "[knobs]\nbatch_size = { pow2 = [2, 256], mem = \"up\" }\n"
+      "ckpt_ratio = { values = [0.0, 1.0], mem = \"down\" }\n");
+  setenv("SLAPO_AVAILABLE_MEMORY", available.c_str(), 1);
+  const std::string db = temp_db("machine");
+  Outcome plan = run("plan --space " + space + " --db " + db + " --top 3");
+  Outcome listed = run("db profiles --db " + db + " --format json");
+  Outcome tuned = run("single-device --space " + space + " --db " + db +
+                      " --runner inprocess --strategy model --trials 2 --json");
+  unsetenv("SLAPO_AVAILABLE_MEMORY");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("predicted out of memory (no memory budget: this machine's memory ("),
+            std::string::npos)
+      << plan.out;
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto profiles = nlohmann::json::parse(last_line(listed.out));
+  ASSERT_EQ(profiles.size(), 1u);
+  int64_t largest = 0;
+  for (const auto& q : profiles[0]["profile"]["points"])
+    largest = std::max<int64_t>(largest, q["batch"].get<int64_t>());
+  EXPECT_GE(largest, 16);
+  EXPECT_LT(largest, 256);
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.err;
+  EXPECT_NE(tuned.out.find("over this machine's memory ("), std::string::npos) << tuned.out;
+}
+
 // Under a budget the base is measured beyond the middle batch, where its largest batches fit; a
 // key across the head steps its deep variant at every batch the base's did, that one included
 // (what a head saves grows with the blocks before it), and beyond them only past twice the largest.

@@ -2,10 +2,14 @@
 // of the memory cgroup as each kernel writes them.
 
 #include "runners/available_memory.h"
+#include "runners/machine_memory.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+
+#include "core/error.h"
 
 namespace slapo::runners {
 namespace {
@@ -47,6 +51,58 @@ TEST(AvailableMemoryTest, ThisProcessSeesAFigureNoLargerThanTheMachine) {
   ASSERT_TRUE(available.has_value()) << "no /proc/meminfo on Linux?";
   EXPECT_GT(*available, 0);
   EXPECT_LE(*available, static_cast<long long>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE));
+}
+
+// SLAPO_AVAILABLE_MEMORY set for the scope of a test, unset after.
+struct AvailableMemorySet {
+  explicit AvailableMemorySet(const char* value) { setenv(kAvailableMemoryVariable, value, 1); }
+  ~AvailableMemorySet() { unsetenv(kAvailableMemoryVariable); }
+};
+
+TEST(AvailableMemoryTest, TheVariableHoldsSlapoToPartOfTheMachineNeverMore) {
+  {
+    const AvailableMemorySet set("64MiB");
+    EXPECT_EQ(available_memory_bytes(), 64LL << 20);
+  }
+  {
+    const AvailableMemorySet set("64TiB");  // more than the machine has: the machine's figure
+    EXPECT_LT(*available_memory_bytes(), 64LL << 40);
+  }
+  {
+    const AvailableMemorySet set("lots");
+    try {
+      available_memory_bytes();
+      ADD_FAILURE() << "a value that is not a size was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("SLAPO_AVAILABLE_MEMORY"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(MachineMemoryTest, ARanksBudgetIsItsShareLessTheProcessOverWhatATensorByteKeepsResident) {
+  const MachineMemory one{22.0 * kGiB, 1};
+  EXPECT_DOUBLE_EQ(one.tensor_budget(), (22.0 * kGiB - kProcessBytes) / kResidentPerTensorByte);
+  EXPECT_DOUBLE_EQ(one.tensor_ceiling(), kCeilingShare * 22.0 * kGiB);
+  // Ranks of one job share the machine: each gets its share, less its own process.
+  const MachineMemory two{22.0 * kGiB, 2};
+  EXPECT_DOUBLE_EQ(two.tensor_budget(), (11.0 * kGiB - kProcessBytes) / kResidentPerTensorByte);
+  EXPECT_DOUBLE_EQ(two.tensor_ceiling(), one.tensor_ceiling() / 2);
+  // The budget sits under the ceiling: a configuration predicted to fit is not stopped by it.
+  EXPECT_LT(one.tensor_budget(), one.tensor_ceiling());
+  // A machine with less than a process's own memory left holds tensors to nothing, never less.
+  EXPECT_EQ((MachineMemory{100.0 * 1024 * 1024, 1}.tensor_budget()), 0.0);
+  EXPECT_EQ(one.describe(),
+            "this machine's memory (10.88 GiB of tensors a rank: 22.00 GiB available, 1 rank)");
+  EXPECT_NE(two.describe().find("2 ranks"), std::string::npos) << two.describe();
+}
+
+TEST(MachineMemoryTest, ThisMachinesIsReadForTheRanksOfAJob) {
+  const std::optional<MachineMemory> two = machine_memory(2);
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(two->ranks, 2);
+  EXPECT_GT(two->available, 0);
+  EXPECT_EQ(machine_memory(0)->ranks, 1);  // no ranks given: one process
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "core/metrics.h"
 #include "db/database.h"
 #include "runners/cost_model.h"
+#include "runners/machine_memory.h"
 #include "runners/profiler.h"
 #include "runners/workload.h"
 #include "space/compiled_space.h"
@@ -482,6 +483,62 @@ cost::Profile the_stored_profile(db::Database& database) {
   const std::vector<db::StoredProfile> stored = database.profiles();
   EXPECT_EQ(stored.size(), 1u);
   return cost::Profile::from_json(stored.front().profile_json, "test");
+}
+
+// Without a memory budget the model holds predictions to this machine's memory
+// (runners/machine_memory.h): its profile measures up to the largest batch predicted to fit there
+// (a space of gpt-mini at sequence 128 up to 1024 samples had its profile step at 1024, and the
+// kernel killed the tuner), and past it a configuration is predicted out of memory.
+TEST(WorkloadCostModelTest, WithoutABudgetAProfileMeasuresOnlyWhatThisMachinesMemoryHolds) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nbatch_size = { values = [3, 6, 12, 24, 48, 300] }\n", "test.toml"));
+  const auto at = [](int64_t batch) {
+    Config c;
+    c.set("batch_size", Value(batch));
+    return c;
+  };
+  // Held to nothing, the profile measures the space's largest batch.
+  WorkloadCostModel unheld(gpt_tiny(8), nullptr);
+  unheld.set_available_memory(std::nullopt);
+  unheld.use_batches_of(space);
+  EXPECT_EQ(unheld.memory_budget_bytes(), 0.0);
+  const double peak_48 = unheld.predict(at(48)).prediction->peak_bytes;
+  const double peak_300 = unheld.predict(at(300)).prediction->peak_bytes;
+  ASSERT_LT(peak_48, peak_300 / 2);
+  // A machine whose rank's budget lies between them.
+  const MachineMemory machine{2 * (peak_48 + peak_300) / 2 + kProcessBytes, 1};
+  auto database = db::Database::in_memory();
+  std::vector<std::string> notes;
+  WorkloadCostModel model(gpt_tiny(8), database.get(),
+                          [&](const std::string& n) { notes.push_back(n); });
+  model.set_available_memory(machine.available);
+  model.use_batches_of(space);
+  EXPECT_DOUBLE_EQ(model.memory_budget_bytes(), machine.tensor_budget());
+  EXPECT_EQ(model.memory_limit_note(), machine.describe());
+  ASSERT_TRUE(model.predict(at(8)).prediction);
+  std::set<int64_t> deep;
+  for (const cost::ProfilePoint& q : the_stored_profile(*database).points)
+    if (q.layers > 1 && q.ckpt_blocks == 0) deep.insert(q.batch);
+  EXPECT_EQ(deep.count(48), 1u) << "extended to the largest batch that fits";
+  EXPECT_EQ(deep.count(300), 0u) << "measured past this machine's memory";
+  const cost::Predicted over = model.predict(at(300));
+  ASSERT_TRUE(over.prediction);
+  EXPECT_GT(over.prediction->peak_bytes, model.memory_budget_bytes());
+  EXPECT_LT(model.predict(at(48)).prediction->peak_bytes, model.memory_budget_bytes());
+  // Two ranks a trial share the machine.
+  model.set_ranks_per_trial(2);
+  EXPECT_DOUBLE_EQ(model.memory_budget_bytes(),
+                   (MachineMemory{machine.available, 2}.tensor_budget()));
+  // The space's own budget, when it sets one, is what holds it: the machine says nothing.
+  Workload budgeted = gpt_tiny(8);
+  budgeted.memory_budget = int64_t{1} << 30;
+  WorkloadCostModel within(budgeted, nullptr);
+  within.set_available_memory(machine.available);
+  EXPECT_EQ(within.memory_budget_bytes(), static_cast<double>(int64_t{1} << 30));
+  EXPECT_EQ(within.memory_limit_note(), "");
+  // A replay is held to its recording's budget alone, whatever machine replays it.
+  model.set_replaying(true);
+  EXPECT_EQ(model.memory_budget_bytes(), 0.0);
 }
 
 // A profile measured for a space of batches alone (no GPipe micro-batches, no checkpointing), then

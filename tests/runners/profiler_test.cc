@@ -2,6 +2,7 @@
 // and what it reads at a batch must be what an ordinary trial of that configuration measures.
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,10 +18,12 @@
 #include "core/metrics.h"
 #include "cost/predictor.h"
 #include "cost/profile.h"
+#include "runners/available_memory.h"
 #include "runners/block_probe.h"
 #include "runners/collective_profile.h"
 #include "runners/profiler.h"
 #include "runners/sweep_steps.h"
+#include "runners/tracking_allocator.h"
 #include "runners/workload.h"
 
 namespace slapo::runners {
@@ -64,6 +67,27 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
   // The largest batch asked for is among them.
   EXPECT_TRUE(std::any_of(profile.points.begin(), profile.points.end(),
                           [](const cost::ProfilePoint& q) { return q.batch == 8; }));
+}
+
+// Without a budget a profile is held to this machine's memory (runners/machine_memory.h): a step
+// past its ceiling fails the profile with that reason — in the tuner's own process on one rank,
+// where the kernel's killer would have ended the tuner — and the ceiling is lifted after.
+TEST(ProfilerTest, AProfilePastThisMachinesMemoryFailsSayingSo) {
+  ProfileRequest request;
+  request.workload = tiny();
+  request.batch_lo = 2;
+  request.batch_hi = 8;
+  setenv(kAvailableMemoryVariable, "1MiB", 1);
+  try {
+    measure_profile(request);
+    ADD_FAILURE() << "a profile of more than 1 MiB was measured within it";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of this machine's memory: past"), std::string::npos)
+        << e.what();
+  }
+  unsetenv(kAvailableMemoryVariable);
+  EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);
+  EXPECT_FALSE(measure_profile(request).points.empty());
 }
 
 // SLAPO_PROFILE_TRACE: each measured point on standard error as it is measured, with the page

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
 #include <unistd.h>
 #include <chrono>
 #include <thread>
@@ -14,11 +15,13 @@
 #include "core/interrupt.h"
 #include "core/metrics.h"
 #include "models/model_spec.h"
+#include "runners/available_memory.h"
 #include "runners/heap_policy.h"
 #include "runners/inprocess_runner.h"
 #include "runners/runner_spec.h"
 #include "runners/single_node_runner.h"
 #include "runners/subprocess_runner.h"
+#include "runners/tracking_allocator.h"
 #include "runners/worker_protocol.h"
 #include "runners/workload.h"
 
@@ -162,6 +165,38 @@ TEST(InProcessRunnerTest, MetricsAndFailures) {
   EXPECT_NE(layout.error.find("needs 2 ranks"), std::string::npos) << layout.error;
 }
 
+// Without a memory budget, this machine's memory holds a trial (runners/machine_memory.h): a step
+// past its ceiling fails as out of memory, saying whose memory, where the kernel's killer would
+// have ended the worker. With a budget, the budget alone.
+TEST(InProcessRunnerTest, WithoutABudgetAStepPastThisMachinesMemoryIsOutOfMemory) {
+  struct HeldTo {
+    explicit HeldTo(const char* bytes) { setenv(kAvailableMemoryVariable, bytes, 1); }
+    ~HeldTo() { unsetenv(kAvailableMemoryVariable); }
+  };
+  Workload w = Workload::from_json(
+      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 0, "steps": 1, "threads": 1})", "test");
+  const TrialResult unheld = measure_trial(w, config(R"({"batch_size": 8})"));
+  ASSERT_EQ(unheld.status, TrialStatus::kOk) << unheld.error;
+  const double peak = unheld.metrics.at(metric::kPeakBytes);
+  // A machine whose ceiling (three quarters of what it has available) is under that peak.
+  const std::string under = std::to_string(static_cast<long long>(peak));
+  {
+    const HeldTo held(under.c_str());
+    const TrialResult oom = measure_trial(w, config(R"({"batch_size": 8})"));
+    EXPECT_EQ(oom.status, TrialStatus::kOom) << oom.error;
+    EXPECT_NE(oom.error.find("out of this machine's memory: past"), std::string::npos) << oom.error;
+    EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);  // lifted after the trial
+    // The space's budget, over the step's peak, is what holds it then.
+    w.memory_budget = static_cast<int64_t>(2 * peak);
+    EXPECT_EQ(measure_trial(w, config(R"({"batch_size": 8})")).status, TrialStatus::kOk);
+  }
+  // One with room for it.
+  const std::string over = std::to_string(static_cast<long long>(2 * peak));
+  const HeldTo held(over.c_str());
+  w.memory_budget = 0;
+  EXPECT_EQ(measure_trial(w, config(R"({"batch_size": 8})")).status, TrialStatus::kOk);
+}
+
 TEST(WorkloadTest, ParsesAndRejectsWithTheKey) {
   const Workload w = Workload::from_json(
       R"({"model": "gpt-mini", "memory_budget": "64MiB", "optimizer": "sgd"})", "s.toml");
@@ -300,6 +335,19 @@ TEST(WorkerProtocolTest, EveryMessageRoundTrips) {
   EXPECT_EQ(back->out.substr(0, 5), "line\n");
   EXPECT_EQ(back->err, "e");
   EXPECT_EQ(back->duration_s, 1.5);
+  EXPECT_FALSE(back->oom_killed);
+  // A worker the kernel's out-of-memory killer ended is out of memory, not a crash (the fork
+  // server answers for the process it waited on).
+  p.timed_out = false;
+  p.oom_killed = true;
+  const std::optional<ProcessResult> killed = decode_response(encode_response(p));
+  ASSERT_TRUE(killed.has_value());
+  EXPECT_TRUE(killed->oom_killed);
+  const TrialResult oom = worker_result(*killed, 60, 5);
+  EXPECT_EQ(oom.status, TrialStatus::kOom) << oom.error;
+  EXPECT_NE(oom.error.find("out-of-memory killer"), std::string::npos) << oom.error;
+  p.oom_killed = false;
+  EXPECT_EQ(worker_result(p, 60, 5).status, TrialStatus::kCrashed);
   EXPECT_FALSE(decode_response("not json").has_value());
   EXPECT_FALSE(decode_response("{\"exit_code\": \"zero\"}").has_value());
 }
