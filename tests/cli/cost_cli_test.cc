@@ -734,7 +734,9 @@ void expect_began_at_the_plans_best(const std::string& space, const std::string&
   ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
   const auto measured = nlohmann::json::parse(recorded.out);
   ASSERT_FALSE(measured.empty()) << recorded.out;
-  if (trials > 0) EXPECT_EQ(measured.size(), trials) << recorded.out;
+  if (trials > 0) {
+    EXPECT_EQ(measured.size(), trials) << recorded.out;
+  }
   EXPECT_EQ(measured.at(0)["strategy"], "auto/model") << recorded.out;
   Outcome plan = run("plan --space " + space + " --db " + db + " --top 1 --json --nproc " +
                      std::to_string(ranks));

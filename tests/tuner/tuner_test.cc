@@ -1437,7 +1437,9 @@ std::vector<Progress> tune_exactly(const space::CompiledSpace& space, CostModel*
       << summary.stopped_because;
   const auto trials = database->trials(summary.task_id);
   EXPECT_FALSE(trials.empty()) << strategy;
-  if (!trials.empty()) EXPECT_EQ(trials[0].strategy, strategy == "auto" ? "auto/model" : "model");
+  if (!trials.empty()) {
+    EXPECT_EQ(trials[0].strategy, strategy == "auto" ? "auto/model" : "model");
+  }
   return seen;
 }
 
