@@ -23,6 +23,7 @@
 #include "runners/collective_profile.h"
 #include "runners/machine_memory.h"
 #include "runners/profiler.h"
+#include "runners/sweep_steps.h"  // expected_peak
 #include "runners/system_info.h"
 
 namespace slapo::runners {
@@ -275,6 +276,27 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
     if (size > cost::kMaxEnumerated) {
       if (on_note_) on_note_("the space is too large to profile up front: profiles as needed");
       return 0;
+    }
+  }
+  // Said before it starts: nothing else prints while a profile measures (86 s for gpt-mini at
+  // sequence 128 up to 512 samples), and the first trial, or the plan, waits for it.
+  if (on_note_) {
+    std::set<std::string> keys, to_measure;
+    for_each_but_cuts(space, [&](const Config& c) {
+      const Mapping& m = mapping(c);
+      if (!m.why_not.empty() || !keys.insert(m.key).second || predictors_.count(m.key)) return;
+      std::string not_reused;
+      if (!reusable_profile(m.key, &not_reused)) to_measure.insert(m.key);
+    });
+    if (!to_measure.empty()) {
+      const size_t stored = keys.size() - to_measure.size();
+      on_note_("profiling " +
+               (stored == 0 ? "the space's " + std::to_string(keys.size())
+                            : std::to_string(to_measure.size()) + " of the space's " +
+                                  std::to_string(keys.size())) +
+               (keys.size() == 1 ? " key" : " keys") + " first" +
+               (stored == 0 ? "" : " (" + std::to_string(stored) + " stored)") +
+               "; SLAPO_PROFILE_TRACE=1 prints each step it measures");
     }
   }
   for_each_but_cuts(space, [&](const Config& c) {
@@ -663,6 +685,28 @@ int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& prof
     largest = std::max(largest, micro_batch_per_rank(m.input));
     return true;
   });
+  // The extension steps the deep variant without checkpointing: where only checkpointed
+  // configurations fit, that step may need more than this machine has (gpt-mini at sequence 128,
+  // 512 samples: 16.4 GB of tensors with 23 GB available, 44 s of page faults, a step from the
+  // profile's ceiling). Not past the largest batch whose step its deep peaks so far expect within
+  // this machine's budget (runners/machine_memory.h, whatever the space's budget).
+  if (available_ && largest > 0) {
+    const double machine = MachineMemory{*available_, ranks_beside(of.world())}.tensor_budget();
+    int64_t deep = 0;
+    for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
+    std::vector<PeakAt> peaks;
+    for (const cost::ProfilePoint& q : profile.points) {
+      if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 && !q.derived)
+        peaks.push_back({q.batch, q.peak_bytes});
+    }
+    std::sort(peaks.begin(), peaks.end(),
+              [](const PeakAt& a, const PeakAt& b) { return a.batch < b.batch; });
+    int64_t within = 0;
+    for (int64_t batch : space_runs().batches) {
+      if (batch <= largest && expected_peak(peaks, batch) <= machine) within = batch;
+    }
+    largest = std::min(largest, within);
+  }
   return largest;
 }
 

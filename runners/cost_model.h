@@ -189,7 +189,9 @@ class WorkloadCostModel : public tuner::CostModel {
   // the largest that fits), or 0 when profiles are not capped.
   int64_t capped_batch();
   // The largest micro-batch (samples per rank and micro-batch) of the configurations of `of`'s
-  // family and tp that `profile` predicts under the memory budget (with a margin).
+  // family and tp that `profile` predicts under the memory budget, and at which the deep
+  // variant's step without checkpointing is expected within this machine's memory: the batch a
+  // profile is extended to.
   int64_t largest_fitting_micro_batch(const cost::Profile& profile, const Mapping& of);
   // What the space's configurations run, walked once: when a profile is first measured, or a
   // stored one without the GPipe or the checkpointed step is reused (a plan over stored profiles

@@ -17,8 +17,8 @@ double MachineMemory::tensor_ceiling() const {
 }
 
 std::string MachineMemory::describe() const {
-  return "this machine's memory (" + format_bytes(tensor_budget()) + " of tensors a rank: " +
-         format_bytes(available) + " available, " + std::to_string(ranks) +
+  return "this machine's memory (" + format_bytes(tensor_budget()) +
+         " of tensors a rank: " + format_bytes(available) + " available, " + std::to_string(ranks) +
          (ranks == 1 ? " rank)" : " ranks)");
 }
 

@@ -42,6 +42,10 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
               plan["top"][i]["samples_per_s"].get<double>());
   }
   EXPECT_NE(first.err.find("cost model: profiled"), std::string::npos) << first.err;
+  // Said before it starts, first: nothing else prints while it measures.
+  EXPECT_EQ(first.err.find("cost model: profiling the space's 3 keys first; SLAPO_PROFILE_TRACE=1"),
+            0u)
+      << first.err;
   // The attention variants differ only inside the blocks: the first is profiled whole, the other
   // two derived from it, from one block of each measured beside one of the first (every point
   // composed).
@@ -85,6 +89,7 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   EXPECT_EQ(nlohmann::json::parse(last_line(again.out))["profile_s"], 0.0);
   EXPECT_NE(again.err.find("cost model: profile reused"), std::string::npos) << again.err;
   EXPECT_EQ(again.err.find("cost model: profiled"), std::string::npos) << again.err;
+  EXPECT_EQ(again.err.find("cost model: profiling"), std::string::npos) << again.err;
   // --reprofile measures again even so.
   Outcome fresh = run("plan --space " + kSpace + " --db " + db + " --top 1 --json --reprofile");
   ASSERT_EQ(fresh.exit_code, 0) << fresh.err;

@@ -541,6 +541,38 @@ TEST(WorkloadCostModelTest, WithoutABudgetAProfileMeasuresOnlyWhatThisMachinesMe
   EXPECT_EQ(model.memory_budget_bytes(), 0.0);
 }
 
+// Whatever the space's budget, a profile is not extended to a step this machine cannot hold: the
+// extension steps the deep variant without checkpointing, at the largest batch any configuration
+// fits (gpt-mini at sequence 128: 16.4 GB of tensors at 512 samples, of 23 GB available, where
+// only its checkpointed configurations fit).
+TEST(WorkloadCostModelTest, AProfileIsNotExtendedToAStepThisMachineCannotHold) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nbatch_size = { values = [3, 6, 12, 24, 48, 300] }\n", "test.toml"));
+  Workload w = gpt_tiny(8);
+  w.memory_budget = int64_t{1} << 30;  // everything fits in it
+  Config largest;
+  largest.set("batch_size", Value(int64_t{300}));
+  WorkloadCostModel unheld(w, nullptr);
+  unheld.set_available_memory(std::nullopt);
+  unheld.use_batches_of(space);
+  const double peak_300 = unheld.predict(largest).prediction->peak_bytes;
+  // A machine whose rank holds 60% of that.
+  const MachineMemory machine{2 * 0.6 * peak_300 + kProcessBytes, 1};
+  auto database = db::Database::in_memory();
+  WorkloadCostModel model(w, database.get());
+  model.set_available_memory(machine.available);
+  model.use_batches_of(space);
+  ASSERT_TRUE(model.predict(largest).prediction);
+  std::set<int64_t> deep;
+  for (const cost::ProfilePoint& q : the_stored_profile(*database).points) {
+    if (q.layers == 1 || q.ckpt_blocks > 0) continue;
+    deep.insert(q.batch);
+    EXPECT_LE(q.peak_bytes, machine.tensor_budget()) << q.batch << " samples";
+  }
+  EXPECT_EQ(deep.count(300), 0u) << "stepped past this machine's memory";
+  EXPECT_GE(deep.size(), 3u) << "extended at all";  // 1, the middle 6, and beyond
+}
+
 // A profile measured for a space of batches alone (no GPipe micro-batches, no checkpointing), then
 // reused by a model of `space`, which adds what it lacks; `config`'s peak predicted from it and
 // from a profile measured whole for `space`, and the model's notes.
