@@ -828,8 +828,17 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Mapping& m, const Config
   if (!profile) {
     SLAPO_CHECK(!replaying_, ErrorCode::kNotFound, "replaying: the recording holds no profile of ",
                 profiled_what(config));
+    // A key whose profile failed is not measured again for each of its configurations (a plan of
+    // 18 retried one that ran out of this machine's memory 18 times, 94 s).
+    if (auto failed = unprofilable_.find(key); failed != unprofilable_.end())
+      SLAPO_FAIL(ErrorCode::kRuntime, failed->second);
     std::string derived_how;
-    profile = measure_profile(config, key, &derived_how);
+    try {
+      profile = measure_profile(config, key, &derived_how);
+    } catch (const Error& e) {
+      unprofilable_.emplace(key, e.what());
+      throw;
+    }
     profile_seconds_ += profile->profile_s;
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {

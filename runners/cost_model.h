@@ -250,6 +250,8 @@ class WorkloadCostModel : public tuner::CostModel {
     Config from_knobs;
   };
   std::map<std::string, HeadPair> head_pairs_;
+  // Keys whose profile failed, and why: predict() says so without measuring again.
+  std::map<std::string, std::string> unprofilable_;
   // Profiles measured beside another key's (its siblings'), until predictor_for takes them.
   std::map<std::string, cost::Profile> measured_ahead_;
   // The family of each profiled key, and the largest memory factor calibration put on any key of

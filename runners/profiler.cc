@@ -328,10 +328,15 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
     c.set("micro_batches", Value(micro));
     c.set("pipeline_schedule", Value(std::string("gpipe")));
   }
+  int64_t stepping = 0;  // the batch of the step that fails, for its message
   const auto failed = [&](const std::string& why) {
-    return Error(ErrorCode::kRuntime, "profiling " + c.to_string() + " with " +
-                                          std::to_string(depth) +
-                                          " block(s) failed: " + why.substr(0, why.find('\n')));
+    return Error(ErrorCode::kRuntime,
+                 "profiling " + (knobs.empty() ? std::string("the workload") : knobs.to_string()) +
+                     " with " + std::to_string(depth) + " block(s), " + std::to_string(ckpt) +
+                     " checkpointed" +
+                     (micro > 1 ? ", in " + std::to_string(micro) + " micro-batches" : "") +
+                     (stepping > 0 ? ", at " + std::to_string(stepping) + " samples" : "") +
+                     " failed: " + why.substr(0, why.find('\n')));
   };
   TrackingAllocator& tracker = TrackingAllocator::instance();
   const double baseline = static_cast<double>(tracker.live_bytes());
@@ -344,6 +349,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
     torch::manual_seed(w.seed + 1);
     uint64_t step = 0;
     auto run = [&](int64_t batch) {
+      stepping = batch;
       const models::TrainingBatch b =
           models::training_batch(spec, torch::randint(spec.vocab, {batch, seq + 1}, torch::kLong));
       const auto start = Clock::now();

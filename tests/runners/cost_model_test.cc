@@ -2,6 +2,8 @@
 // revision) is measured anew in a tuning run, and reused as it is when a recording is replayed
 // (set_replaying: benchmark/tuner_efficiency.cc), which never measures.
 
+#include <stdlib.h>
+
 #include <fstream>
 #include <optional>
 #include <set>
@@ -14,6 +16,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "db/database.h"
+#include "runners/available_memory.h"
 #include "runners/cost_model.h"
 #include "runners/machine_memory.h"
 #include "runners/profiler.h"
@@ -539,6 +542,32 @@ TEST(WorkloadCostModelTest, WithoutABudgetAProfileMeasuresOnlyWhatThisMachinesMe
   // A replay is held to its recording's budget alone, whatever machine replays it.
   model.set_replaying(true);
   EXPECT_EQ(model.memory_budget_bytes(), 0.0);
+}
+
+// A key whose profile failed is not measured again for each configuration that needs it: the
+// reason is the prediction's (a plan of 18 configurations retried one that ran out of this
+// machine's memory 18 times).
+TEST(WorkloadCostModelTest, AKeyWhoseProfileFailedIsNotProfiledAgain) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\nbatch_size = { values = [4, 8, 16] }\n", "test.toml"));
+  WorkloadCostModel model(gpt_tiny(8), nullptr);
+  model.use_batches_of(space);
+  Config four, eight;
+  four.set("batch_size", Value(int64_t{4}));
+  eight.set("batch_size", Value(int64_t{8}));
+  setenv(kAvailableMemoryVariable, "1MiB", 1);
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
+  const cost::Predicted first = model.predict(four);
+  ::testing::internal::CaptureStderr();
+  const cost::Predicted second = model.predict(eight);
+  const std::string traced = ::testing::internal::GetCapturedStderr();
+  unsetenv("SLAPO_PROFILE_TRACE");
+  unsetenv(kAvailableMemoryVariable);
+  EXPECT_FALSE(first.prediction.has_value());
+  EXPECT_NE(first.why_not.find("out of this machine's memory"), std::string::npos) << first.why_not;
+  EXPECT_FALSE(second.prediction.has_value());
+  EXPECT_EQ(second.why_not, first.why_not);
+  EXPECT_EQ(traced, "") << "profiled again";
 }
 
 // Whatever the space's budget, a profile is not extended to a step this machine cannot hold: the

@@ -15,12 +15,14 @@ SymbolTable symbols() {
   t["world_size"] = {Symbol::Kind::kParameter, Value(int64_t{8})};
   t["ratio"] = {Symbol::Kind::kParameter, Value(0.5)};
   t["device"] = {Symbol::Kind::kParameter, Value(std::string("cpu"))};
-  Symbol x{Symbol::Kind::kKnob};
+  Symbol x;
+  x.kind = Symbol::Kind::kKnob;
   x.slot = 0;
   t["x"] = x;
   x.slot = 1;
   t["y"] = x;
-  Symbol attn{Symbol::Kind::kKnob};
+  Symbol attn;
+  attn.kind = Symbol::Kind::kKnob;
   attn.slot = 2;
   attn.type = Type::kString;
   attn.choices = &kChoices;
