@@ -86,8 +86,9 @@ int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
     out << "  " << std::left << std::setw(16) << name << ms << " ms\n";
   out << "peak       " << format_bytes(pr.peak_bytes) << ", at " << cost::to_string(pr.peak_at);
   if (budget > 0)
-    out << (pr.peak_bytes <= budget ? " (fits " : " (over ") << format_bytes(budget)
-        << (model->memory_limit_note().empty() ? "" : ", " + model->memory_limit_note()) << ")";
+    out << (pr.peak_bytes <= budget ? " (fits " : " (over ")
+        << (model->memory_limit_note().empty() ? format_bytes(budget) : model->memory_limit_note())
+        << ")";
   out << "\n";
   for (const auto& [name, bytes] : pr.memory_bytes) {
     out << "  " << std::left << std::setw(16) << name << format_bytes(bytes) << "\n";

@@ -195,9 +195,21 @@ void WorkloadCostModel::set_ranks_per_trial(int ranks) {
 }
 
 void WorkloadCostModel::hold_to_machine() {
-  machine_ranks_ = 1;
-  if (workload_.memory_budget > 0 || !available_) return;
-  machine_ranks_ = ranks_per_trial_ > 0 ? ranks_per_trial_ : space_runs().largest_world;
+  machine_ranks_ = std::max(1, ranks_per_trial_);
+  if (ranks_per_trial_ > 0 || space_ == nullptr) return;
+  // Any world (a plan): the most ranks the layout knobs' domains can make, read off the knobs
+  // rather than a walk of the space (a plan of stored profiles walks none of its 10^8 points).
+  double most = 1;
+  for (const char* name : {"tp", "pp", "dp"}) {
+    double largest = 1;
+    for (const space::KnobInfo& knob : space_->knobs()) {
+      if (knob.name != name) continue;
+      for (const Value& v : knob.domain)
+        if (is_number(v)) largest = std::max(largest, as_number(v));
+    }
+    most *= largest;
+  }
+  machine_ranks_ = static_cast<int>(std::min(most, 1024.0));
 }
 
 double WorkloadCostModel::memory_budget_bytes() const {
@@ -276,27 +288,6 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
     if (size > cost::kMaxEnumerated) {
       if (on_note_) on_note_("the space is too large to profile up front: profiles as needed");
       return 0;
-    }
-  }
-  // Said before it starts: nothing else prints while a profile measures (86 s for gpt-mini at
-  // sequence 128 up to 512 samples), and the first trial, or the plan, waits for it.
-  if (on_note_) {
-    std::set<std::string> keys, to_measure;
-    for_each_but_cuts(space, [&](const Config& c) {
-      const Mapping& m = mapping(c);
-      if (!m.why_not.empty() || !keys.insert(m.key).second || predictors_.count(m.key)) return;
-      std::string not_reused;
-      if (!reusable_profile(m.key, &not_reused)) to_measure.insert(m.key);
-    });
-    if (!to_measure.empty()) {
-      const size_t stored = keys.size() - to_measure.size();
-      on_note_("profiling " +
-               (stored == 0 ? "the space's " + std::to_string(keys.size())
-                            : std::to_string(to_measure.size()) + " of the space's " +
-                                  std::to_string(keys.size())) +
-               (keys.size() == 1 ? " key" : " keys") + " first" +
-               (stored == 0 ? "" : " (" + std::to_string(stored) + " stored)") +
-               "; SLAPO_PROFILE_TRACE=1 prints each step it measures");
     }
   }
   for_each_but_cuts(space, [&](const Config& c) {
@@ -467,7 +458,6 @@ const WorkloadCostModel::SpaceRuns& WorkloadCostModel::space_runs() {
       runs.gpipe_micro_batches =
           runs.gpipe_micro_batches || (m.input.gpipe && m.input.micro_batches > 1);
       runs.checkpoints = runs.checkpoints || m.input.ckpt_blocks > 0;
-      runs.largest_world = std::max(runs.largest_world, m.world());
       return true;
     });
   } else if (space_ != nullptr) {
@@ -832,6 +822,14 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Mapping& m, const Config
     // 18 retried one that ran out of this machine's memory 18 times, 94 s).
     if (auto failed = unprofilable_.find(key); failed != unprofilable_.end())
       SLAPO_FAIL(ErrorCode::kRuntime, failed->second);
+    // Said before the first one starts: nothing else prints while a profile measures (53 s for
+    // gpt-mini at sequence 128 up to 256 samples), and the first trial, or the plan, waits.
+    if (on_note_ && !announced_) {
+      on_note_("profiling " + profiled_what(config) +
+               " first (no stored profile of this machine and revision; SLAPO_PROFILE_TRACE=1 "
+               "prints each step it measures)");
+      announced_ = true;
+    }
     std::string derived_how;
     try {
       profile = measure_profile(config, key, &derived_how);

@@ -205,11 +205,10 @@ class WorkloadCostModel : public tuner::CostModel {
     // profile measures no GPipe step, no checkpointed step.
     bool gpipe_micro_batches = true;
     bool checkpoints = true;
-    int largest_world = 1;  // the most ranks a configuration runs on (1 when not enumerable)
   };
   const SpaceRuns& space_runs();
   // The ranks this machine's memory is shared by in a trial (machine_ranks_): the run's, or
-  // where any will do (a plan), the most a configuration of the space runs on.
+  // where any will do (a plan), the most the space's tp, pp and dp knobs can make.
   void hold_to_machine();
   // The machine's collectives, measured or loaded once.
   const cost::CollectiveModel& collectives();
@@ -270,6 +269,7 @@ class WorkloadCostModel : public tuner::CostModel {
   double profile_seconds_ = 0;
   std::optional<double> available_;  // set_available_memory's
   int machine_ranks_ = 1;            // hold_to_machine's
+  bool announced_ = false;           // the first profile measured was said to start
   std::string fingerprint_;
   std::optional<cost::CollectiveModel> collectives_;
 };

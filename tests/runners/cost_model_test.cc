@@ -532,6 +532,16 @@ TEST(WorkloadCostModelTest, WithoutABudgetAProfileMeasuresOnlyWhatThisMachinesMe
   model.set_ranks_per_trial(2);
   EXPECT_DOUBLE_EQ(model.memory_budget_bytes(),
                    (MachineMemory{machine.available, 2}.tensor_budget()));
+  // A plan of any world: as many as the layout knobs can make.
+  const space::CompiledSpace layouts = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\nbatch_size = { values = [4, 8] }\ntp = { values = [1, 2] }\n"
+                         "dp = { values = [1, 2] }\n",
+                         "test.toml"));
+  WorkloadCostModel planned(gpt_tiny(8), nullptr);
+  planned.set_available_memory(machine.available);
+  planned.use_batches_of(layouts);
+  EXPECT_DOUBLE_EQ(planned.memory_budget_bytes(),
+                   (MachineMemory{machine.available, 4}.tensor_budget()));
   // The space's own budget, when it sets one, is what holds it: the machine says nothing.
   Workload budgeted = gpt_tiny(8);
   budgeted.memory_budget = int64_t{1} << 30;
