@@ -138,12 +138,13 @@ TEST(WorkloadCostModelTest, AKeyThatDiffersOnlyInTheHeadIsProbedAndItsFamilyComp
   const cost::Predicted qkv_fused = model.predict(at("fused_qkv", true));
   ASSERT_TRUE(qkv_fused.prediction) << qkv_fused.why_not;
   EXPECT_EQ(model.profile_seconds(), seconds);  // composed: nothing measured
-  ASSERT_EQ(notes.size(), 4u);
-  EXPECT_NE(notes[1].find("differs only in the head"), std::string::npos) << notes[1];
-  EXPECT_NE(notes[2].find("differs only inside the blocks"), std::string::npos) << notes[2];
-  EXPECT_NE(notes[3].find("composed: attn=fused_qkv fused_lm_loss=false's profile shifted"),
+  ASSERT_EQ(notes.size(), 5u);                  // the first profile announced, then one note a key
+  EXPECT_EQ(notes[0].find("profiling attn=naive fused_lm_loss=false first"), 0u) << notes[0];
+  EXPECT_NE(notes[2].find("differs only in the head"), std::string::npos) << notes[2];
+  EXPECT_NE(notes[3].find("differs only inside the blocks"), std::string::npos) << notes[3];
+  EXPECT_NE(notes[4].find("composed: attn=fused_qkv fused_lm_loss=false's profile shifted"),
             std::string::npos)
-      << notes[3];
+      << notes[4];
   // The fused loss changes the peak of either attention alike.
   EXPECT_LT(naive_fused.peak_bytes, naive.peak_bytes);
   EXPECT_NEAR(qkv_fused.prediction->peak_bytes - qkv.peak_bytes,
@@ -258,11 +259,12 @@ TEST(WorkloadCostModelTest, AKeyWithTheFusedAdamWIsItsTwinsProfileAcrossTheOptim
   const cost::Predicted fused = model.predict(at(true));
   ASSERT_TRUE(fused.prediction) << fused.why_not;
   ASSERT_TRUE(model.predict(at(false)).prediction);
-  ASSERT_EQ(notes.size(), 2u);
-  EXPECT_NE(notes[0].find("profiled fused_adamw=false in"), std::string::npos) << notes[0];
-  EXPECT_NE(notes[1].find("profiled fused_adamw=true in"), std::string::npos) << notes[1];
-  EXPECT_NE(notes[1].find("derived from fused_adamw=false's profile"), std::string::npos)
-      << notes[1];
+  ASSERT_EQ(notes.size(), 3u);  // the first profile announced, then one note a key
+  EXPECT_EQ(notes[0].find("profiling fused_adamw=true first"), 0u) << notes[0];
+  EXPECT_NE(notes[1].find("profiled fused_adamw=false in"), std::string::npos) << notes[1];
+  EXPECT_NE(notes[2].find("profiled fused_adamw=true in"), std::string::npos) << notes[2];
+  EXPECT_NE(notes[2].find("derived from fused_adamw=false's profile"), std::string::npos)
+      << notes[2];
   // The stored profile of either key.
   auto stored = [&](bool fused) -> std::optional<cost::Profile> {
     const std::string knob = fused ? "\"fused_adamw\":true" : "\"fused_adamw\":false";
