@@ -9,7 +9,7 @@
 namespace slapo::runners {
 
 double MachineMemory::tensor_budget() const {
-  return std::max(0.0, (available / std::max(1, ranks) - kProcessBytes) / kResidentPerTensorByte);
+  return std::max(1.0, (available / std::max(1, ranks) - kProcessBytes) / kResidentPerTensorByte);
 }
 
 double MachineMemory::tensor_ceiling() const {

@@ -39,7 +39,8 @@ struct MachineMemory {
   int ranks = 1;         // the ranks of a job, sharing them
 
   // The tensor bytes a rank's peak is held to: (available / ranks - kProcessBytes) /
-  // kResidentPerTensorByte, at least 0.
+  // kResidentPerTensorByte, at least one byte — a machine with no room left holds every
+  // configuration out of memory (a budget of 0 would mean none at all).
   double tensor_budget() const;
   // The tensor bytes past which a rank's allocation throws out of memory: kCeilingShare of its
   // share of the available memory.

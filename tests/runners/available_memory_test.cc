@@ -90,8 +90,9 @@ TEST(MachineMemoryTest, ARanksBudgetIsItsShareLessTheProcessOverWhatATensorByteK
   EXPECT_DOUBLE_EQ(two.tensor_ceiling(), one.tensor_ceiling() / 2);
   // The budget sits under the ceiling: a configuration predicted to fit is not stopped by it.
   EXPECT_LT(one.tensor_budget(), one.tensor_ceiling());
-  // A machine with less than a process's own memory left holds tensors to nothing, never less.
-  EXPECT_EQ((MachineMemory{100.0 * 1024 * 1024, 1}.tensor_budget()), 0.0);
+  // A machine with less than a process's own memory left holds tensors to a byte: never to a
+  // negative figure, nor to 0, which reads as no budget at all.
+  EXPECT_EQ((MachineMemory{100.0 * 1024 * 1024, 1}.tensor_budget()), 1.0);
   EXPECT_EQ(one.describe(),
             "this machine's memory (10.88 GiB of tensors a rank: 22.00 GiB available, 1 rank)");
   EXPECT_NE(two.describe().find("2 ranks"), std::string::npos) << two.describe();

@@ -534,6 +534,12 @@ TEST(WorkloadCostModelTest, WithoutABudgetAProfileMeasuresOnlyWhatThisMachinesMe
   model.set_ranks_per_trial(2);
   EXPECT_DOUBLE_EQ(model.memory_budget_bytes(),
                    (MachineMemory{machine.available, 2}.tensor_budget()));
+  // A machine with less than a process's own memory left: everything over it, not "no budget".
+  WorkloadCostModel starved(gpt_tiny(8), nullptr);
+  starved.set_available_memory(100.0 * 1024 * 1024);
+  starved.use_batches_of(space);
+  EXPECT_GT(starved.memory_budget_bytes(), 0.0);
+  EXPECT_GT(peak_48, starved.memory_budget_bytes());
   // A plan of any world: as many as the layout knobs can make.
   const space::CompiledSpace layouts = space::CompiledSpace::compile(
       space::parse_space("[knobs]\nbatch_size = { values = [4, 8] }\ntp = { values = [1, 2] }\n"
