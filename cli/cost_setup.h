@@ -5,7 +5,7 @@
 #include <iosfwd>
 #include <memory>
 
-#include "core/text.h"
+#include "core/text.h"  // format_bytes, for what uses the model
 #include "db/database.h"
 #include "runners/cost_model.h"
 #include "space/compiled_space.h"
@@ -19,8 +19,5 @@ std::unique_ptr<runners::WorkloadCostModel> make_cost_model(const space::Space& 
                                                             const space::CompiledSpace& compiled,
                                                             db::Database* database, bool reprofile,
                                                             std::ostream& notes);
-
-// Human units ("512.0 MiB", "1.30 GiB"): the project's one formatter, core/text.h.
-using slapo::format_bytes;
 
 }  // namespace slapo::cli

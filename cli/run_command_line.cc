@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "runners/available_memory.h"
 #include "runners/heap_policy.h"
 
 namespace {
@@ -43,7 +44,8 @@ int run_command_line(int argc, char** argv) {
     return kExitUsage;
   }
   const std::string first = args[0];
-  if (const std::string bad = runners::heap_choice_error(); !bad.empty()) {
+  for (const std::string& bad : {runners::heap_choice_error(), runners::available_memory_error()}) {
+    if (bad.empty()) continue;
     std::cerr << "slapo-tune: error: " << bad << "\n";
     return kExitUsage;
   }

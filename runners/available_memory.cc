@@ -89,4 +89,13 @@ std::optional<long long> available_memory_bytes() {
   return available;
 }
 
+std::string available_memory_error() {
+  try {
+    available_memory_bytes();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace slapo::runners

@@ -34,4 +34,9 @@ inline constexpr const char* kAvailableMemoryVariable = "SLAPO_AVAILABLE_MEMORY"
 // (kInvalidArgument) naming the variable when its value is not a size.
 std::optional<long long> available_memory_bytes();
 
+// Empty when SLAPO_AVAILABLE_MEMORY is unset or a size; otherwise the one-line reason, for the
+// command line to refuse it before anything runs (a trial's worker, or the profile, would fail on
+// it later, mid-run).
+std::string available_memory_error();
+
 }  // namespace slapo::runners

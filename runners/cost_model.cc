@@ -682,15 +682,7 @@ int64_t WorkloadCostModel::largest_fitting_micro_batch(const cost::Profile& prof
   // this machine's budget (runners/machine_memory.h, whatever the space's budget).
   if (available_ && largest > 0) {
     const double machine = MachineMemory{*available_, ranks_beside(of.world())}.tensor_budget();
-    int64_t deep = 0;
-    for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
-    std::vector<PeakAt> peaks;
-    for (const cost::ProfilePoint& q : profile.points) {
-      if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1 && !q.derived)
-        peaks.push_back({q.batch, q.peak_bytes});
-    }
-    std::sort(peaks.begin(), peaks.end(),
-              [](const PeakAt& a, const PeakAt& b) { return a.batch < b.batch; });
+    const std::vector<PeakAt> peaks = plain_deep_peaks(profile);
     int64_t within = 0;
     for (int64_t batch : space_runs().batches) {
       if (batch <= largest && expected_peak(peaks, batch) <= machine) within = batch;

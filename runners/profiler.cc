@@ -229,12 +229,6 @@ void trace_part(const char* part, Clock::time_point& since) {
   since = now;
 }
 
-// The machine's memory a profile is held to while it measures (MachineCeiling), if any.
-std::optional<MachineMemory>& profile_ceiling() {
-  static std::optional<MachineMemory> ceiling;
-  return ceiling;
-}
-
 // While a profile measures and no budget holds this process, this machine's memory does
 // (runners/machine_memory.h): past its ceiling a step throws out of memory and the profile fails
 // with that reason, where the kernel's killer would have ended the process — the tuner's own, when
@@ -244,18 +238,16 @@ class MachineCeiling {
  public:
   MachineCeiling() {
     TrackingAllocator& tracker = TrackingAllocator::instance();
-    if (tracker.budget() != 0 || profile_ceiling()) return;
+    if (tracker.budget() != 0) return;  // held already (a profile within a profile)
     const int ranks = dist::RankEnv::present() ? dist::RankEnv::from_env().world_size : 1;
-    if (std::optional<MachineMemory> machine = machine_memory(ranks)) {
-      tracker.set_budget(tracker.live_bytes() + static_cast<size_t>(machine->tensor_ceiling()));
-      profile_ceiling() = machine;
+    if (const std::optional<MachineMemory> machine = machine_memory(ranks)) {
+      tracker.set_budget(tracker.live_bytes() + static_cast<size_t>(machine->tensor_ceiling()),
+                         "out of " + machine->ceiling_reason());
       set_ = true;
     }
   }
   ~MachineCeiling() {
-    if (!set_) return;
-    TrackingAllocator::instance().set_budget(0);
-    profile_ceiling().reset();
+    if (set_) TrackingAllocator::instance().set_budget(0);
   }
   MachineCeiling(const MachineCeiling&) = delete;
   MachineCeiling& operator=(const MachineCeiling&) = delete;
@@ -446,8 +438,6 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
     }
   } catch (const Error&) {
     throw;
-  } catch (const c10::OutOfMemoryError& e) {
-    throw failed(profile_ceiling() ? "out of " + profile_ceiling()->ceiling_reason() : e.what());
   } catch (const std::exception& e) {
     throw failed(e.what());
   }
@@ -503,20 +493,6 @@ std::vector<cost::ProfilePoint> measure_checkpointed_steps(const Workload& w, co
                            .meeting_new_batches(NewBatch::kTouchHeap)
                            .knowing(plain)
                            .timed_once_up_to(1));
-}
-
-// The peaks of the deep variant's plain steps (one micro-batch) that `profile` holds, measured or
-// derived (cost/head_difference.h: within 1% of the measured ones) — a key derived across the
-// head knows its own deep peaks only so; a measured profile holds no derived point.
-std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile) {
-  int64_t deep = 0;
-  for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
-  std::vector<PeakAt> peaks;
-  for (const cost::ProfilePoint& q : profile.points) {
-    if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1)
-      peaks.push_back({q.batch, q.peak_bytes});
-  }
-  return peaks;
 }
 
 // A key that differs from `base` only in the head (cost/head_difference.h): its own one-block
@@ -607,6 +583,17 @@ int64_t smallest_batch(const ProfileRequest& request) {
 }
 
 }  // namespace
+
+std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile) {
+  int64_t deep = 0;
+  for (const cost::ProfilePoint& q : profile.points) deep = std::max(deep, q.layers);
+  std::vector<PeakAt> peaks;
+  for (const cost::ProfilePoint& q : profile.points) {
+    if (q.layers == deep && q.ckpt_blocks == 0 && q.micro_batches == 1)
+      peaks.push_back({q.batch, q.peak_bytes});
+  }
+  return peaks;
+}
 
 cost::Profile measure_profile(const ProfileRequest& request) {
   return measure_profiles(request).front();

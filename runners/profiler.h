@@ -35,6 +35,7 @@
 #include "core/config.h"
 #include "cost/collectives.h"
 #include "cost/profile.h"
+#include "runners/sweep_steps.h"  // PeakAt
 #include "runners/workload.h"
 
 namespace slapo::runners {
@@ -102,6 +103,12 @@ struct ProfileRequest {
 std::vector<cost::Profile> measure_profiles(const ProfileRequest& request);
 // The profile of the request's key alone.
 cost::Profile measure_profile(const ProfileRequest& request);
+
+// The peaks of the deep variant's plain steps (one micro-batch) that `profile` holds, measured or
+// derived (cost/head_difference.h: within 1% of the measured ones) — a key derived across the
+// head knows its own deep peaks only so; a measured profile holds no derived point. What
+// runners::expected_peak extrapolates a larger batch's step from.
+std::vector<PeakAt> plain_deep_peaks(const cost::Profile& profile);
 
 // The same, as one rank among `ranks` identical copies that run at once — the ranks of a job share
 // the machine's cores, memory bandwidth and caches, and a rank profiled alone runs faster than it

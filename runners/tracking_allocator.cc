@@ -38,6 +38,7 @@ struct State {
   std::atomic<size_t> live{0};
   std::atomic<size_t> peak{0};
   std::atomic<size_t> budget{0};
+  std::string budget_why;  // set_budget's `why`; under `mutex`
 };
 
 State& state() {
@@ -71,8 +72,14 @@ class Allocator final : public c10::Allocator {
     const size_t budget = s.budget.load();
     const size_t live = s.live.load();
     if (budget != 0 && live + n > budget) {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "slapo memory budget of ", budget,
-                       " bytes exceeded: ", live, " bytes live, ", n, " more requested");
+      std::string why;
+      {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        why = s.budget_why;
+      }
+      if (why.empty()) why = "slapo memory budget of " + std::to_string(budget) + " bytes exceeded";
+      TORCH_CHECK_WITH(OutOfMemoryError, false, why, ": ", live, " bytes live, ", n,
+                       " more requested");
     }
     if (n == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
     LargeBlockCache::Block block;
@@ -120,7 +127,12 @@ void TrackingAllocator::release_cached_blocks() {
   state().large_blocks.release_all();
 }
 void TrackingAllocator::reset_peak() { state().peak = state().live.load(); }
-void TrackingAllocator::set_budget(size_t bytes) { state().budget = bytes; }
+void TrackingAllocator::set_budget(size_t bytes, std::string why) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.budget_why = std::move(why);
+  s.budget = bytes;
+}
 size_t TrackingAllocator::budget() const { return state().budget.load(); }
 
 }  // namespace slapo::runners

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace slapo::runners {
 
@@ -32,8 +33,10 @@ class TrackingAllocator {
   // Starts a new peak at the current live bytes.
   void reset_peak();
   // 0: no budget. Otherwise an allocation that would take live bytes past it throws
-  // c10::OutOfMemoryError ("slapo memory budget of N bytes exceeded ...").
-  void set_budget(size_t bytes);
+  // c10::OutOfMemoryError: "`why`: L bytes live, N more requested", `why` by default "slapo
+  // memory budget of B bytes exceeded" (the budget's own reason where it has one: this machine's
+  // memory, runners/machine_memory.h).
+  void set_budget(size_t bytes, std::string why = "");
   size_t budget() const;
 
  private:

@@ -231,11 +231,11 @@ TrialResult measure_trial(const Workload& w, const Config& config,
   // one, this machine's memory holds it: past its ceiling the step fails as out of memory, with
   // its reason, where the kernel's killer would end the worker after minutes of thrashing
   // (runners/machine_memory.h).
-  std::optional<MachineMemory> machine;
   if (w.memory_budget > 0) {
     tracker.set_budget(baseline + w.memory_budget);
-  } else if ((machine = machine_memory(groups.layout.world()))) {
-    tracker.set_budget(baseline + static_cast<size_t>(machine->tensor_ceiling()));
+  } else if (const std::optional<MachineMemory> machine = machine_memory(groups.layout.world())) {
+    tracker.set_budget(baseline + static_cast<size_t>(machine->tensor_ceiling()),
+                       "out of " + machine->ceiling_reason());
   }
   tracker.reset_peak();
   struct BudgetReset {
@@ -288,9 +288,8 @@ TrialResult measure_trial(const Workload& w, const Config& config,
     // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
     result.metrics[metric::kTrainMs] = ms_since(train_start);
   } catch (const c10::OutOfMemoryError& e) {
-    const std::string what = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
-    TrialResult oom =
-        failed_trial(TrialStatus::kOom, machine ? "out of " + machine->ceiling_reason() : what);
+    TrialResult oom = failed_trial(
+        TrialStatus::kOom, std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
     oom.metrics[metric::kPeakBytes] = static_cast<double>(tracker.peak_bytes() - baseline);
     return oom;
   } catch (const Error& e) {

@@ -52,6 +52,21 @@ TEST(SpaceCliTest, AnUnknownHeapChoiceIsRefused) {
   EXPECT_NE(system.out.find("heap system"), std::string::npos) << system.out;
 }
 
+// SLAPO_AVAILABLE_MEMORY that is not a size is refused before anything runs, in one line naming
+// it, exit 2 — not mid-run, by a trial's worker or the profile.
+TEST(SpaceCliTest, AnAvailableMemoryThatIsNotASizeIsRefused) {
+  setenv("SLAPO_AVAILABLE_MEMORY", "lots", 1);
+  Outcome bad = run("space count " + kExample);
+  setenv("SLAPO_AVAILABLE_MEMORY", "8GiB", 1);
+  Outcome good = run("space count " + kExample);
+  unsetenv("SLAPO_AVAILABLE_MEMORY");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "slapo-tune: error: SLAPO_AVAILABLE_MEMORY: 'lots' is not a size such as "
+            "512MiB or 2GiB\n");
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+}
+
 TEST(CliTest, CountPrintsTheNumberAloneOnTheLastLine) {
   Outcome r = run("space count " + kExample);
   EXPECT_EQ(r.exit_code, 0) << r.err;
