@@ -322,16 +322,16 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
       return std::move(*shifted);
     }
   }
-  if (derived_how)
-    *derived_how =
-        "derived from a profile that differs only inside the blocks: one block of each measured "
-        "alone";
   ProfileRequest request = request_of(computation_knobs(config), m);
   request.batches_taken = space_runs().batches;
   request.gpipe_step = space_runs().gpipe_micro_batches;
   request.checkpointed_step = space_runs().checkpoints;
   std::vector<std::string> sibling_keys;
   if (auto base = bases_.find(m.family); base != bases_.end()) {
+    if (derived_how)
+      *derived_how =
+          "derived from a profile that differs only inside the blocks: one block of each measured "
+          "alone";
     request.base = base->second.profile;
     request.base_knobs = base->second.knobs;
     for (const auto& [sibling_key, knobs] : unprofiled_siblings(m)) {
@@ -355,6 +355,16 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
     request.collectives = false;
   }
   cost::Profile profile = std::move(profiles.front());
+  if (!request.base && derived_how) {
+    // Its steps stopped short of this machine's memory (runners/profiler.h): said, as the batches
+    // past them are predicted from the line through the largest two.
+    int64_t largest = 0;
+    for (const PeakAt& p : plain_deep_peaks(profile)) largest = std::max(largest, p.batch);
+    if (largest > 0 && largest < std::max<int64_t>(request.batch_hi, 3)) {
+      *derived_how = "its steps measured up to " + std::to_string(largest) + " samples, not " +
+                     std::to_string(request.batch_hi) + ": this machine's memory holds no more";
+    }
+  }
   // The siblings' profiles, stored now (a run stopped before it predicts them loses nothing) and
   // kept for predictor_for.
   for (size_t i = 0; i < sibling_keys.size() && i + 1 < profiles.size(); ++i) {
@@ -833,7 +843,7 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Mapping& m, const Config
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {
       on_note_("profiled " + profiled_what(config) + " in " + seconds_text(profile->profile_s) +
-               (is_derived(*profile) ? " (" + derived_how + ")" : ""));
+               (derived_how.empty() ? "" : " (" + derived_how + ")"));
     }
   }
   // A measured profile is the base of the keys that differ only inside the blocks (the family

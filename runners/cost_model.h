@@ -150,7 +150,8 @@ class WorkloadCostModel : public tuner::CostModel {
   cost::Predictor& predictor_for(const Mapping& m, const Config& config);
   // Measures the profile of `key` (`config` is one of its configurations); a derived key's siblings
   // (unprofiled_siblings) are probed with it, their profiles stored and kept in measured_ahead_.
-  // `derived_how` (may be null) says how a derived profile was made, for the note.
+  // `derived_how` (may be null) says how a derived profile was made, for the note — or, of a
+  // measured one, where its steps stopped short of this machine's memory (else left empty).
   cost::Profile measure_profile(const Config& config, const std::string& key,
                                 std::string* derived_how);
   // The profile of a configuration with the fused AdamW (`fused_adamw` true): its twin's with

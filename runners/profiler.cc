@@ -269,6 +269,20 @@ struct Sweep {
   std::vector<PeakAt> known;  // the same variant's peaks an earlier process measured
   std::vector<double>* optimizer_ms = nullptr;  // each point's optimizer step appended here
   int64_t once_up_to = 0;                       // batches up to it timed once, whatever their step
+  bool short_of_budget = false;    // a batch past the allocator's budget ends the sweep there
+  std::string* stopped = nullptr;  // where it did, and why (left as it was where it did not)
+
+  // A batch whose step the allocator's budget (this machine's ceiling, in a profile) cannot hold
+  // ends the sweep, its points those measured before: one whose peak the batches measured so far
+  // expect past the budget is not stepped, and one that runs into it is not timed. Else such a
+  // step fails the whole profile — and a key whose profile fails is predicted by nothing: a space
+  // of gpt-mini at sequence 128, batches 4–1024, on a machine of 2 GiB failed its profile at 64
+  // samples, and the tuner measured it blind (docs/cost-model.md, "Without a memory budget").
+  Sweep& stopping_short_of_the_budget(std::string* why = nullptr) {
+    short_of_budget = true;
+    stopped = why;
+    return *this;
+  }
 
   Sweep& two_steps_up_to(int64_t batch) {
     few = batch;
@@ -350,90 +364,116 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     };
     std::vector<PeakAt> peaks = sweep.known;
+    // Where the sweep stops short of its budget, the batch it stopped at, and why (the trace's).
+    const auto stop_short = [&](int64_t batch, const std::string& why) {
+      if (tracing()) {
+        std::fprintf(stderr, "profile trace: %lld block(s) stop short of %lld samples: %s\n",
+                     static_cast<long long>(depth), static_cast<long long>(batch), why.c_str());
+      }
+      if (sweep.stopped) *sweep.stopped = "at " + std::to_string(batch) + " samples: " + why;
+    };
     for (const SweepStep& at :
          sweep_steps(micro, batches, sweep.new_batch == NewBatch::kStepUntimed)) {
       const int64_t batch = at.batch;
-      if (!at.timed) {
-        run(batch);
-        continue;
+      if (sweep.short_of_budget && at.grows && tracker.budget() != 0) {
+        const double expected = expected_peak(peaks, batch);
+        if (expected > 0 && baseline + expected > static_cast<double>(tracker.budget())) {
+          stop_short(batch, tracker.budget_why() + " (" + format_bytes(expected) + " expected)");
+          break;
+        }
       }
-      // Where the peaks so far expect nothing of the step's growth, the touch below falls short:
-      // a first step that faults its memory in is timed again (expects_growth,
-      // runners/sweep_steps.h).
-      const bool may_time_again =
-          sweep.new_batch == NewBatch::kTouchHeap && at.grows && !expects_growth(peaks, micro);
-      if (sweep.new_batch == NewBatch::kTouchHeap && at.grows) {
-        // The smaller batch's large blocks go back to the heap first, where the touch makes them
-        // resident for the new batch's, as it does its other tensors' (a kept one would miss:
-        // bert-mini's deep step at 8 samples faulted 21,189 pages in, 40 ms of its 153).
-        tracker.release_cached_blocks();
-        const double expected = baseline + expected_peak(peaks, batch);
-        const size_t live = tracker.live_bytes();
-        // Touched whatever this process held before: pages an earlier variant made resident may
-        // have gone back since (bert-mini's second base key, profiled after the first in one
-        // process, faulted 23,459 pages in at 20 samples and ran 233 ms against 213-223 for
-        // either key touched), and touching pages resident costs next to nothing.
-        if (expected > static_cast<double>(live)) {
-          const size_t touched = touch_heap(static_cast<size_t>(expected) - live);
-          if (tracing()) {
-            std::fprintf(stderr,
-                         "profile trace: the heap made resident for %lld samples: %zu bytes "
-                         "touched, %.0f expected\n",
-                         static_cast<long long>(batch), touched, expected);
+      try {
+        if (!at.timed) {
+          run(batch);
+          continue;
+        }
+        // Where the peaks so far expect nothing of the step's growth, the touch below falls short:
+        // a first step that faults its memory in is timed again (expects_growth,
+        // runners/sweep_steps.h).
+        const bool may_time_again =
+            sweep.new_batch == NewBatch::kTouchHeap && at.grows && !expects_growth(peaks, micro);
+        if (sweep.new_batch == NewBatch::kTouchHeap && at.grows) {
+          // The smaller batch's large blocks go back to the heap first, where the touch makes them
+          // resident for the new batch's, as it does its other tensors' (a kept one would miss:
+          // bert-mini's deep step at 8 samples faulted 21,189 pages in, 40 ms of its 153).
+          tracker.release_cached_blocks();
+          const double expected = baseline + expected_peak(peaks, batch);
+          const size_t live = tracker.live_bytes();
+          // Touched whatever this process held before: pages an earlier variant made resident may
+          // have gone back since (bert-mini's second base key, profiled after the first in one
+          // process, faulted 23,459 pages in at 20 samples and ran 233 ms against 213-223 for
+          // either key touched), and touching pages resident costs next to nothing.
+          if (expected > static_cast<double>(live)) {
+            const size_t touched = touch_heap(static_cast<size_t>(expected) - live);
+            if (tracing()) {
+              std::fprintf(stderr,
+                           "profile trace: the heap made resident for %lld samples: %zu bytes "
+                           "touched, %.0f expected\n",
+                           static_cast<long long>(batch), touched, expected);
+            }
           }
         }
-      }
-      tracker.reset_peak();
-      double optimizer_before = 0;
-      // The first timed step: what the point's collectives and optimizer time are counted from.
-      const auto first_timed = [&] {
-        if (group) group->reset_tally();
-        optimizer_before = trainer.optimizer_seconds();
-        return run(batch);
-      };
-      const long faults_before = minor_page_faults();
-      std::vector<double> ms = {first_timed()};
-      const long faults = minor_page_faults() - faults_before;
-      if (may_time_again && faults >= kFaultsToTimeAgain) {
-        if (tracing()) {
-          std::fprintf(stderr,
-                       "profile trace: %lld block(s) at %lld samples: timed again, the first step "
-                       "(%.1f ms) faulted %ld pages in\n",
-                       static_cast<long long>(depth), static_cast<long long>(batch), ms.front(),
-                       faults);
+        tracker.reset_peak();
+        double optimizer_before = 0;
+        // The first timed step: what the point's collectives and optimizer time are counted from.
+        const auto first_timed = [&] {
+          if (group) group->reset_tally();
+          optimizer_before = trainer.optimizer_seconds();
+          return run(batch);
+        };
+        const long faults_before = minor_page_faults();
+        std::vector<double> ms = {first_timed()};
+        const long faults = minor_page_faults() - faults_before;
+        if (may_time_again && faults >= kFaultsToTimeAgain) {
+          if (tracing()) {
+            std::fprintf(
+                stderr,
+                "profile trace: %lld block(s) at %lld samples: timed again, the first step "
+                "(%.1f ms) faulted %ld pages in\n",
+                static_cast<long long>(depth), static_cast<long long>(batch), ms.front(), faults);
+          }
+          ms = {first_timed()};
         }
-        ms = {first_timed()};
-      }
-      // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
-      // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of
-      // a few milliseconds (a tiny model) until they add up (runners/sweep_steps.h).
-      const int steps_to_time =
-          batch <= sweep.once_up_to
-              ? 1
-              : timed_repeats(ms.front(), batch <= sweep.few && ms.front() < kShortStepMs ? 2 : 1);
-      while (static_cast<int>(ms.size()) < steps_to_time) ms.push_back(run(batch));
-      const int steps = static_cast<int>(ms.size());
-      if (sweep.optimizer_ms)
-        sweep.optimizer_ms->push_back((trainer.optimizer_seconds() - optimizer_before) * 1e3 /
-                                      steps);
-      cost::ProfilePoint p;
-      p.layers = depth;
-      p.batch = batch;
-      p.ckpt_blocks = ckpt;
-      p.micro_batches = micro;
-      p.step_ms = median(ms);
-      p.peak_bytes = static_cast<double>(tracker.peak_bytes()) - baseline;
-      if (group) p.collectives = group->tally() * (1.0 / steps);
-      points.push_back(p);
-      peaks.push_back({batch, p.peak_bytes});
-      if (tracing()) {
-        std::fprintf(stderr,
-                     "profile trace: %lld block(s), %lld checkpointed, %lld micro-batch(es), %lld "
-                     "samples: %.1f ms (%d timed step(s)), %ld page faults in the first, peak %.0f "
-                     "bytes\n",
-                     static_cast<long long>(depth), static_cast<long long>(ckpt),
-                     static_cast<long long>(micro), static_cast<long long>(batch), p.step_ms, steps,
-                     faults, p.peak_bytes);
+        // A second timed step only where a hiccup of the machine (tens of milliseconds, whatever
+        // the step) weighs on the first: table 3's smallest batch takes 0.4–0.8 s a step. Steps of
+        // a few milliseconds (a tiny model) until they add up (runners/sweep_steps.h).
+        const int steps_to_time =
+            batch <= sweep.once_up_to
+                ? 1
+                : timed_repeats(ms.front(),
+                                batch <= sweep.few && ms.front() < kShortStepMs ? 2 : 1);
+        while (static_cast<int>(ms.size()) < steps_to_time) ms.push_back(run(batch));
+        const int steps = static_cast<int>(ms.size());
+        if (sweep.optimizer_ms)
+          sweep.optimizer_ms->push_back((trainer.optimizer_seconds() - optimizer_before) * 1e3 /
+                                        steps);
+        cost::ProfilePoint p;
+        p.layers = depth;
+        p.batch = batch;
+        p.ckpt_blocks = ckpt;
+        p.micro_batches = micro;
+        p.step_ms = median(ms);
+        p.peak_bytes = static_cast<double>(tracker.peak_bytes()) - baseline;
+        if (group) p.collectives = group->tally() * (1.0 / steps);
+        points.push_back(p);
+        peaks.push_back({batch, p.peak_bytes});
+        if (tracing()) {
+          std::fprintf(
+              stderr,
+              "profile trace: %lld block(s), %lld checkpointed, %lld micro-batch(es), %lld "
+              "samples: %.1f ms (%d timed step(s)), %ld page faults in the first, peak %.0f "
+              "bytes\n",
+              static_cast<long long>(depth), static_cast<long long>(ckpt),
+              static_cast<long long>(micro), static_cast<long long>(batch), p.step_ms, steps,
+              faults, p.peak_bytes);
+        }
+      } catch (const c10::OutOfMemoryError& e) {
+        // Ran into it: the model is left mid-step, and goes with the sweep. Not at the warm-ups'
+        // batch, which every point of the variant needs.
+        if (!sweep.short_of_budget || points.empty()) throw;
+        const std::string why = e.what();
+        stop_short(batch, why.substr(0, why.find('\n')));
+        break;
       }
     }
   } catch (const Error&) {
@@ -714,11 +754,13 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
     std::vector<int64_t> batches = request.extend_batches;
     if (batches.empty()) batches = {request.batch_hi};
     std::sort(batches.begin(), batches.end());
+    // Steps this machine cannot hold extend it by nothing: the profile as first measured stands.
     for (const cost::ProfilePoint& q : measure_sweep(w, request.knobs, tp,
                                                      Sweep(deep, 0, 1, batches)
                                                          .two_steps_up_to(few)
                                                          .meeting_new_batches(NewBatch::kTouchHeap)
-                                                         .knowing(plain_deep_peaks(profile))))
+                                                         .knowing(plain_deep_peaks(profile))
+                                                         .stopping_short_of_the_budget()))
       profile.points.push_back(q);
     profile.profile_s = std::chrono::duration<double>(Clock::now() - start).count();
     return {profile};
@@ -750,7 +792,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   }
   const int64_t layers = w.spec().layers;
   const int64_t deep = std::clamp<int64_t>(layers, 2, 8);
-  const int64_t hi = std::max<int64_t>(request.batch_hi, 3);
+  int64_t hi = std::max<int64_t>(request.batch_hi, 3);
   const int64_t lo = smallest_batch(request);
   const int64_t mid = cost::middle_batch(lo, hi, request.batches_taken);
 
@@ -771,24 +813,51 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   std::vector<double> optimizer_ms;
   // Each variant (depth, checkpointed blocks, GPipe micro-batches) at its batches, the cheap ones
   // first.
+  // The plain variants stop short of what this machine's memory holds (Sweep); the largest batch
+  // measured is returned.
+  std::string stopped;  // where a plain sweep stopped short, and why
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
-    for (const cost::ProfilePoint& q : measure_sweep(
-             w, request.knobs, tp,
-             Sweep(depth, ckpt, micro, batches)
-                 .two_steps_up_to(few)
-                 .meeting_new_batches(depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap)
-                 .adding_optimizer_ms_to(depth > 1 && ckpt == 0 && micro == 1 ? &optimizer_ms
-                                                                              : nullptr)))
+    Sweep sweep =
+        Sweep(depth, ckpt, micro, batches)
+            .two_steps_up_to(few)
+            .meeting_new_batches(depth == 1 ? NewBatch::kStepUntimed : NewBatch::kTouchHeap)
+            .adding_optimizer_ms_to(depth > 1 && ckpt == 0 && micro == 1 ? &optimizer_ms : nullptr);
+    if (ckpt == 0 && micro == 1) sweep.stopping_short_of_the_budget(&stopped);
+    int64_t largest = 0;
+    for (const cost::ProfilePoint& q : measure_sweep(w, request.knobs, tp, sweep)) {
       profile.points.push_back(q);
+      largest = std::max(largest, q.batch);
+    }
     trace_part(depth == 1 ? "a one-block sweep" : "a deep sweep", part_start);
+    return largest;
   };
-  measure(1, 0, 1, {1, lo, hi});
+  const int64_t one_block_hi = measure(1, 0, 1, {1, lo, hi});
   if (request.gpipe_step) measure(1, 0, 2, {2 * lo});
-  std::vector<int64_t> deep_batches = {1, lo, hi};
+  std::vector<int64_t> deep_batches = {1, lo};
   if (mid > lo && mid < hi) deep_batches.push_back(mid);
-  measure(deep, 0, 1, deep_batches);
+  // Where one block did not fit, more do not.
+  if (one_block_hi == hi) deep_batches.push_back(hi);
+  const int64_t deep_hi = measure(deep, 0, 1, deep_batches);
+  if (deep_hi < hi) {
+    // Stopped short of this machine's memory: the profile's largest batch is the deep variant's
+    // largest, every part below measured there, and the one-block variant's steps past it go (a
+    // block is the difference of the two at the same batches). Its steps through 1 and `lo`
+    // alone would hold the deep line where the optimizer's step sets the peak, not the batch.
+    SLAPO_CHECK(deep_hi > lo, ErrorCode::kRuntime, "profiling ",
+                request.knobs.empty() ? std::string("the workload") : request.knobs.to_string(),
+                " with ", deep, " block(s), ", stopped.substr(0, stopped.find(':')),
+                " failed:", stopped.substr(stopped.find(':') + 1), " (its steps held up to ",
+                deep_hi, " samples)");
+    const auto past = [&](const cost::ProfilePoint& q) {
+      return q.layers == 1 && q.batch > deep_hi;
+    };
+    profile.points.erase(std::remove_if(profile.points.begin(), profile.points.end(), past),
+                         profile.points.end());
+    hi = deep_hi;
+    if (one_block_hi != deep_hi) measure(1, 0, 1, {hi});
+  }
   // At the largest batch: what a checkpointed block keeps is read per sample off this one step,
   // and what is not per sample (the fused head's chunk buffers) weighs least there — at the
   // middle batch the fused head's family was over-predicted by 8.7% (docs/benchmarks.md). The

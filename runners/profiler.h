@@ -100,6 +100,11 @@ struct ProfileRequest {
 // Measures the profile in this process (key, fingerprint and revision are the caller's to fill):
 // the request's key's, then its siblings' (a derived request's). Throws Error(kRuntime) naming
 // the step that failed.
+//
+// Held to this machine's memory (runners/machine_memory.h): a whole profile's plain steps stop
+// short of a batch whose step it cannot hold — expected so from the batches measured before it,
+// or run into — and its largest batch is then the deep variant's largest (more than `batch_lo`,
+// else it fails); an extension's steps that it cannot hold add nothing.
 std::vector<cost::Profile> measure_profiles(const ProfileRequest& request);
 // The profile of the request's key alone.
 cost::Profile measure_profile(const ProfileRequest& request);

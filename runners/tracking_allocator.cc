@@ -72,14 +72,8 @@ class Allocator final : public c10::Allocator {
     const size_t budget = s.budget.load();
     const size_t live = s.live.load();
     if (budget != 0 && live + n > budget) {
-      std::string why;
-      {
-        std::lock_guard<std::mutex> lock(s.mutex);
-        why = s.budget_why;
-      }
-      if (why.empty()) why = "slapo memory budget of " + std::to_string(budget) + " bytes exceeded";
-      TORCH_CHECK_WITH(OutOfMemoryError, false, why, ": ", live, " bytes live, ", n,
-                       " more requested");
+      TORCH_CHECK_WITH(OutOfMemoryError, false, TrackingAllocator::instance().budget_why(), ": ",
+                       live, " bytes live, ", n, " more requested");
     }
     if (n == 0) return {nullptr, nullptr, &release, c10::Device(c10::DeviceType::CPU)};
     LargeBlockCache::Block block;
@@ -134,5 +128,11 @@ void TrackingAllocator::set_budget(size_t bytes, std::string why) {
   s.budget = bytes;
 }
 size_t TrackingAllocator::budget() const { return state().budget.load(); }
+std::string TrackingAllocator::budget_why() const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.budget_why.empty()) return s.budget_why;
+  return "slapo memory budget of " + std::to_string(s.budget.load()) + " bytes exceeded";
+}
 
 }  // namespace slapo::runners

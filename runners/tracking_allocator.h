@@ -38,6 +38,8 @@ class TrackingAllocator {
   // memory, runners/machine_memory.h).
   void set_budget(size_t bytes, std::string why = "");
   size_t budget() const;
+  // What an allocation past the budget says it ran out of (set_budget's `why`, or the default).
+  std::string budget_why() const;
 
  private:
   TrackingAllocator();

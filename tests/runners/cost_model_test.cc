@@ -588,6 +588,46 @@ TEST(WorkloadCostModelTest, AKeyWhoseProfileFailedIsNotProfiledAgain) {
   EXPECT_EQ(traced, "") << "profiled again";
 }
 
+// A key whose largest profiled batch this machine cannot hold is profiled up to the largest it
+// can, and predicted past it along the line through the largest two — not left to measurement
+// (gpt-mini at sequence 128, batches 4–1024, on 2 GiB: the profile stopped at 16 samples of 64,
+// and predicted the peak at 32, checkpointed, within 0.1 MiB of the trial's).
+TEST(WorkloadCostModelTest, AProfileStopsShortOfThisMachinesMemoryAndStillPredicts) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(
+      space::parse_space("[knobs]\nbatch_size = { values = [4, 8, 16, 32, 64] }\n", "test.toml"));
+  Workload w = gpt_tiny(8);
+  w.memory_budget = int64_t{1} << 30;  // everything fits in it: the predictions are held to it
+  auto at = [](int64_t batch) {
+    Config c;
+    c.set("batch_size", Value(batch));
+    return c;
+  };
+  WorkloadCostModel unheld(w, nullptr);
+  unheld.use_batches_of(space);
+  const double p8 = unheld.predict(at(8)).prediction->peak_bytes;
+  const double p16 = unheld.predict(at(16)).prediction->peak_bytes;
+  ASSERT_LT(p8, p16);
+  // The profile's largest batch is the space's middle one, 16: a machine whose ceiling (three
+  // quarters of what it has) lies between the steps at 8 and 16.
+  setenv(kAvailableMemoryVariable,
+         std::to_string(static_cast<long long>((p8 + p16) / 2 / 0.75)).c_str(), 1);
+  std::vector<std::string> notes;
+  WorkloadCostModel held(w, nullptr, [&](const std::string& n) { notes.push_back(n); });
+  held.use_batches_of(space);
+  const cost::Predicted q16 = held.predict(at(16));
+  const cost::Predicted q64 = held.predict(at(64));
+  unsetenv(kAvailableMemoryVariable);
+  ASSERT_TRUE(q16.prediction) << q16.why_not;
+  ASSERT_TRUE(q64.prediction) << q64.why_not;
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("(its steps measured up to 8 samples, not 16: this machine's memory "
+                          "holds no more)"),
+            std::string::npos)
+      << notes[1];
+  EXPECT_NEAR(q16.prediction->peak_bytes, p16, 0.05 * p16);
+  EXPECT_GT(q64.prediction->peak_bytes, q16.prediction->peak_bytes);
+}
+
 // Whatever the space's budget, a profile is not extended to a step this machine cannot hold: the
 // extension steps the deep variant without checkpointing, at the largest batch any configuration
 // fits (gpt-mini at sequence 128: 16.4 GB of tensors at 512 samples, of 23 GB available, where

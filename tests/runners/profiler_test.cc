@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -69,18 +70,22 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
                           [](const cost::ProfilePoint& q) { return q.batch == 8; }));
 }
 
-// Without a budget a profile is held to this machine's memory (runners/machine_memory.h): a step
-// past its ceiling fails the profile with that reason — in the tuner's own process on one rank,
-// where the kernel's killer would have ended the tuner — and the ceiling is lifted after.
+// Without a budget a profile is held to this machine's memory (runners/machine_memory.h): a
+// deep step above the smallest batch past its ceiling fails the profile with that reason — in
+// the tuner's own process on one rank, where the kernel's killer would have ended the tuner —
+// and the ceiling is lifted after.
 TEST(ProfilerTest, AProfilePastThisMachinesMemoryFailsSayingSo) {
   ProfileRequest request;
   request.workload = tiny();
   request.batch_lo = 2;
   request.batch_hi = 8;
   const cost::Profile unheld = measure_profile(request);
-  double small = 0, large = 0;  // the largest peaks at up to 2 samples, and at 8
+  // The largest peak at up to 2 samples, and the least of the deep variant's above it.
+  double small = 0, large = std::numeric_limits<double>::infinity();
   for (const cost::ProfilePoint& q : unheld.points)
-    (q.batch <= 2 ? small : large) = std::max(q.batch <= 2 ? small : large, q.peak_bytes);
+    small = std::max(small, q.batch <= 2 ? q.peak_bytes : 0);
+  for (const PeakAt& p : plain_deep_peaks(unheld))
+    large = std::min(large, p.batch > 2 ? p.bytes : large);
   ASSERT_LT(small, large);
   // A machine whose ceiling, three quarters of what it has available, lies between them.
   const std::string available = std::to_string(static_cast<long long>((small + large) / 2 / 0.75));
@@ -97,6 +102,61 @@ TEST(ProfilerTest, AProfilePastThisMachinesMemoryFailsSayingSo) {
   unsetenv(kAvailableMemoryVariable);
   EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);  // lifted: measured again, it runs
   EXPECT_EQ(measure_profile(request).points.size(), unheld.points.size());
+}
+
+// Where the deep variant's largest batch would pass this machine's ceiling but a smaller one it
+// measured fits, the profile stops short there rather than failing: its largest batch is then
+// that one, in every part (the one-block variant's steps, the checkpointed step), and the model
+// predicts the batches past it from the line through the largest two.
+TEST(ProfilerTest, AProfileStopsShortOfWhatThisMachinesMemoryHolds) {
+  ProfileRequest request;
+  request.workload = tiny();
+  request.batch_lo = 2;
+  request.batch_hi = 32;
+  const cost::Profile unheld = measure_profile(request);
+  std::map<int64_t, double> deep;  // the plain deep steps' peaks by batch
+  for (const PeakAt& p : plain_deep_peaks(unheld)) deep[p.batch] = p.bytes;
+  ASSERT_GE(deep.size(), 4u);
+  ASSERT_EQ(deep.rbegin()->first, 32);
+  const int64_t mid = std::prev(deep.end(), 2)->first;
+  const double below = deep.at(mid), above = deep.at(32);
+  ASSERT_LT(below, above);
+  const std::string available = std::to_string(static_cast<long long>((below + above) / 2 / 0.75));
+  setenv(kAvailableMemoryVariable, available.c_str(), 1);
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  cost::Profile held;
+  try {
+    held = measure_profile(request);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  unsetenv("SLAPO_PROFILE_TRACE");
+  unsetenv(kAvailableMemoryVariable);
+  EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);
+  EXPECT_NE(err.find("block(s) stop short of 32 samples: out of this machine's memory"),
+            std::string::npos)
+      << err;
+  ASSERT_FALSE(held.points.empty());
+  int64_t largest = 0, largest_one_block = 0, checkpointed_at = 0;
+  for (const cost::ProfilePoint& q : held.points) {
+    largest = std::max(largest, q.batch);
+    if (q.layers == 1 && q.micro_batches == 1)
+      largest_one_block = std::max(largest_one_block, q.batch);
+    if (q.layers > 1 && q.ckpt_blocks > 0) checkpointed_at = std::max(checkpointed_at, q.batch);
+    EXPECT_LT(q.peak_bytes, (below + above) / 2) << q.layers << " blocks at " << q.batch;
+  }
+  EXPECT_EQ(largest, mid);
+  EXPECT_EQ(largest_one_block, mid);
+  EXPECT_EQ(checkpointed_at, mid);
+  // What it measured is what the unheld profile measured at those batches (the peaks are exact).
+  for (const PeakAt& p : plain_deep_peaks(held)) EXPECT_EQ(p.bytes, deep.at(p.batch)) << p.batch;
+  // And it predicts the batches past it, the peak at 32 samples over the ceiling.
+  const cost::Predictor predictor(held);
+  cost::PredictInput at32;
+  at32.batch = 32;
+  EXPECT_GT(predictor.predict(at32).peak_bytes, (below + above) / 2);
 }
 
 // SLAPO_PROFILE_TRACE: each measured point on standard error as it is measured, with the page
