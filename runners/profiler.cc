@@ -470,7 +470,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
       } catch (const c10::OutOfMemoryError& e) {
         // Ran into it: the model is left mid-step, and goes with the sweep. Not at the warm-ups'
         // batch, which every point of the variant needs.
-        if (!sweep.short_of_budget || points.empty()) throw;
+        if (!sweep.short_of_budget || batch <= micro) throw;
         const std::string why = e.what();
         stop_short(batch, why.substr(0, why.find('\n')));
         break;
