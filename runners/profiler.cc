@@ -256,6 +256,13 @@ class MachineCeiling {
   bool set_ = false;
 };
 
+// Where a sweep stopped short of its budget (Sweep::stopping_short_of_the_budget): the batch it
+// did not measure, and why ("out of this machine's memory: past …").
+struct StoppedShort {
+  int64_t batch = 0;  // 0: it did not
+  std::string why;
+};
+
 // One sweep of measure_sweep: a variant of the model — `depth` blocks, `ckpt` of them
 // checkpointed, in `micro` GPipe micro-batches — stepped at each of `batches` in turn, and how its
 // steps are timed (the setters, each named for what it changes from the default).
@@ -269,8 +276,8 @@ struct Sweep {
   std::vector<PeakAt> known;  // the same variant's peaks an earlier process measured
   std::vector<double>* optimizer_ms = nullptr;  // each point's optimizer step appended here
   int64_t once_up_to = 0;                       // batches up to it timed once, whatever their step
-  bool short_of_budget = false;    // a batch past the allocator's budget ends the sweep there
-  std::string* stopped = nullptr;  // where it did, and why (left as it was where it did not)
+  bool short_of_budget = false;     // a batch past the allocator's budget ends the sweep there
+  StoppedShort* stopped = nullptr;  // where it did, and why (left as it was where it did not)
 
   // A batch whose step the allocator's budget (this machine's ceiling, in a profile) cannot hold
   // ends the sweep, its points those measured before: one whose peak the batches measured so far
@@ -278,7 +285,7 @@ struct Sweep {
   // step fails the whole profile — and a key whose profile fails is predicted by nothing: a space
   // of gpt-mini at sequence 128, batches 4–1024, on a machine of 2 GiB failed its profile at 64
   // samples, and the tuner measured it blind (docs/cost-model.md, "Without a memory budget").
-  Sweep& stopping_short_of_the_budget(std::string* why = nullptr) {
+  Sweep& stopping_short_of_the_budget(StoppedShort* why = nullptr) {
     short_of_budget = true;
     stopped = why;
     return *this;
@@ -370,7 +377,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
         std::fprintf(stderr, "profile trace: %lld block(s) stop short of %lld samples: %s\n",
                      static_cast<long long>(depth), static_cast<long long>(batch), why.c_str());
       }
-      if (sweep.stopped) *sweep.stopped = "at " + std::to_string(batch) + " samples: " + why;
+      if (sweep.stopped) *sweep.stopped = {batch, why};
     };
     for (const SweepStep& at :
          sweep_steps(micro, batches, sweep.new_batch == NewBatch::kStepUntimed)) {
@@ -815,7 +822,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   // first.
   // The plain variants stop short of what this machine's memory holds (Sweep); the largest batch
   // measured is returned.
-  std::string stopped;  // where a plain sweep stopped short, and why
+  StoppedShort stopped;  // where a plain sweep last stopped short, and why
   auto measure = [&](int64_t depth, int64_t ckpt, int64_t micro, std::vector<int64_t> batches) {
     std::sort(batches.begin(), batches.end());
     batches.erase(std::unique(batches.begin(), batches.end()), batches.end());
@@ -839,17 +846,30 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   if (mid > lo && mid < hi) deep_batches.push_back(mid);
   // Where one block did not fit, more do not.
   if (one_block_hi == hi) deep_batches.push_back(hi);
-  const int64_t deep_hi = measure(deep, 0, 1, deep_batches);
+  int64_t deep_hi = measure(deep, 0, 1, deep_batches);
+  // Its steps through 1 and `lo` alone would hold the deep line where the optimizer's step sets
+  // the peak, not the batch: where it stopped at or below the middle batch — run into the ceiling
+  // there, which the flat line through them did not expect —, a batch between `lo` and that one
+  // (the space's nearest their geometric mean), in a model of its own, until one fits or none is
+  // left between them.
+  while (deep_hi <= lo && stopped.batch > lo + 1) {
+    int64_t between = cost::middle_batch(lo, stopped.batch, request.batches_taken);
+    if (between == 0)
+      between =
+          std::llround(std::sqrt(static_cast<double>(lo) * static_cast<double>(stopped.batch)));
+    if (between <= lo || between >= stopped.batch) break;
+    const StoppedShort before = stopped;
+    deep_hi = std::max(deep_hi, measure(deep, 0, 1, {between}));
+    if (deep_hi <= lo && stopped.batch == before.batch) break;  // failed otherwise: not retried
+  }
   if (deep_hi < hi) {
     // Stopped short of this machine's memory: the profile's largest batch is the deep variant's
     // largest, every part below measured there, and the one-block variant's steps past it go (a
-    // block is the difference of the two at the same batches). Its steps through 1 and `lo`
-    // alone would hold the deep line where the optimizer's step sets the peak, not the batch.
+    // block is the difference of the two at the same batches).
     SLAPO_CHECK(deep_hi > lo, ErrorCode::kRuntime, "profiling ",
                 request.knobs.empty() ? std::string("the workload") : request.knobs.to_string(),
-                " with ", deep, " block(s), ", stopped.substr(0, stopped.find(':')),
-                " failed:", stopped.substr(stopped.find(':') + 1), " (its steps held up to ",
-                deep_hi, " samples)");
+                " with ", deep, " block(s), at ", stopped.batch, " samples failed: ", stopped.why,
+                " (its steps held up to ", deep_hi, " samples)");
     const auto past = [&](const cost::ProfilePoint& q) {
       return q.layers == 1 && q.batch > deep_hi;
     };

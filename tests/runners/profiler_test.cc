@@ -87,8 +87,10 @@ TEST(ProfilerTest, AProfilePastThisMachinesMemoryFailsSayingSo) {
   for (const PeakAt& p : plain_deep_peaks(unheld))
     large = std::min(large, p.batch > 2 ? p.bytes : large);
   ASSERT_LT(small, large);
-  // A machine whose ceiling, three quarters of what it has available, lies between them.
-  const std::string available = std::to_string(static_cast<long long>((small + large) / 2 / 0.75));
+  // A machine whose ceiling, three quarters of what it has available, lies just above the first:
+  // no batch between them fits either.
+  const std::string available =
+      std::to_string(static_cast<long long>((small + 0.1 * (large - small)) / 0.75));
   setenv(kAvailableMemoryVariable, available.c_str(), 1);
   try {
     measure_profile(request);
@@ -157,6 +159,45 @@ TEST(ProfilerTest, AProfileStopsShortOfWhatThisMachinesMemoryHolds) {
   cost::PredictInput at32;
   at32.batch = 32;
   EXPECT_GT(predictor.predict(at32).peak_bytes, (below + above) / 2);
+}
+
+// Where the deep variant runs into this machine's ceiling at the middle batch — its steps at one
+// sample and the smallest batch expected nothing of it, the optimizer's step setting their peak
+// —, a batch between the smallest and that one is stepped instead, and the profile stands on it.
+TEST(ProfilerTest, ADeepVariantThatRunsIntoTheCeilingIsSteppedAtASmallerBatch) {
+  ProfileRequest request;
+  request.workload = tiny();
+  request.batch_lo = 2;
+  request.batch_hi = 32;
+  const cost::Profile unheld = measure_profile(request);
+  std::map<int64_t, double> deep;
+  for (const PeakAt& p : plain_deep_peaks(unheld)) deep[p.batch] = p.bytes;
+  ASSERT_EQ(deep.size(), 4u);
+  ASSERT_EQ(std::next(deep.begin(), 2)->first, 8);  // 1, 2, 8 and 32 samples
+  double small = 0;                                 // every step at up to 2 samples
+  for (const cost::ProfilePoint& q : unheld.points)
+    if (q.batch <= 2) small = std::max(small, q.peak_bytes);
+  const double ceiling = small + 0.75 * (deep.at(8) - small);  // 4 samples fit, 8 do not
+  setenv(kAvailableMemoryVariable, std::to_string(static_cast<long long>(ceiling / 0.75)).c_str(),
+         1);
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  cost::Profile held;
+  try {
+    held = measure_profile(request);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  unsetenv("SLAPO_PROFILE_TRACE");
+  unsetenv(kAvailableMemoryVariable);
+  EXPECT_NE(err.find("block(s) stop short of 8 samples: out of this machine's memory"),
+            std::string::npos)
+      << err;
+  int64_t largest = 0;
+  for (const PeakAt& p : plain_deep_peaks(held)) largest = std::max(largest, p.batch);
+  EXPECT_EQ(largest, 4);
+  for (const cost::ProfilePoint& q : held.points) EXPECT_LE(q.batch, 4) << q.layers << " blocks";
 }
 
 // SLAPO_PROFILE_TRACE: each measured point on standard error as it is measured, with the page
@@ -345,6 +386,42 @@ TEST(ProfilerTest, AProfileIsExtendedAtEveryBatchAsked) {
   std::string bad = r.to_json();
   bad.replace(bad.find("[6,3]"), 5, "[6,0]");
   EXPECT_THROW(ProfileRequest::from_json(bad, "test"), Error);
+}
+
+// An extension's step that runs into this machine's ceiling — the peaks it knew expected it to
+// fit — adds nothing, and the profile as first measured stands; the ceiling is lifted after.
+TEST(ProfilerTest, AnExtensionThatRunsIntoTheCeilingAddsNothing) {
+  ProfileRequest r = tiny_request();
+  const cost::Profile profile = measure_profile(r);
+  r.extend = profile;
+  r.extend_batches = {64};
+  const cost::Profile unheld = measure_profile(r);
+  const double at_64 = unheld.points.back().peak_bytes;
+  ASSERT_EQ(unheld.points.back().batch, 64);
+  // The peaks it knows say a tenth of what they were: the step at 64 samples is stepped, and runs
+  // into a ceiling at half its peak.
+  cost::Profile understated = profile;
+  for (cost::ProfilePoint& q : understated.points) q.peak_bytes /= 10;
+  r.extend = understated;
+  setenv(kAvailableMemoryVariable, std::to_string(static_cast<long long>(at_64 / 2 / 0.75)).c_str(),
+         1);
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  cost::Profile extended;
+  try {
+    extended = measure_profile(r);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  unsetenv("SLAPO_PROFILE_TRACE");
+  unsetenv(kAvailableMemoryVariable);
+  EXPECT_NE(err.find("block(s) stop short of 64 samples: out of this machine's memory: past"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("expected)"), std::string::npos) << "it ran into the ceiling\n" << err;
+  EXPECT_EQ(extended.points.size(), profile.points.size());
+  EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);
 }
 
 // A key derived across the head has measured no deep step: every point of its profile is
