@@ -35,6 +35,15 @@ Workload tiny() {
       R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 1, "steps": 1, "threads": 1})", "test");
 }
 
+// A profile of the tiny workload between `lo` and `hi` samples.
+ProfileRequest tiny_request(int64_t lo = 2, int64_t hi = 4) {
+  ProfileRequest r;
+  r.workload = tiny();
+  r.batch_lo = lo;
+  r.batch_hi = hi;
+  return r;
+}
+
 // The peak is read per batch after the smaller batches ran on the same model: to the byte what a
 // fresh trial (its own model, its warm-up step) measures, plain, checkpointed and in micro-batches.
 TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
@@ -75,10 +84,7 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
 // the tuner's own process on one rank, where the kernel's killer would have ended the tuner —
 // and the ceiling is lifted after.
 TEST(ProfilerTest, AProfilePastThisMachinesMemoryFailsSayingSo) {
-  ProfileRequest request;
-  request.workload = tiny();
-  request.batch_lo = 2;
-  request.batch_hi = 8;
+  const ProfileRequest request = tiny_request(2, 8);
   const cost::Profile unheld = measure_profile(request);
   // The largest peak at up to 2 samples, and the least of the deep variant's above it.
   double small = 0, large = std::numeric_limits<double>::infinity();
@@ -106,15 +112,37 @@ TEST(ProfilerTest, AProfilePastThisMachinesMemoryFailsSayingSo) {
   EXPECT_EQ(measure_profile(request).points.size(), unheld.points.size());
 }
 
+// `request` measured on a machine whose ceiling (three quarters of what SLAPO_AVAILABLE_MEMORY
+// says it has) is `ceiling` bytes of tensors, traced: the profile (empty where it failed, the
+// failure reported) and the trace.
+struct HeldProfile {
+  cost::Profile profile;
+  std::string trace;
+};
+HeldProfile measure_under_ceiling(const ProfileRequest& request, double ceiling) {
+  setenv(kAvailableMemoryVariable, std::to_string(static_cast<long long>(ceiling / 0.75)).c_str(),
+         1);
+  setenv("SLAPO_PROFILE_TRACE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  HeldProfile held;
+  try {
+    held.profile = measure_profile(request);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+  held.trace = ::testing::internal::GetCapturedStderr();
+  unsetenv("SLAPO_PROFILE_TRACE");
+  unsetenv(kAvailableMemoryVariable);
+  EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);  // lifted
+  return held;
+}
+
 // Where the deep variant's largest batch would pass this machine's ceiling but a smaller one it
 // measured fits, the profile stops short there rather than failing: its largest batch is then
 // that one, in every part (the one-block variant's steps, the checkpointed step), and the model
 // predicts the batches past it from the line through the largest two.
 TEST(ProfilerTest, AProfileStopsShortOfWhatThisMachinesMemoryHolds) {
-  ProfileRequest request;
-  request.workload = tiny();
-  request.batch_lo = 2;
-  request.batch_hi = 32;
+  const ProfileRequest request = tiny_request(2, 32);
   const cost::Profile unheld = measure_profile(request);
   std::map<int64_t, double> deep;  // the plain deep steps' peaks by batch
   for (const PeakAt& p : plain_deep_peaks(unheld)) deep[p.batch] = p.bytes;
@@ -123,20 +151,7 @@ TEST(ProfilerTest, AProfileStopsShortOfWhatThisMachinesMemoryHolds) {
   const int64_t mid = std::prev(deep.end(), 2)->first;
   const double below = deep.at(mid), above = deep.at(32);
   ASSERT_LT(below, above);
-  const std::string available = std::to_string(static_cast<long long>((below + above) / 2 / 0.75));
-  setenv(kAvailableMemoryVariable, available.c_str(), 1);
-  setenv("SLAPO_PROFILE_TRACE", "1", 1);
-  ::testing::internal::CaptureStderr();
-  cost::Profile held;
-  try {
-    held = measure_profile(request);
-  } catch (const Error& e) {
-    ADD_FAILURE() << e.what();
-  }
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  unsetenv("SLAPO_PROFILE_TRACE");
-  unsetenv(kAvailableMemoryVariable);
-  EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);
+  const auto [held, err] = measure_under_ceiling(request, (below + above) / 2);
   EXPECT_NE(err.find("block(s) stop short of 32 samples: out of this machine's memory"),
             std::string::npos)
       << err;
@@ -165,10 +180,7 @@ TEST(ProfilerTest, AProfileStopsShortOfWhatThisMachinesMemoryHolds) {
 // sample and the smallest batch expected nothing of it, the optimizer's step setting their peak
 // —, a batch between the smallest and that one is stepped instead, and the profile stands on it.
 TEST(ProfilerTest, ADeepVariantThatRunsIntoTheCeilingIsSteppedAtASmallerBatch) {
-  ProfileRequest request;
-  request.workload = tiny();
-  request.batch_lo = 2;
-  request.batch_hi = 32;
+  const ProfileRequest request = tiny_request(2, 32);
   const cost::Profile unheld = measure_profile(request);
   std::map<int64_t, double> deep;
   for (const PeakAt& p : plain_deep_peaks(unheld)) deep[p.batch] = p.bytes;
@@ -177,20 +189,8 @@ TEST(ProfilerTest, ADeepVariantThatRunsIntoTheCeilingIsSteppedAtASmallerBatch) {
   double small = 0;                                 // every step at up to 2 samples
   for (const cost::ProfilePoint& q : unheld.points)
     if (q.batch <= 2) small = std::max(small, q.peak_bytes);
-  const double ceiling = small + 0.75 * (deep.at(8) - small);  // 4 samples fit, 8 do not
-  setenv(kAvailableMemoryVariable, std::to_string(static_cast<long long>(ceiling / 0.75)).c_str(),
-         1);
-  setenv("SLAPO_PROFILE_TRACE", "1", 1);
-  ::testing::internal::CaptureStderr();
-  cost::Profile held;
-  try {
-    held = measure_profile(request);
-  } catch (const Error& e) {
-    ADD_FAILURE() << e.what();
-  }
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  unsetenv("SLAPO_PROFILE_TRACE");
-  unsetenv(kAvailableMemoryVariable);
+  // 4 samples fit, 8 do not.
+  const auto [held, err] = measure_under_ceiling(request, small + 0.75 * (deep.at(8) - small));
   EXPECT_NE(err.find("block(s) stop short of 8 samples: out of this machine's memory"),
             std::string::npos)
       << err;
@@ -204,10 +204,7 @@ TEST(ProfilerTest, ADeepVariantThatRunsIntoTheCeilingIsSteppedAtASmallerBatch) {
 // faults of its first timed step — the one-block variant and the deep one, at every batch — and
 // the time of each part of the profile.
 TEST(ProfilerTest, ATracedProfilePrintsEachPointItMeasures) {
-  ProfileRequest request;
-  request.workload = tiny();
-  request.batch_lo = 2;
-  request.batch_hi = 8;
+  const ProfileRequest request = tiny_request(2, 8);
   setenv("SLAPO_PROFILE_TRACE", "1", 1);
   ::testing::internal::CaptureStderr();
   const cost::Profile profile = measure_profile(request);
@@ -249,14 +246,6 @@ TEST(ProfilerTest, ATracedProfilePrintsEachPointItMeasures) {
 }
 
 // gpt-tiny profiled at 2 and 4 samples.
-ProfileRequest tiny_request() {
-  ProfileRequest r;
-  r.workload = tiny();
-  r.batch_lo = 2;
-  r.batch_hi = 4;
-  return r;
-}
-
 // The shape counts each part's largest parameter (the optimizer's temporaries, measured per
 // element, are of one at a time: cost/predictor.h): gpt-tiny's token embedding (vocabulary ×
 // hidden) on both ends — the head is tied to it —, a block's MLP weight (hidden × ffn);
@@ -403,25 +392,12 @@ TEST(ProfilerTest, AnExtensionThatRunsIntoTheCeilingAddsNothing) {
   cost::Profile understated = profile;
   for (cost::ProfilePoint& q : understated.points) q.peak_bytes /= 10;
   r.extend = understated;
-  setenv(kAvailableMemoryVariable, std::to_string(static_cast<long long>(at_64 / 2 / 0.75)).c_str(),
-         1);
-  setenv("SLAPO_PROFILE_TRACE", "1", 1);
-  ::testing::internal::CaptureStderr();
-  cost::Profile extended;
-  try {
-    extended = measure_profile(r);
-  } catch (const Error& e) {
-    ADD_FAILURE() << e.what();
-  }
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  unsetenv("SLAPO_PROFILE_TRACE");
-  unsetenv(kAvailableMemoryVariable);
+  const auto [extended, err] = measure_under_ceiling(r, at_64 / 2);
   EXPECT_NE(err.find("block(s) stop short of 64 samples: out of this machine's memory: past"),
             std::string::npos)
       << err;
   EXPECT_EQ(err.find("expected)"), std::string::npos) << "it ran into the ceiling\n" << err;
   EXPECT_EQ(extended.points.size(), profile.points.size());
-  EXPECT_EQ(TrackingAllocator::instance().budget(), 0u);
 }
 
 // A key derived across the head has measured no deep step: every point of its profile is
