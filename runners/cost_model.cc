@@ -355,15 +355,13 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
     request.collectives = false;
   }
   cost::Profile profile = std::move(profiles.front());
-  if (!request.base && derived_how) {
+  int64_t measured_to = 0;  // the largest batch of its deep steps
+  for (const PeakAt& p : plain_deep_peaks(profile)) measured_to = std::max(measured_to, p.batch);
+  if (!request.base && derived_how && measured_to < std::max<int64_t>(request.batch_hi, 3)) {
     // Its steps stopped short of this machine's memory (runners/profiler.h): said, as the batches
     // past them are predicted from the line through the largest two.
-    int64_t largest = 0;
-    for (const PeakAt& p : plain_deep_peaks(profile)) largest = std::max(largest, p.batch);
-    if (largest > 0 && largest < std::max<int64_t>(request.batch_hi, 3)) {
-      *derived_how = "its steps measured up to " + std::to_string(largest) + " samples, not " +
-                     std::to_string(request.batch_hi) + ": this machine's memory holds no more";
-    }
+    *derived_how = "its steps measured up to " + std::to_string(measured_to) + " samples, not " +
+                   std::to_string(request.batch_hi) + ": this machine's memory holds no more";
   }
   // The siblings' profiles, stored now (a run stopped before it predicts them loses nothing) and
   // kept for predictor_for.
@@ -384,8 +382,10 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
     measured_ahead_.emplace(sibling_keys[i], std::move(sibling));
   }
   if (capped) {
+    // Also where it stopped short of the batch it was capped at: a step this machine's budget
+    // holds (below its ceiling) can still lie between.
     const int64_t fits = largest_fitting_micro_batch(profile, m);
-    if (fits > request.batch_hi) {
+    if (fits > measured_to) {
       request.extend = profile;
       request.batch_hi = std::min(fits, batch_hi_);
       const double first_s = profile.profile_s;

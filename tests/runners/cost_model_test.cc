@@ -628,6 +628,41 @@ TEST(WorkloadCostModelTest, AProfileStopsShortOfThisMachinesMemoryAndStillPredic
   EXPECT_GT(q64.prediction->peak_bytes, q16.prediction->peak_bytes);
 }
 
+// A profile that stopped short of the batch it was capped at is still extended where this
+// machine's budget holds a step below the one it stopped at: a deep step between adds a measured
+// point where the line through the largest two would have been extrapolated.
+TEST(WorkloadCostModelTest, AProfileThatStoppedShortIsExtendedBelowWhereItStopped) {
+  const space::CompiledSpace space = space::CompiledSpace::compile(space::parse_space(
+      "[knobs]\nbatch_size = { values = [4, 8, 12, 16, 32, 64] }\n", "test.toml"));
+  Workload w = gpt_tiny(8);
+  w.memory_budget = int64_t{1} << 30;  // everything fits in it
+  auto at = [](int64_t batch) {
+    Config c;
+    c.set("batch_size", Value(batch));
+    return c;
+  };
+  WorkloadCostModel unheld(w, nullptr);
+  unheld.use_batches_of(space);
+  const double p12 = unheld.predict(at(12)).prediction->peak_bytes;
+  const double p16 = unheld.predict(at(16)).prediction->peak_bytes;
+  ASSERT_LT(p12, p16);
+  // Profiled up to the middle batch, 16, its deep steps at 1, 4, 8 and 16 samples: a ceiling
+  // between 12 and 16 stops them at 8; the machine's budget, nearer 16, holds 12.
+  setenv(kAvailableMemoryVariable,
+         std::to_string(static_cast<long long>((p12 + 0.5 * (p16 - p12)) / 0.75)).c_str(), 1);
+  auto database = db::Database::in_memory();
+  WorkloadCostModel model(w, database.get());
+  model.set_available_memory(2 * (p12 + 0.9 * (p16 - p12)) + kProcessBytes);
+  model.use_batches_of(space);
+  const cost::Predicted q16 = model.predict(at(16));
+  unsetenv(kAvailableMemoryVariable);
+  ASSERT_TRUE(q16.prediction) << q16.why_not;
+  std::set<int64_t> deep;
+  for (const cost::ProfilePoint& q : the_stored_profile(*database).points)
+    if (q.layers > 1 && q.ckpt_blocks == 0 && q.micro_batches == 1) deep.insert(q.batch);
+  EXPECT_EQ(deep, (std::set<int64_t>{1, 4, 8, 12}));
+}
+
 // Whatever the space's budget, a profile is not extended to a step this machine cannot hold: the
 // extension steps the deep variant without checkpointing, at the largest batch any configuration
 // fits (gpt-mini at sequence 128: 16.4 GB of tensors at 512 samples, of 23 GB available, where
