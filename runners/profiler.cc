@@ -864,14 +864,14 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
   }
   if (deep_hi < hi) {
     // Stopped short of this machine's memory: the profile's largest batch is the deep variant's
-    // largest, every part below measured there, and the one-block variant's steps past it go (a
-    // block is the difference of the two at the same batches).
+    // largest, every part below measured there, and the one-block variant's plain steps past it
+    // go (a block is the difference of the two at the same batches).
     SLAPO_CHECK(deep_hi > lo, ErrorCode::kRuntime, "profiling ",
                 request.knobs.empty() ? std::string("the workload") : request.knobs.to_string(),
                 " with ", deep, " block(s), at ", stopped.batch, " samples failed: ", stopped.why,
                 " (its steps held up to ", deep_hi, " samples)");
-    const auto past = [&](const cost::ProfilePoint& q) {
-      return q.layers == 1 && q.batch > deep_hi;
+    const auto past = [&](const cost::ProfilePoint& q) {  // the GPipe step at 2 lo stays
+      return q.layers == 1 && q.micro_batches == 1 && q.batch > deep_hi;
     };
     profile.points.erase(std::remove_if(profile.points.begin(), profile.points.end(), past),
                          profile.points.end());
