@@ -588,6 +588,24 @@ TEST(WorkloadCostModelTest, AKeyWhoseProfileFailedIsNotProfiledAgain) {
   EXPECT_EQ(traced, "") << "profiled again";
 }
 
+Config batch_of(int64_t batch) {
+  Config c;
+  c.set("batch_size", Value(batch));
+  return c;
+}
+
+// The batches' peaks gpt-tiny's model predicts where nothing holds its profile but `w`'s budget,
+// over `space`'s batches.
+std::vector<double> unheld_peaks(const Workload& w, const space::CompiledSpace& space,
+                                 const std::vector<int64_t>& batches) {
+  WorkloadCostModel unheld(w, nullptr);
+  unheld.use_batches_of(space);
+  std::vector<double> peaks;
+  for (int64_t batch : batches)
+    peaks.push_back(unheld.predict(batch_of(batch)).prediction->peak_bytes);
+  return peaks;
+}
+
 // A key whose largest profiled batch this machine cannot hold is profiled up to the largest it
 // can, and predicted past it along the line through the largest two — not left to measurement
 // (gpt-mini at sequence 128, batches 4–1024, on 2 GiB: the profile stopped at 16 samples of 64,
@@ -597,15 +615,8 @@ TEST(WorkloadCostModelTest, AProfileStopsShortOfThisMachinesMemoryAndStillPredic
       space::parse_space("[knobs]\nbatch_size = { values = [4, 8, 16, 32, 64] }\n", "test.toml"));
   Workload w = gpt_tiny(8);
   w.memory_budget = int64_t{1} << 30;  // everything fits in it: the predictions are held to it
-  auto at = [](int64_t batch) {
-    Config c;
-    c.set("batch_size", Value(batch));
-    return c;
-  };
-  WorkloadCostModel unheld(w, nullptr);
-  unheld.use_batches_of(space);
-  const double p8 = unheld.predict(at(8)).prediction->peak_bytes;
-  const double p16 = unheld.predict(at(16)).prediction->peak_bytes;
+  const std::vector<double> peaks = unheld_peaks(w, space, {8, 16});
+  const double p8 = peaks[0], p16 = peaks[1];
   ASSERT_LT(p8, p16);
   // The profile's largest batch is the space's middle one, 16: a machine whose ceiling (three
   // quarters of what it has) lies between the steps at 8 and 16.
@@ -614,8 +625,8 @@ TEST(WorkloadCostModelTest, AProfileStopsShortOfThisMachinesMemoryAndStillPredic
   std::vector<std::string> notes;
   WorkloadCostModel held(w, nullptr, [&](const std::string& n) { notes.push_back(n); });
   held.use_batches_of(space);
-  const cost::Predicted q16 = held.predict(at(16));
-  const cost::Predicted q64 = held.predict(at(64));
+  const cost::Predicted q16 = held.predict(batch_of(16));
+  const cost::Predicted q64 = held.predict(batch_of(64));
   unsetenv(kAvailableMemoryVariable);
   ASSERT_TRUE(q16.prediction) << q16.why_not;
   ASSERT_TRUE(q64.prediction) << q64.why_not;
@@ -636,15 +647,8 @@ TEST(WorkloadCostModelTest, AProfileThatStoppedShortIsExtendedBelowWhereItStoppe
       "[knobs]\nbatch_size = { values = [4, 8, 12, 16, 32, 64] }\n", "test.toml"));
   Workload w = gpt_tiny(8);
   w.memory_budget = int64_t{1} << 30;  // everything fits in it
-  auto at = [](int64_t batch) {
-    Config c;
-    c.set("batch_size", Value(batch));
-    return c;
-  };
-  WorkloadCostModel unheld(w, nullptr);
-  unheld.use_batches_of(space);
-  const double p12 = unheld.predict(at(12)).prediction->peak_bytes;
-  const double p16 = unheld.predict(at(16)).prediction->peak_bytes;
+  const std::vector<double> peaks = unheld_peaks(w, space, {12, 16});
+  const double p12 = peaks[0], p16 = peaks[1];
   ASSERT_LT(p12, p16);
   // Profiled up to the middle batch, 16, its deep steps at 1, 4, 8 and 16 samples: a ceiling
   // between 12 and 16 stops them at 8; the machine's budget, nearer 16, holds 12.
@@ -654,7 +658,7 @@ TEST(WorkloadCostModelTest, AProfileThatStoppedShortIsExtendedBelowWhereItStoppe
   WorkloadCostModel model(w, database.get());
   model.set_available_memory(2 * (p12 + 0.9 * (p16 - p12)) + kProcessBytes);
   model.use_batches_of(space);
-  const cost::Predicted q16 = model.predict(at(16));
+  const cost::Predicted q16 = model.predict(batch_of(16));
   unsetenv(kAvailableMemoryVariable);
   ASSERT_TRUE(q16.prediction) << q16.why_not;
   std::set<int64_t> deep;
