@@ -51,6 +51,8 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 std::string format_bytes(double bytes) {
   char text[32];
   if (bytes >= 1024.0 * 1024 * 1024)

@@ -13,6 +13,8 @@ size_t edit_distance(const std::string& a, const std::string& b);
 // The last non-empty line of `text`, without the newlines and spaces that end it; empty when
 // there is none.
 std::string last_line(const std::string& text);
+// `text` up to its first newline: a LibTorch error's message without the C++ trace it appends.
+std::string first_line(const std::string& text);
 
 // Whether `s` ends with `suffix`.
 bool ends_with(const std::string& s, const std::string& suffix);

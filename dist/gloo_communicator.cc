@@ -9,12 +9,11 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace slapo::dist {
 
 namespace {
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 // Waits for `work`, then until Gloo's worker thread has let go of it (microseconds after the wait
 // returns), so that what the work holds — an all-gather's input part, a contiguous copy — is freed

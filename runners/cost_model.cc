@@ -303,18 +303,18 @@ double WorkloadCostModel::profile_space(const space::CompiledSpace& space) {
 }
 
 cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std::string& key,
-                                                 std::string* derived_how) {
+                                                 std::string* how_made) {
   const Mapping& m = mapping(config);
   const int ranks = ranks_beside(m.world());
   const std::vector<std::string> worker = {self_executable(), "worker"};
-  if (std::optional<cost::Profile> swapped = derive_across_optimizer(config, derived_how)) {
+  if (std::optional<cost::Profile> swapped = derive_across_optimizer(config, how_made)) {
     swapped->key_json = key;
     swapped->fingerprint_json = fingerprint_;
     swapped->code_revision = kMeasuringRevision;
     return std::move(*swapped);
   }
   if (!bases_.count(m.family)) {
-    if (std::optional<cost::Profile> shifted = derive_across_head(config, key, derived_how)) {
+    if (std::optional<cost::Profile> shifted = derive_across_head(config, key, how_made)) {
       // A composed profile is the shift of another key's: it is of this key, measured here now.
       shifted->key_json = key;
       shifted->fingerprint_json = fingerprint_;
@@ -328,8 +328,8 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   request.checkpointed_step = space_runs().checkpoints;
   std::vector<std::string> sibling_keys;
   if (auto base = bases_.find(m.family); base != bases_.end()) {
-    if (derived_how)
-      *derived_how =
+    if (how_made)
+      *how_made =
           "derived from a profile that differs only inside the blocks: one block of each measured "
           "alone";
     request.base = base->second.profile;
@@ -357,11 +357,11 @@ cost::Profile WorkloadCostModel::measure_profile(const Config& config, const std
   cost::Profile profile = std::move(profiles.front());
   int64_t measured_to = 0;  // the largest batch of its deep steps
   for (const PeakAt& p : plain_deep_peaks(profile)) measured_to = std::max(measured_to, p.batch);
-  if (!request.base && derived_how && measured_to < std::max<int64_t>(request.batch_hi, 3)) {
+  if (!request.base && how_made && measured_to < std::max<int64_t>(request.batch_hi, 3)) {
     // Its steps stopped short of this machine's memory (runners/profiler.h): said, as the batches
     // past them are predicted from the line through the largest two.
-    *derived_how = "its steps measured up to " + std::to_string(measured_to) + " samples, not " +
-                   std::to_string(request.batch_hi) + ": this machine's memory holds no more";
+    *how_made = "its steps measured up to " + std::to_string(measured_to) + " samples, not " +
+                std::to_string(request.batch_hi) + ": this machine's memory holds no more";
   }
   // The siblings' profiles, stored now (a run stopped before it predicts them loses nothing) and
   // kept for predictor_for.
@@ -560,7 +560,7 @@ cost::Profile WorkloadCostModel::probe_across_head(const Base& base, const Confi
 }
 
 std::optional<cost::Profile> WorkloadCostModel::derive_across_optimizer(const Config& config,
-                                                                        std::string* derived_how) {
+                                                                        std::string* how_made) {
   const Value* fused = computation_knobs(config).find("fused_adamw");
   if (fused == nullptr || !std::holds_alternative<bool>(*fused) || !std::get<bool>(*fused))
     return std::nullopt;
@@ -577,17 +577,17 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_optimizer(const Co
   cost::Profile out = std::move(
       measure_profiles_beside_peers(request, ranks_beside(m.world()), {self_executable(), "worker"})
           .front());
-  if (derived_how) {
-    *derived_how = "derived from " + profiled_what(twin) +
-                   "'s profile: its steps that peaked in the optimizer's step run again, the two "
-                   "optimizers timed within the deep variant's steps";
+  if (how_made) {
+    *how_made = "derived from " + profiled_what(twin) +
+                "'s profile: its steps that peaked in the optimizer's step run again, the two "
+                "optimizers timed within the deep variant's steps";
   }
   return out;
 }
 
 std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config& config,
                                                                    const std::string& key,
-                                                                   std::string* derived_how) {
+                                                                   std::string* how_made) {
   const Mapping& m = mapping(config);
   auto pair = head_pairs_.find(m.family);
   if (pair == head_pairs_.end()) {
@@ -615,7 +615,7 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
           "one-block steps measured where the base's were, its deep ones at the base's two "
           "largest batches";
       if (to_key == key) {  // predictor_for counts, stores and notes it
-        if (derived_how) *derived_how = how;
+        if (how_made) *how_made = how;
         head_pairs_.emplace(m.family, HeadPair{base->profile, *to, base->knobs});
         return to;
       }
@@ -639,9 +639,9 @@ std::optional<cost::Profile> WorkloadCostModel::derive_across_head(const Config&
   cost::Profile out = cost::shift_head(from_side, cost::head_differences(p.from, p.to),
                                        cost::outside_params_more(p.to.shape, p.from.shape));
   out.profile_s = 0;
-  if (derived_how) {
-    *derived_how = "composed: " + profiled_what(other) +
-                   "'s profile shifted by the head's difference, nothing measured";
+  if (how_made) {
+    *how_made = "composed: " + profiled_what(other) +
+                "'s profile shifted by the head's difference, nothing measured";
   }
   return out;
 }
@@ -832,9 +832,9 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Mapping& m, const Config
                "prints each step it measures)");
       announced_ = true;
     }
-    std::string derived_how;
+    std::string how_made;
     try {
-      profile = measure_profile(config, key, &derived_how);
+      profile = measure_profile(config, key, &how_made);
     } catch (const Error& e) {
       unprofilable_.emplace(key, e.what());
       throw;
@@ -843,7 +843,7 @@ cost::Predictor& WorkloadCostModel::predictor_for(const Mapping& m, const Config
     if (database_) database_->put_profile(key, profile->to_json());
     if (on_note_) {
       on_note_("profiled " + profiled_what(config) + " in " + seconds_text(profile->profile_s) +
-               (derived_how.empty() ? "" : " (" + derived_how + ")"));
+               (how_made.empty() ? "" : " (" + how_made + ")"));
     }
   }
   // A measured profile is the base of the keys that differ only inside the blocks (the family

@@ -150,23 +150,22 @@ class WorkloadCostModel : public tuner::CostModel {
   cost::Predictor& predictor_for(const Mapping& m, const Config& config);
   // Measures the profile of `key` (`config` is one of its configurations); a derived key's siblings
   // (unprofiled_siblings) are probed with it, their profiles stored and kept in measured_ahead_.
-  // `derived_how` (may be null) says how a derived profile was made, for the note — or, of a
-  // measured one, where its steps stopped short of this machine's memory (else left empty).
+  // `how_made` (may be null) is the note's detail: how a derived profile was made, or where a
+  // measured one's steps stopped short of this machine's memory (else left empty).
   cost::Profile measure_profile(const Config& config, const std::string& key,
-                                std::string* derived_how);
+                                std::string* how_made);
   // The profile of a configuration with the fused AdamW (`fused_adamw` true): its twin's with
   // LibTorch's AdamW — profiled first, measured or derived however —, swapped across the optimizer
   // (cost/optimizer_swap.h: the twin's optimizer-bound steps run again, the optimizers timed
   // within the deep variant's steps). None for any other configuration.
-  std::optional<cost::Profile> derive_across_optimizer(const Config& config,
-                                                       std::string* derived_how);
+  std::optional<cost::Profile> derive_across_optimizer(const Config& config, std::string* how_made);
   // The profile of `key` when a measured base differs from it only in the ends
   // (cost/head_difference.h): the base's blocks with this key's ends measured where the base's
   // were (probe_across_head) once per family — the pair kept in head_pairs_ —, then every key of
   // the family its blocks' profile with the base's head, shifted. None when no base qualifies,
   // or when the pair's second key is `key` itself and stored (predictor_for reuses it).
   std::optional<cost::Profile> derive_across_head(const Config& config, const std::string& key,
-                                                  std::string* derived_how);
+                                                  std::string* how_made);
   struct Base;
   // The profile of `base`'s blocks with the head of `knobs` (the base's knobs but the head's, of
   // `of`'s family): the base shifted by what its one-block steps with this head differ by

@@ -349,7 +349,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
                      " checkpointed" +
                      (micro > 1 ? ", in " + std::to_string(micro) + " micro-batches" : "") +
                      (stepping > 0 ? ", at " + std::to_string(stepping) + " samples" : "") +
-                     " failed: " + why.substr(0, why.find('\n')));
+                     " failed: " + first_line(why));
   };
   TrackingAllocator& tracker = TrackingAllocator::instance();
   const double baseline = static_cast<double>(tracker.live_bytes());
@@ -478,8 +478,7 @@ std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& k
         // Ran into it: the model is left mid-step, and goes with the sweep. Not at the warm-ups'
         // batch, which every point of the variant needs.
         if (!sweep.short_of_budget || batch <= micro) throw;
-        const std::string why = e.what();
-        stop_short(batch, why.substr(0, why.find('\n')));
+        stop_short(batch, first_line(e.what()));
         break;
       }
     }
@@ -858,9 +857,7 @@ std::vector<cost::Profile> measure_profiles(const ProfileRequest& request) {
       between =
           std::llround(std::sqrt(static_cast<double>(lo) * static_cast<double>(stopped.batch)));
     if (between <= lo || between >= stopped.batch) break;
-    const StoppedShort before = stopped;
-    deep_hi = std::max(deep_hi, measure(deep, 0, 1, {between}));
-    if (deep_hi <= lo && stopped.batch == before.batch) break;  // failed otherwise: not retried
+    deep_hi = std::max(deep_hi, measure(deep, 0, 1, {between}));  // else stopped at `between`
   }
   if (deep_hi < hi) {
     // Stopped short of this machine's memory: the profile's largest batch is the deep variant's

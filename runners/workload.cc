@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/stats.h"
+#include "core/text.h"
 #include "models/templates.h"
 #include "models/training_batch.h"
 #include "models/weights/weights_file.h"
@@ -288,16 +289,14 @@ TrialResult measure_trial(const Workload& w, const Config& config,
     // Warm-up and timed steps: what a trial costs beyond building (for overhead accounting).
     result.metrics[metric::kTrainMs] = ms_since(train_start);
   } catch (const c10::OutOfMemoryError& e) {
-    TrialResult oom = failed_trial(
-        TrialStatus::kOom, std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+    TrialResult oom = failed_trial(TrialStatus::kOom, first_line(e.what()));
     oom.metrics[metric::kPeakBytes] = static_cast<double>(tracker.peak_bytes() - baseline);
     return oom;
   } catch (const Error& e) {
     return failed_trial(
         is_user_error(e.code()) ? TrialStatus::kInvalid : TrialStatus::kRuntimeError, e.what());
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    return failed_trial(TrialStatus::kRuntimeError, what.substr(0, what.find('\n')));
+    return failed_trial(TrialStatus::kRuntimeError, first_line(e.what()));
   }
   const double median = percentile(step_ms, 0.5);
   const double tokens = static_cast<double>(batch * seq);

@@ -9,6 +9,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "schedule/language/build.h"
 #include "schedule/language/slot_module.h"
 #include "schedule/runtime/keyed_dropout.h"
@@ -56,8 +57,6 @@ std::vector<at::Tensor> present(const std::vector<at::Tensor>& inputs) {
     if (x.defined()) out.push_back(x);
   return out;
 }
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 

@@ -124,6 +124,12 @@ TEST(TextTest, LastLineIsTheLastNonEmptyOneTrimmed) {
   EXPECT_EQ(last_line("\n\n"), "");
   EXPECT_EQ(last_line(""), "");
 }
+TEST(TextTest, FirstLineIsWhatComesBeforeTheFirstNewline) {
+  EXPECT_EQ(first_line("out of memory: 3 bytes live\nException raised from ..."),
+            "out of memory: 3 bytes live");
+  EXPECT_EQ(first_line("only"), "only");
+  EXPECT_EQ(first_line("\nsecond"), "");
+}
 }  // namespace
 }  // namespace slapo
 

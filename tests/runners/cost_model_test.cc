@@ -594,8 +594,8 @@ Config batch_of(int64_t batch) {
   return c;
 }
 
-// The batches' peaks gpt-tiny's model predicts where nothing holds its profile but `w`'s budget,
-// over `space`'s batches.
+// The peaks predicted at `batches` by a model of `w` over `space`'s batches whose profile nothing
+// holds but this machine.
 std::vector<double> unheld_peaks(const Workload& w, const space::CompiledSpace& space,
                                  const std::vector<int64_t>& batches) {
   WorkloadCostModel unheld(w, nullptr);
