@@ -25,6 +25,11 @@
 // with its collectives counted. Besides the steps: the parameters of a block, of the embeddings
 // and of the head as the schedule shards them; one optimizer step's time per parameter; the
 // embeddings' forward and backward per sample.
+//
+// Its parts: runners/profile_sweep.h (one variant stepped at its batches), runners/profile_shape.h
+// (what is read off the model besides its steps), runners/derived_profiles.h (the keys measured
+// as a base's differences); profile_request.cc (the request as JSON) and profile_job.cc (the job
+// of ranks that measures it beside peers).
 
 #include <cstdint>
 #include <iosfwd>

@@ -1,6 +1,6 @@
 #pragma once
-// The steps a profile measurement runs (runners/profiler.cc, runners/block_probe.cc): which step
-// runs at which batch, which of them are timed, and how many times a short one is.
+// The steps a profile measurement runs (runners/profile_sweep.cc, runners/block_probe.cc): which
+// step runs at which batch, which of them are timed, and how many times a short one is.
 //
 // A step at a batch larger than any the process ran before faults in the pages of the memory it
 // touches first — the kept heap grows (runners/heap_policy.h) — and a trial never times such a

@@ -1,8 +1,8 @@
 #pragma once
 // The token batches a trial trains on: consecutive windows of the workload's data file, or seeded
-// random tokens when it has none. The profiler builds them too (runners/profiler.cc), to measure
-// the bytes they hold beside the model — a trial's peak counts them (cost::ModelShape's input
-// bytes).
+// random tokens when it has none. The profiler builds them too (runners/profile_shape.cc), to
+// measure the bytes they hold beside the model — a trial's peak counts them (cost::ModelShape's
+// input bytes).
 
 #include <cstdint>
 

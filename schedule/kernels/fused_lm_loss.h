@@ -42,7 +42,7 @@ at::Tensor linear_cross_entropy(const at::Tensor& hidden, const at::Tensor& weig
 
 // The tokens whose logits linear_cross_entropy keeps alive at a time over a vocabulary (a rank's
 // rows) of `vocab` when `chunk_tokens` is 0: about 4 Mi logits. Its buffer grows with the tokens up
-// to that and no further (the cost model's profile reads it: runners/profiler.cc).
+// to that and no further (the cost model's profile reads it: runners/profile_shape.cc).
 int64_t default_chunk_tokens(int64_t vocab);
 
 }  // namespace slapo::schedule
