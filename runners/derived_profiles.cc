@@ -73,8 +73,8 @@ cost::Profile measure_across_head(const Workload& w, const Config& knobs, const 
   // (cost::paired_head_ms: 0 unless both rounds agree), added to the base's time. Several
   // micro-batches (a GPipe point): the bytes alone, the time the base's. A batch new to a sweep
   // meets a heap made resident up to the base's peak there, which its profile knows, rather than
-  // an untimed step: those were a third of the key's profile (llama-mini's fused loss, 3.2-3.4 s
-  // against 2.2-2.3), and the first timed steps fault no more pages in (none, on table 5's key).
+  // an untimed step: those were a quarter to a third of the key's profile (table 5's fused loss,
+  // 3.6-3.9 s against 2.8-2.9), and the first timed steps fault no more pages in (none there).
   const std::vector<int64_t> one_micro(batches.at(1).begin(), batches.at(1).end());
   std::map<int64_t, std::vector<double>> paired;  // by batch: each round's difference
   std::vector<cost::ProfilePoint> own_one;

@@ -115,16 +115,17 @@ struct Sweep {
 // the smallest batch a step takes (`micro` samples), then one timed step at each batch — two at
 // batches of at most `few` samples when the first is short (kShortStepMs), as many as add up to
 // 60 ms when a step takes a few (timed_repeats) —, its peak read per batch. A batch new to the
-// process is met as `new_batch` says. The one-block variant steps it untimed first (a step of it
-// costs least, and that memory — the head's logits, mostly — is the largest share of its time:
-// 20–33% at 4 samples of gpt-mini). The deep one touches the heap instead, up to the peak its
-// steps measured so far (and `known`) expect there: its first step at 16 samples faulted 37k pages
-// and ran −8 to +19% against the two after it, and an untimed step would cost about a third more
-// profile (docs/cost-model.md). A larger batch needs no warm-up of its own otherwise — the
-// optimizer's state, the thread pools exist by then — where a model and a warm-up step per point
-// made gpt-mini's profile cost 12 s, not 7. With `optimizer_ms`, each point's optimizer step (the
-// mean over its timed steps) is appended to it. Batches up to `once_up_to` are timed once: a step
-// read for its bytes alone.
+// process is met as `new_batch` says. A whole profile's one-block variant steps it untimed first (a
+// step of it costs least, and that memory — the head's logits, mostly — is the largest share of its
+// time: 20–33% at 4 samples of gpt-mini). The deep one touches the heap instead, up to the peak its
+// steps measured so far (and `known`) expect there — as do the one-block sweeps of a key derived
+// across the head, which know their base's peaks (runners/derived_profiles.h): its first step at 16
+// samples faulted 37k pages and ran −8 to +19% against the two after it, and an untimed step would
+// cost about a third more profile (docs/cost-model.md). A larger batch needs no warm-up of its own
+// otherwise — the optimizer's state, the thread pools exist by then — where a model and a warm-up
+// step per point made gpt-mini's profile cost 12 s, not 7. With `optimizer_ms`, each point's
+// optimizer step (the mean over its timed steps) is appended to it. Batches up to `once_up_to` are
+// timed once: a step read for its bytes alone.
 std::vector<cost::ProfilePoint> measure_sweep(const Workload& w, const Config& knobs, int tp,
                                               const Sweep& sweep);
 

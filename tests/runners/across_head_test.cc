@@ -127,8 +127,8 @@ TEST(AcrossTheHeadTest, TheOneBlockBytesAreTheNewKeysOwnItsTimeTheBasesAndThePai
 
 // The one-block steps of both keys meet each batch above the first on a heap made resident up to
 // the base's peak there, not after an untimed step: the base's profile knows those peaks, and the
-// untimed steps cost a third of the key's profile (llama-mini's fused-loss keys: 3.2-3.4 s against
-// 2.2-2.3, docs/benchmarks.md). Each such step follows its touch in the trace.
+// untimed steps cost a quarter to a third of the key's profile (table 5's fused-loss key: 3.6-3.9 s
+// against 2.8-2.9, docs/benchmarks.md). Each such step follows its touch in the trace.
 TEST(AcrossTheHeadTest, TheOneBlockStepsMeetTheirBatchesOnAHeapMadeResident) {
   const cost::Profile base = full_profile(false);
   setenv("SLAPO_PROFILE_TRACE", "1", 1);
