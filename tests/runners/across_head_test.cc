@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -137,11 +138,8 @@ TEST(AcrossTheHeadTest, TheOneBlockStepsMeetTheirBatchesOnAHeapMadeResident) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   unsetenv("SLAPO_PROFILE_TRACE");
   std::vector<std::string> lines;
-  for (size_t at = 0, next; at < err.size(); at = next + 1) {
-    next = err.find('\n', at);
-    if (next == std::string::npos) next = err.size();
-    lines.push_back(err.substr(at, next - at));
-  }
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
   int one_block_at_8 = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     if (lines[i].find(
