@@ -73,6 +73,13 @@ void MeasuredMemory::observe(const Config& config, const TrialResult& result, in
   }
 }
 
+bool MeasuredMemory::teaches_fit(const TrialResult& result) const {
+  if (result.status != TrialStatus::kOk || metric_.empty()) return false;
+  const auto it = result.metrics.find(metric_);
+  return it != result.metrics.end() && std::isfinite(it->second) &&
+         metric_bytes(metric_, it->second).has_value();
+}
+
 std::optional<std::string> MeasuredMemory::over_budget(const Config& config) const {
   if (budget_ <= 0) return std::nullopt;
   // Monotone: a measured configuration at most as hungry already reported more than the budget.

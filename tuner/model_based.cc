@@ -149,6 +149,7 @@ class ModelBased : public Strategy {
       s.oom = o.status == TrialStatus::kOom;
       s.order = observations_++;
       s.config = o.config;
+      s.memory_reported = o.memory_reported;
       std::string key = o.config.canonical_json();
       if (ladder_.pending == key) {
         ladder_.pending.clear();
@@ -167,6 +168,7 @@ class ModelBased : public Strategy {
     bool oom = false;
     size_t order = 0;  // when it was observed
     Config config;
+    bool memory_reported = false;  // ok, with the memory metric the run fits (strategy.h)
   };
 
   // The frontier ladder, auto's start: a binary search for the largest value of the first knob
@@ -175,13 +177,22 @@ class ModelBased : public Strategy {
   // first point has them. It is Slapo's own prior (the largest batch that fits is usually the
   // fastest; checkpointing costs recomputation), taken on the frontier instead of at full
   // checkpointing, and the model learns from every rung.
+  //
+  // Where the trials report their memory, the ladder gives the run's memory fit
+  // (tuner/measured_memory.h) its second point as early as it can: once one rung fits and more
+  // rungs are to come, the next is the knob's lowest value (the anchor), which fits if anything
+  // does. From then on the tuner prunes every rung the fit over the two puts more than its margin
+  // over the budget, as out of memory that costs no trial, so the binary search above the rung
+  // that fits runs out of memory only between the budget and the margin (table 5 replayed as a
+  // command: rungs at batch 40, 20, 28, 24, three out of memory, became 40, 20, 4 and two pruned).
   struct Ladder {
     bool active = false;
     std::string knob;
     const std::vector<Value>* domain = nullptr;
     std::optional<Config> reference;
     int64_t lo = 0, hi = -1, mid = 0;
-    std::string pending;  // the rung proposed, not yet observed
+    std::string pending;    // the rung proposed, not yet observed
+    bool anchored = false;  // the anchor was proposed (or was not needed)
     // fits: climb above mid, else below it.
     void climb(bool fits) {
       if (fits)
@@ -206,6 +217,7 @@ class ModelBased : public Strategy {
         return std::nullopt;
       }
     }
+    if (std::optional<Config> anchor = ladder_anchor(known)) return anchor;
     while (ladder_.lo <= ladder_.hi) {
       ladder_.mid = (ladder_.lo + ladder_.hi) / 2;
       Config rung = *ladder_.reference;
@@ -225,6 +237,31 @@ class ModelBased : public Strategy {
       return rung;
     }
     ladder_.active = false;
+    return std::nullopt;
+  }
+
+  // The ladder's anchor (above), when it is due: one rung reported its memory and fitted, more
+  // rungs are to come, and the lowest value of the knob there is new.
+  std::optional<Config> ladder_anchor(const KnownFn& known) {
+    if (ladder_.anchored || ladder_.lo > ladder_.hi) return std::nullopt;
+    size_t reported = 0;  // rungs of the ladder's line that fitted, with their memory
+    for (const auto& [key, s] : observed_) {
+      const Value* value = s.config.find(ladder_.knob);
+      if (!s.memory_reported || !s.objective || !value) continue;
+      Config rung = *ladder_.reference;
+      rung.set(ladder_.knob, *value);
+      if (rung.canonical_json() == key) ++reported;
+    }
+    if (reported == 0) return std::nullopt;  // not yet: a rung that fits comes first
+    ladder_.anchored = true;
+    if (reported >= 2) return std::nullopt;  // the fit has its points already (a resumed run)
+    for (const Value& lowest : *ladder_.domain) {
+      Config anchor = *ladder_.reference;
+      anchor.set(ladder_.knob, lowest);
+      if (!space_->contains(anchor).ok) continue;  // a constraint: the next value up
+      if (observed_.count(anchor.canonical_json()) || known(anchor)) return std::nullopt;
+      return anchor;
+    }
     return std::nullopt;
   }
 

@@ -25,7 +25,9 @@ namespace slapo::tuner {
 // memory), only frontier configurations are proposed; then the whole space. It starts with the
 // frontier ladder: a binary search for the largest value of the first mem = "up" knob (the batch
 // size) that fits, the other knobs as in the first configuration that no saving knob can lower
-// (Slapo's own prior, taken where no memory is saved), in spaces small enough to enumerate.
+// (Slapo's own prior, taken where no memory is saved), in spaces small enough to enumerate. Where
+// the trials report memory (Observation::memory_reported), the rung after the first that fits is
+// the knob's lowest value, so that the run's memory fit prunes the rungs over the budget.
 std::unique_ptr<Strategy> make_model_based_strategy(bool memory_frontier = false);
 
 }  // namespace slapo::tuner

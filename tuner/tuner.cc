@@ -130,10 +130,10 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
   const auto absorb = [&](const db::TrialRecord& t, std::vector<Observation>* observed) {
     if (t.result.status == TrialStatus::kInterrupted) return false;  // never measured
     if (!known.insert(t.config.canonical_json()).second) return false;
-    observed->push_back(
-        {t.config, t.result.status, t.objective, step_spread(t.result.metrics), was_run(t)});
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
     if (memory) memory->observe(t.config, t.result, t.index);
+    observed->push_back({t.config, t.result.status, t.objective, step_spread(t.result.metrics),
+                         was_run(t), memory && memory->teaches_fit(t.result)});
     if (was_run(t)) ++measured_total;
     if (t.objective && t.result.status == TrialStatus::kOk) {
       const double value = t.ranking_objective().value_or(*t.objective);
@@ -331,7 +331,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     // early as the failure it is.
     strategy->observe(
         {{config, record.pruned_by || predicted_oom ? TrialStatus::kOom : record.result.status,
-          record.objective, step_spread(record.result.metrics), was_run(record)}});
+          record.objective, step_spread(record.result.metrics), was_run(record),
+          memory && memory->teaches_fit(record.result)}});
     report(record, index);
     if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
     if (alike.observe(config, record.result.status, record.result.error)) {

@@ -378,30 +378,34 @@ TEST(MeasuredMemoryTest, AnOutOfMemoryTrialsPartialPeakIsNotFitted) {
 // A command-like run: trials report their memory, and the first one is the lean corner. What the
 // reports predict over the budget is recorded pruned, never run; every run one fits or is the
 // one that taught the fit.
+// The fake workload, reporting its memory as a command may: 100 MiB + 40 MiB per sample, less
+// with checkpointing; over 48 effective samples (the budget below): out of memory.
+class ReportingRunner : public runners::Runner {
+ public:
+  explicit ReportingRunner(FakeRunner& inner) : inner_(inner) {}
+  std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
+    std::vector<TrialResult> out = inner_.run(candidates);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const Config& c = candidates[i];
+      const double effective = as_number(c.at("batch_size")) / (1 + 2 * as_number(c.at("ckpt")));
+      out[i].metrics["peak_rss_mib"] = 100 + 40 * effective;
+      if (first.empty()) first = c.to_string();
+    }
+    return out;
+  }
+  std::string kind() const override { return "fake"; }
+  static constexpr double kBudgetBytes = (100 + 40 * 48.0) * (1 << 20);  // the oom line exactly
+  FakeRunner& inner_;
+  std::string first;
+};
+
 TEST(TunerTest, AReportedMemoryMetricKeepsARunOutOfOutOfMemory) {
   Bench b;
-  class Reporting : public runners::Runner {
-   public:
-    explicit Reporting(FakeRunner& inner) : inner_(inner) {}
-    std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
-      std::vector<TrialResult> out = inner_.run(candidates);
-      for (size_t i = 0; i < out.size(); ++i) {
-        // 100 MiB + 40 MiB per sample, less with checkpointing; over 48 effective samples: oom.
-        const Config& c = candidates[i];
-        const double effective = as_number(c.at("batch_size")) / (1 + 2 * as_number(c.at("ckpt")));
-        out[i].metrics["peak_rss_mib"] = 100 + 40 * effective;
-        if (first.empty()) first = c.to_string();
-      }
-      return out;
-    }
-    std::string kind() const override { return "fake"; }
-    FakeRunner& inner_;
-    std::string first;
-  } runner(b.runner);
+  ReportingRunner runner(b.runner);
   TunerOptions o;
   o.strategy = "random";
   o.trials = 0;
-  o.memory_budget_bytes = (100 + 40 * 48.0) * (1 << 20);  // the oom line exactly
+  o.memory_budget_bytes = ReportingRunner::kBudgetBytes;
   o.lean_start = true;
   const TuneSummary s = tune(b.space, runner, *b.database, b.key, o);
   // The leanest corner of the first proposal: batch at its least, checkpointing at its most.
@@ -861,6 +865,31 @@ TEST(TunerTest, AutoStartsWithTheFrontierLadder) {
        [&](const Progress& p) { next.push_back(p.config); });
   ASSERT_GE(next.size(), 1u);
   EXPECT_EQ(next[0], rungs[2]);
+}
+
+// Where the trials report their memory, the ladder's second rung that fits is the batch knob's
+// lowest value, so that the run's fit over the two prunes the rungs above the budget instead of
+// running them out of memory.
+TEST(TunerTest, TheFrontierLadderAnchorsTheMemoryFitAtTheLowestBatch) {
+  Bench b;
+  ReportingRunner runner(b.runner);
+  TunerOptions o;
+  o.strategy = "auto";
+  o.trials = 4;  // measured: the pruned rung is not one
+  o.memory_budget_bytes = ReportingRunner::kBudgetBytes;
+  std::vector<Progress> seen;
+  tune(b.space, runner, *b.database, b.key, o, [&](const Progress& p) { seen.push_back(p); });
+  // Batch 8 fits; then batch 1, the anchor; then 32 fits, and 64 (over 48) is pruned by the fit
+  // over 1, 8 and 32 before any trial runs out of memory. Without the anchor the third rung is
+  // batch 64, run out of memory (AutoStartsWithTheFrontierLadder).
+  ASSERT_GE(seen.size(), 4u);
+  EXPECT_EQ(seen[0].config.to_string(), config_of(8, 0.0, "naive").to_string());
+  EXPECT_EQ(seen[1].config.to_string(), config_of(1, 0.0, "naive").to_string());
+  EXPECT_EQ(seen[2].config.to_string(), config_of(32, 0.0, "naive").to_string());
+  EXPECT_EQ(seen[3].config.to_string(), config_of(64, 0.0, "naive").to_string());
+  EXPECT_EQ(seen[3].status, TrialStatus::kPruned);
+  EXPECT_NE(seen[3].error.find("predicted out of memory"), std::string::npos) << seen[3].error;
+  for (const Progress& p : seen) EXPECT_NE(p.status, TrialStatus::kOom) << p.config.to_string();
 }
 
 // A cost model of the fake workload: the true throughput times `scale` (its error), memory 1 MB a
