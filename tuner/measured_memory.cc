@@ -73,11 +73,13 @@ void MeasuredMemory::observe(const Config& config, const TrialResult& result, in
   }
 }
 
-bool MeasuredMemory::teaches_fit(const TrialResult& result) const {
-  if (result.status != TrialStatus::kOk || metric_.empty()) return false;
+std::optional<double> MeasuredMemory::share_of_budget(const TrialResult& result) const {
+  if (result.status != TrialStatus::kOk || metric_.empty() || budget_ <= 0) return std::nullopt;
   const auto it = result.metrics.find(metric_);
-  return it != result.metrics.end() && std::isfinite(it->second) &&
-         metric_bytes(metric_, it->second).has_value();
+  if (it == result.metrics.end() || !std::isfinite(it->second)) return std::nullopt;
+  const std::optional<double> bytes = metric_bytes(metric_, it->second);
+  if (!bytes) return std::nullopt;
+  return *bytes / budget_;
 }
 
 std::optional<std::string> MeasuredMemory::over_budget(const Config& config) const {

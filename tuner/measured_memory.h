@@ -53,9 +53,10 @@ class MeasuredMemory {
   // Why `config` needs more than the budget, when what was measured says so; nullopt otherwise.
   std::optional<std::string> over_budget(const Config& config) const;
   const std::string& metric() const { return metric_; }
-  // Whether `result` finished and reported the metric learnt from: a point of the fit (after
-  // observe(), which picks the metric when none was named).
-  bool teaches_fit(const TrialResult& result) const;
+  // When `result` finished and reported the metric learnt from (a point of the fit), its value
+  // as a share of the budget; nullopt otherwise. After observe(), which picks the metric when
+  // none was named.
+  std::optional<double> share_of_budget(const TrialResult& result) const;
   // The first trial that ran out of memory where the fit now puts it under the budget by more
   // than kMargin, as a sentence ("peak_rss_mib under-predicts what the budget caps: trial 3
   // (batch_size=160) ran out of memory where its fit over batch_size predicted 2040 MiB, under

@@ -149,7 +149,7 @@ class ModelBased : public Strategy {
       s.oom = o.status == TrialStatus::kOom;
       s.order = observations_++;
       s.config = o.config;
-      s.memory_reported = o.memory_reported;
+      s.memory_share = o.memory_share;
       std::string key = o.config.canonical_json();
       if (ladder_.pending == key) {
         ladder_.pending.clear();
@@ -168,7 +168,7 @@ class ModelBased : public Strategy {
     bool oom = false;
     size_t order = 0;  // when it was observed
     Config config;
-    bool memory_reported = false;  // ok, with the memory metric the run fits (strategy.h)
+    std::optional<double> memory_share;  // ok, its reported peak / the budget (strategy.h)
   };
 
   // The frontier ladder, auto's start: a binary search for the largest value of the first knob
@@ -179,12 +179,15 @@ class ModelBased : public Strategy {
   // checkpointing, and the model learns from every rung.
   //
   // Where the trials report their memory, the ladder gives the run's memory fit
-  // (tuner/measured_memory.h) its second point as early as it can: once one rung fits and more
-  // rungs are to come, the next is the knob's lowest value (the anchor), which fits if anything
-  // does. From then on the tuner prunes every rung the fit over the two puts more than its margin
-  // over the budget, as out of memory that costs no trial, so the binary search above the rung
-  // that fits runs out of memory only between the budget and the margin (table 5 replayed as a
-  // command: rungs at batch 40, 20, 28, 24, three out of memory, became 40, 20, 4 and two pruned).
+  // (tuner/measured_memory.h) its second point before a rung could run out of memory: once one
+  // rung fits and the next is not sure to, the knob's lowest value is measured (the anchor), which
+  // fits if anything does. From then on the tuner prunes every rung the fit over the two puts more
+  // than its margin over the budget, as out of memory that costs no trial, so the binary search
+  // above the rung that fits runs out of memory only between the budget and the margin (table 5
+  // replayed as a command: rungs at batch 40, 20, 28, 24, three out of memory, became 40, 20, 4
+  // and two pruned). The next rung is sure to fit when the rung's peak scaled by the ratio of
+  // their batches is within the budget (a peak a + b·batch with a ≥ 0 grows no faster than the
+  // batch); the anchor waits while it is, and costs no trial where memory never binds.
   struct Ladder {
     bool active = false;
     std::string knob;
@@ -240,21 +243,31 @@ class ModelBased : public Strategy {
     return std::nullopt;
   }
 
-  // The ladder's anchor (above), when it is due: one rung reported its memory and fitted, more
-  // rungs are to come, and the lowest value of the knob there is new.
+  // The ladder's anchor (above), when it is due: one rung fitted and reported its memory, the next
+  // is not sure to fit, and the lowest value of the knob there is new.
   std::optional<Config> ladder_anchor(const KnownFn& known) {
     if (ladder_.anchored || ladder_.lo > ladder_.hi) return std::nullopt;
-    size_t reported = 0;  // rungs of the ladder's line that fitted, with their memory
+    size_t reported = 0;       // rungs of the ladder's line that fitted, with their memory
+    double share = 0, at = 0;  // one of them: its peak / the budget, its value of the knob
     for (const auto& [key, s] : observed_) {
       const Value* value = s.config.find(ladder_.knob);
-      if (!s.memory_reported || !s.objective || !value) continue;
+      if (!s.memory_share || !s.objective || !value) continue;
       Config rung = *ladder_.reference;
       rung.set(ladder_.knob, *value);
-      if (rung.canonical_json() == key) ++reported;
+      if (rung.canonical_json() != key) continue;
+      ++reported;
+      share = *s.memory_share;
+      at = as_number(*value);
     }
     if (reported == 0) return std::nullopt;  // not yet: a rung that fits comes first
+    if (reported >= 2) {                     // the fit has its points already
+      ladder_.anchored = true;
+      return std::nullopt;
+    }
+    const double next =
+        as_number((*ladder_.domain)[static_cast<size_t>((ladder_.lo + ladder_.hi) / 2)]);
+    if (at > 0 && share * next / at <= 1) return std::nullopt;  // the next rung is sure to fit
     ladder_.anchored = true;
-    if (reported >= 2) return std::nullopt;  // the fit has its points already (a resumed run)
     for (const Value& lowest : *ladder_.domain) {
       Config anchor = *ladder_.reference;
       anchor.set(ladder_.knob, lowest);

@@ -26,8 +26,9 @@ namespace slapo::tuner {
 // frontier ladder: a binary search for the largest value of the first mem = "up" knob (the batch
 // size) that fits, the other knobs as in the first configuration that no saving knob can lower
 // (Slapo's own prior, taken where no memory is saved), in spaces small enough to enumerate. Where
-// the trials report memory (Observation::memory_reported), the rung after the first that fits is
-// the knob's lowest value, so that the run's memory fit prunes the rungs over the budget.
+// the trials report memory (Observation::memory_share), the knob's lowest value is measured once
+// a rung fits and the next is not sure to, so that the run's memory fit prunes the rungs over
+// the budget.
 std::unique_ptr<Strategy> make_model_based_strategy(bool memory_frontier = false);
 
 }  // namespace slapo::tuner

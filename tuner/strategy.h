@@ -31,10 +31,11 @@ struct Observation {
   std::optional<double> step_spread;
   // Whether it ran: false for a point pruned by proof or prediction (observed as out of memory).
   bool ran = true;
-  // Whether it finished and reported the memory metric the run learns from
-  // (tuner/measured_memory.h): two such trials at the same other knobs let the run fit its peak
-  // over the batch size, and prune what the fit puts over the budget without running it.
-  bool memory_reported = false;
+  // When it finished and reported the memory metric the run learns from under its budget
+  // (tuner/measured_memory.h): that peak as a share of the budget. Two such trials at the same
+  // other knobs let the run fit its peak over the batch size, and prune what the fit puts over
+  // the budget without running it.
+  std::optional<double> memory_share;
 };
 
 // (p90 − p10) / median of a trial's timed steps (metric::kStepMsP10, kStepMsP90, kStepMsMedian),

@@ -133,7 +133,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     if (t.result.status == TrialStatus::kOom) dominance.add_oom(t.config, t.index);
     if (memory) memory->observe(t.config, t.result, t.index);
     observed->push_back({t.config, t.result.status, t.objective, step_spread(t.result.metrics),
-                         was_run(t), memory && memory->teaches_fit(t.result)});
+                         was_run(t), memory ? memory->share_of_budget(t.result) : std::nullopt});
     if (was_run(t)) ++measured_total;
     if (t.objective && t.result.status == TrialStatus::kOk) {
       const double value = t.ranking_objective().value_or(*t.objective);
@@ -332,7 +332,7 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
     strategy->observe(
         {{config, record.pruned_by || predicted_oom ? TrialStatus::kOom : record.result.status,
           record.objective, step_spread(record.result.metrics), was_run(record),
-          memory && memory->teaches_fit(record.result)}});
+          memory ? memory->share_of_budget(record.result) : std::nullopt}});
     report(record, index);
     if (record.result.status == TrialStatus::kPruned && !was_run(record)) continue;
     if (alike.observe(config, record.result.status, record.result.error)) {

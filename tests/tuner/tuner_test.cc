@@ -378,24 +378,26 @@ TEST(MeasuredMemoryTest, AnOutOfMemoryTrialsPartialPeakIsNotFitted) {
 // A command-like run: trials report their memory, and the first one is the lean corner. What the
 // reports predict over the budget is recorded pruned, never run; every run one fits or is the
 // one that taught the fit.
-// The fake workload, reporting its memory as a command may: 100 MiB + 40 MiB per sample, less
-// with checkpointing; over 48 effective samples (the budget below): out of memory.
+// The fake workload, reporting its memory as a command may: `base` MiB + `per_sample` MiB a
+// sample, less with checkpointing; over 48 effective samples (budget_bytes()): out of memory.
 class ReportingRunner : public runners::Runner {
  public:
-  explicit ReportingRunner(FakeRunner& inner) : inner_(inner) {}
+  explicit ReportingRunner(FakeRunner& inner, double base = 100, double per_sample = 40)
+      : inner_(inner), base_(base), per_sample_(per_sample) {}
   std::vector<TrialResult> run(const std::vector<Config>& candidates) override {
     std::vector<TrialResult> out = inner_.run(candidates);
     for (size_t i = 0; i < out.size(); ++i) {
       const Config& c = candidates[i];
       const double effective = as_number(c.at("batch_size")) / (1 + 2 * as_number(c.at("ckpt")));
-      out[i].metrics["peak_rss_mib"] = 100 + 40 * effective;
+      out[i].metrics["peak_rss_mib"] = base_ + per_sample_ * effective;
       if (first.empty()) first = c.to_string();
     }
     return out;
   }
   std::string kind() const override { return "fake"; }
-  static constexpr double kBudgetBytes = (100 + 40 * 48.0) * (1 << 20);  // the oom line exactly
+  double budget_bytes() const { return (base_ + per_sample_ * 48) * (1 << 20); }  // the oom line
   FakeRunner& inner_;
+  double base_, per_sample_;
   std::string first;
 };
 
@@ -405,7 +407,7 @@ TEST(TunerTest, AReportedMemoryMetricKeepsARunOutOfOutOfMemory) {
   TunerOptions o;
   o.strategy = "random";
   o.trials = 0;
-  o.memory_budget_bytes = ReportingRunner::kBudgetBytes;
+  o.memory_budget_bytes = runner.budget_bytes();
   o.lean_start = true;
   const TuneSummary s = tune(b.space, runner, *b.database, b.key, o);
   // The leanest corner of the first proposal: batch at its least, checkpointing at its most.
@@ -867,29 +869,39 @@ TEST(TunerTest, AutoStartsWithTheFrontierLadder) {
   EXPECT_EQ(next[0], rungs[2]);
 }
 
-// Where the trials report their memory, the ladder's second rung that fits is the batch knob's
-// lowest value, so that the run's fit over the two prunes the rungs above the budget instead of
-// running them out of memory.
+// Where the trials report their memory, the ladder measures the batch knob's lowest value once a
+// rung fits and the next is not sure to, so that the run's fit over the two prunes the rungs over
+// the budget instead of running them out of memory; while the next is sure to (the rung's peak
+// scaled by the batch within the budget), it waits.
 TEST(TunerTest, TheFrontierLadderAnchorsTheMemoryFitAtTheLowestBatch) {
-  Bench b;
-  ReportingRunner runner(b.runner);
-  TunerOptions o;
-  o.strategy = "auto";
-  o.trials = 4;  // measured: the pruned rung is not one
-  o.memory_budget_bytes = ReportingRunner::kBudgetBytes;
-  std::vector<Progress> seen;
-  tune(b.space, runner, *b.database, b.key, o, [&](const Progress& p) { seen.push_back(p); });
-  // Batch 8 fits; then batch 1, the anchor; then 32 fits, and 64 (over 48) is pruned by the fit
-  // over 1, 8 and 32 before any trial runs out of memory. Without the anchor the third rung is
-  // batch 64, run out of memory (AutoStartsWithTheFrontierLadder).
-  ASSERT_GE(seen.size(), 4u);
-  EXPECT_EQ(seen[0].config.to_string(), config_of(8, 0.0, "naive").to_string());
-  EXPECT_EQ(seen[1].config.to_string(), config_of(1, 0.0, "naive").to_string());
-  EXPECT_EQ(seen[2].config.to_string(), config_of(32, 0.0, "naive").to_string());
-  EXPECT_EQ(seen[3].config.to_string(), config_of(64, 0.0, "naive").to_string());
-  EXPECT_EQ(seen[3].status, TrialStatus::kPruned);
-  EXPECT_NE(seen[3].error.find("predicted out of memory"), std::string::npos) << seen[3].error;
-  for (const Progress& p : seen) EXPECT_NE(p.status, TrialStatus::kOom) << p.config.to_string();
+  // The first `n` points measured or pruned, in order, as "batch status".
+  auto rungs = [](double base, double per_sample, size_t n) {
+    Bench b;
+    ReportingRunner runner(b.runner, base, per_sample);
+    TunerOptions o;
+    o.strategy = "auto";
+    o.trials = 4;  // measured: pruned points are not
+    o.memory_budget_bytes = runner.budget_bytes();
+    std::vector<std::string> seen;
+    tune(b.space, runner, *b.database, b.key, o, [&](const Progress& p) {
+      if (seen.size() < n) {  // the ladder's: without checkpointing, none out of memory
+        EXPECT_EQ(as_number(p.config.at("ckpt")), 0.0) << p.config.to_string();
+        EXPECT_NE(p.status, TrialStatus::kOom) << p.config.to_string();
+        if (p.status == TrialStatus::kPruned)
+          EXPECT_NE(p.error.find("predicted out of memory"), std::string::npos) << p.error;
+      }
+      seen.push_back(std::to_string(static_cast<int64_t>(as_number(p.config.at("batch_size")))) +
+                     " " + to_string(p.status));
+    });
+    seen.resize(n);
+    return seen;
+  };
+  // 600 MiB + 30 a sample: 8 samples use 41% of the budget, so 32 may not fit: 1 is measured
+  // first, and the fit over 1 and 8 lets 32 run and prunes 64. Without the anchor, the third rung
+  // is 64, run out of memory (AutoStartsWithTheFrontierLadder).
+  EXPECT_EQ(rungs(600, 30, 4), (std::vector<std::string>{"8 ok", "1 ok", "32 ok", "64 pruned"}));
+  // 100 MiB + 40 a sample: 8 samples use 21%, so 32 fits for sure; 8 and 32 make the fit.
+  EXPECT_EQ(rungs(100, 40, 3), (std::vector<std::string>{"8 ok", "32 ok", "64 pruned"}));
 }
 
 // A cost model of the fake workload: the true throughput times `scale` (its error), memory 1 MB a
