@@ -19,17 +19,21 @@ bool looks_like_memory_metric(const std::string& name) {
          name.find("rss") != std::string::npos;
 }
 
-MeasuredMemory::MeasuredMemory(const space::CompiledSpace& space, std::string metric,
-                               double budget_bytes)
-    : space_(space), dominance_(space), metric_(std::move(metric)), budget_(budget_bytes) {
-  // The batch knob: one named batch_size with memory going up, else the first memory-up knob of
-  // numbers.
+const space::KnobInfo* batch_knob(const space::CompiledSpace& space) {
+  const space::KnobInfo* batch = nullptr;
   for (const auto& knob : space.knobs()) {
     if (knob.mem != space::MemTrend::kUp || knob.kind == space::KnobKind::kChoice ||
         knob.kind == space::KnobKind::kCuts || knob.kind == space::KnobKind::kBool)
       continue;
-    if (batch_knob_.empty() || knob.name == "batch_size") batch_knob_ = knob.name;
+    if (!batch || knob.name == "batch_size") batch = &knob;
   }
+  return batch;
+}
+
+MeasuredMemory::MeasuredMemory(const space::CompiledSpace& space, std::string metric,
+                               double budget_bytes)
+    : space_(space), dominance_(space), metric_(std::move(metric)), budget_(budget_bytes) {
+  if (const space::KnobInfo* batch = batch_knob(space)) batch_knob_ = batch->name;
 }
 
 std::optional<double> MeasuredMemory::batch_of(const Config& config) const {

@@ -38,6 +38,10 @@ namespace slapo::tuner {
 
 // A metric's value in bytes, from its name's unit (core/metric_units.h).
 using slapo::metric_bytes;
+// The knob peak memory is fitted over (affine in it at fixed other knobs), and the one the frontier
+// ladder of `auto` climbs (tuner/model_based.h): `batch_size` with memory going up, else the first
+// memory-up knob of numbers; nullptr when there is none.
+const space::KnobInfo* batch_knob(const space::CompiledSpace& space);
 // Whether a metric's name says it is a memory peak (has a memory unit and mentions peak, mem or
 // rss): the one used when none is named.
 bool looks_like_memory_metric(const std::string& name);

@@ -9,6 +9,7 @@
 
 #include "core/rng.h"
 #include "tuner/gaussian_process.h"
+#include "tuner/measured_memory.h"
 
 namespace slapo::tuner {
 
@@ -63,17 +64,13 @@ class ModelBased : public Strategy {
       for (uint64_t i = 0; i < space.size(); ++i) all_.push_back(space.at(i));
     }
     ladder_ = Ladder{};
-    if (memory_frontier_ && !all_.empty()) {
-      for (const auto& k : space.knobs()) {
-        if (k.mem == space::MemTrend::kUp && k.kind != space::KnobKind::kChoice &&
-            k.kind != space::KnobKind::kCuts && k.domain.size() >= 2) {
-          ladder_.knob = k.name;
-          ladder_.domain = &k.domain;
-          ladder_.hi = static_cast<int64_t>(k.domain.size()) - 1;
-          ladder_.active = true;
-          break;
-        }
-      }
+    // The knob the run's memory fit is over, so that the ladder's anchor gives the fit its points.
+    const space::KnobInfo* batch = batch_knob(space);
+    if (memory_frontier_ && !all_.empty() && batch && batch->domain.size() >= 2) {
+      ladder_.knob = batch->name;
+      ladder_.domain = &batch->domain;
+      ladder_.hi = static_cast<int64_t>(batch->domain.size()) - 1;
+      ladder_.active = true;
     }
   }
 
@@ -171,8 +168,8 @@ class ModelBased : public Strategy {
     std::optional<double> memory_share;  // ok, its reported peak / the budget (strategy.h)
   };
 
-  // The frontier ladder, auto's start: a binary search for the largest value of the first knob
-  // that costs memory (mem = "up": the batch size) that fits, from the first frontier
+  // The frontier ladder, auto's start: a binary search for the largest value of the batch knob
+  // (the one the run's memory fit is over: batch_knob()) that fits, from the first frontier
   // configuration — the least memory saving (no checkpointing), the other knobs as the space's
   // first point has them. It is Slapo's own prior (the largest batch that fits is usually the
   // fastest; checkpointing costs recomputation), taken on the frontier instead of at full

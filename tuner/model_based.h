@@ -23,12 +23,12 @@ namespace slapo::tuner {
 // speed (mem = "down") are searched from the least setting that fits: while any configuration is
 // on that frontier (for each such knob, the next lower setting does not exist or ran out of
 // memory), only frontier configurations are proposed; then the whole space. It starts with the
-// frontier ladder: a binary search for the largest value of the first mem = "up" knob (the batch
-// size) that fits, the other knobs as in the first configuration that no saving knob can lower
-// (Slapo's own prior, taken where no memory is saved), in spaces small enough to enumerate. Where
-// the trials report memory (Observation::memory_share), the knob's lowest value is measured once
-// a rung fits and the next is not sure to, so that the run's memory fit prunes the rungs over
-// the budget.
+// frontier ladder: a binary search for the largest value of the batch knob (batch_size with
+// mem = "up", else the first mem = "up" knob of numbers: tuner/measured_memory.h) that fits, the
+// other knobs as in the first configuration that no saving knob can lower (Slapo's own prior, taken
+// where no memory is saved), in spaces small enough to enumerate. Where the trials report memory
+// (Observation::memory_share), the knob's lowest value is measured once a rung fits and the next is
+// not sure to, so that the run's memory fit prunes the rungs over the budget.
 std::unique_ptr<Strategy> make_model_based_strategy(bool memory_frontier = false);
 
 }  // namespace slapo::tuner

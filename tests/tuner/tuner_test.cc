@@ -271,6 +271,25 @@ TEST(MeasuredMemoryTest, UnitsFromTheNameAndWhatLooksLikeMemory) {
   EXPECT_FALSE(looks_like_memory_metric("step_ms_median"));
 }
 
+// The knob memory is fitted over and auto's ladder climbs: batch_size wherever it comes, else the
+// first memory-up knob of numbers (not a flag, a choice or cut points).
+TEST(MeasuredMemoryTest, TheBatchKnobIsBatchSizeElseTheFirstMemoryUpNumber) {
+  auto batch_of = [](const std::string& knobs) {
+    const auto space =
+        space::CompiledSpace::compile(space::parse_space("[knobs]\n" + knobs, "knobs.toml"));
+    const space::KnobInfo* knob = batch_knob(space);
+    return knob ? knob->name : std::string("none");
+  };
+  EXPECT_EQ(batch_of("seq = { values = [64, 128], mem = \"up\" }\n"
+                     "batch_size = { pow2 = [1, 8], mem = \"up\" }\n"),
+            "batch_size");
+  EXPECT_EQ(batch_of("wide = { values = [false, true], mem = \"up\" }\n"
+                     "tokens = { range = [1, 4], mem = \"up\" }\n"
+                     "more = { range = [1, 4], mem = \"up\" }\n"),
+            "tokens");
+  EXPECT_EQ(batch_of("ckpt = { range = [0, 4], mem = \"down\" }\n"), "none");
+}
+
 // Affine in the batch at the same other knobs, monotone along the trends.
 TEST(MeasuredMemoryTest, PredictsOverTheBudgetFromAFitAndFromDominance) {
   const auto space = space::CompiledSpace::compile(space::parse_space(kSpace, "fake.toml"));
