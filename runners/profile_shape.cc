@@ -128,7 +128,8 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp) {
 
 double optimizer_temp_bytes_per_element(const Workload& w, const models::TemplateConfig& tc,
                                         double params) {
-  torch::Tensor p = torch::zeros({static_cast<int64_t>(params)}).requires_grad_();
+  const int64_t elements = std::min(static_cast<int64_t>(params), kOptimizerProbeElements);
+  torch::Tensor p = torch::zeros({elements}).requires_grad_();
   p.mutable_grad() = torch::full_like(p, 1e-3);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (w.optimizer == "sgd")
@@ -145,7 +146,7 @@ double optimizer_temp_bytes_per_element(const Workload& w, const models::Templat
   const size_t before = tracker.live_bytes();
   tracker.reset_peak();
   optimizer->step();
-  return static_cast<double>(tracker.peak_bytes() - before) / params;
+  return static_cast<double>(tracker.peak_bytes() - before) / static_cast<double>(elements);
 }
 
 double prologue_ms_per_sample(const Workload& w, const Config& knobs, int64_t batch) {

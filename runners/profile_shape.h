@@ -25,7 +25,10 @@ void measure_input_bytes(const Workload& w, const models::ModelSpec& spec, int64
 cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp);
 
 // The bytes of temporaries one optimizer step makes per element of a parameter, measured on one
-// flat tensor of `params` elements (its state allocated by a step before): AdamW's are of one
+// flat tensor of `params` elements, at most kOptimizerProbeElements (its state allocated by a step
+// before; an elementwise step's temporaries grow with the elements, so a slice tells the same:
+// neo-parallel's base key spent 1.54 s of its 14 s stepping a tensor of all its parameters here,
+// on a host where its trials took 5.0 s): AdamW's are of one
 // parameter at a time, the largest a rank holds sets its least peak (cost/predictor.h). Its time
 // is not read here: on one flat tensor of as many elements LibTorch's AdamW ran from 0.6 to 2.1
 // times its time on a model's own parameters, by their shapes (benchmark/kernel_bench.cc,
@@ -33,6 +36,7 @@ cost::ModelShape model_shape(const Workload& w, const Config& knobs, int tp);
 // the model's steps (measure_sweep).
 double optimizer_temp_bytes_per_element(const Workload& w, const models::TemplateConfig& tc,
                                         double params);
+constexpr int64_t kOptimizerProbeElements = int64_t{1} << 20;
 
 // The embeddings' forward and backward, per sample, at `batch` samples.
 double prologue_ms_per_sample(const Workload& w, const Config& knobs, int64_t batch);

@@ -19,9 +19,11 @@
 #include "core/metrics.h"
 #include "cost/predictor.h"
 #include "cost/profile.h"
+#include "models/template_config.h"
 #include "runners/available_memory.h"
 #include "runners/block_probe.h"
 #include "runners/collective_profile.h"
+#include "runners/profile_shape.h"
 #include "runners/profiler.h"
 #include "runners/sweep_steps.h"
 #include "runners/tracking_allocator.h"
@@ -267,6 +269,21 @@ TEST(ProfilerTest, TheShapeCountsEachPartsLargestParameterAndTheOptimizersTempor
   EXPECT_NEAR(measure_profile(r).optimizer_temp_bytes_per_element, 8, 0.01);  // a few scalars more
   r.knobs.set("fused_adamw", Value(true));
   EXPECT_NEAR(measure_profile(r).optimizer_temp_bytes_per_element, 0, 0.01);
+}
+
+// The optimizer's temporaries per element are read off a slice of the parameters: the same 8 bytes
+// of AdamW's, without stepping a tensor of all of them (64 MiB here, and its gradient and states).
+TEST(ProfilerTest, TheOptimizersTemporariesAreMeasuredOnASliceOfTheParameters) {
+  const ProfileRequest r = tiny_request();
+  TrackingAllocator& tracker = TrackingAllocator::instance();
+  const size_t before = tracker.live_bytes();
+  tracker.reset_peak();
+  const double params = 16.0 * static_cast<double>(kOptimizerProbeElements);
+  EXPECT_NEAR(optimizer_temp_bytes_per_element(r.workload, models::TemplateConfig{}, params), 8,
+              0.01);
+  // The slice, its gradient, AdamW's two states and two temporaries: six tensors of the slice's
+  // 4 MiB (of all the parameters': 384 MiB).
+  EXPECT_LE(tracker.peak_bytes() - before, 7 * sizeof(float) * kOptimizerProbeElements);
 }
 
 // The optimizer is timed in the deep variant's own steps (on one flat tensor LibTorch's AdamW ran
