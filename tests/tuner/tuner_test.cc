@@ -394,9 +394,6 @@ TEST(MeasuredMemoryTest, AnOutOfMemoryTrialsPartialPeakIsNotFitted) {
   EXPECT_TRUE(memory.over_budget(at(128)).has_value());
 }
 
-// A command-like run: trials report their memory, and the first one is the lean corner. What the
-// reports predict over the budget is recorded pruned, never run; every run one fits or is the
-// one that taught the fit.
 // The fake workload, reporting its memory as a command may: `base` MiB + `per_sample` MiB a
 // sample, less with checkpointing; over 48 effective samples (budget_bytes()): out of memory.
 class ReportingRunner : public runners::Runner {
@@ -420,6 +417,9 @@ class ReportingRunner : public runners::Runner {
   std::string first;
 };
 
+// A command-like run: trials report their memory, and the first one is the lean corner. What the
+// reports predict over the budget is recorded pruned, never run; every run one fits or is the
+// one that taught the fit.
 TEST(TunerTest, AReportedMemoryMetricKeepsARunOutOfOutOfMemory) {
   Bench b;
   ReportingRunner runner(b.runner);
