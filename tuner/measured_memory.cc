@@ -62,9 +62,7 @@ void MeasuredMemory::observe(const Config& config, const TrialResult& result, in
       }
     }
   }
-  const auto it = result.metrics.find(metric_);
-  if (metric_.empty() || it == result.metrics.end() || !std::isfinite(it->second)) return;
-  const std::optional<double> bytes = metric_bytes(metric_, it->second);
+  const std::optional<double> bytes = reported_bytes(result);
   if (!bytes) return;
   Point p;
   p.bytes = *bytes;
@@ -77,11 +75,15 @@ void MeasuredMemory::observe(const Config& config, const TrialResult& result, in
   }
 }
 
-std::optional<double> MeasuredMemory::share_of_budget(const TrialResult& result) const {
-  if (result.status != TrialStatus::kOk || metric_.empty() || budget_ <= 0) return std::nullopt;
-  const auto it = result.metrics.find(metric_);
+std::optional<double> MeasuredMemory::reported_bytes(const TrialResult& result) const {
+  const auto it = metric_.empty() ? result.metrics.end() : result.metrics.find(metric_);
   if (it == result.metrics.end() || !std::isfinite(it->second)) return std::nullopt;
-  const std::optional<double> bytes = metric_bytes(metric_, it->second);
+  return metric_bytes(metric_, it->second);
+}
+
+std::optional<double> MeasuredMemory::share_of_budget(const TrialResult& result) const {
+  if (result.status != TrialStatus::kOk || budget_ <= 0) return std::nullopt;
+  const std::optional<double> bytes = reported_bytes(result);
   if (!bytes) return std::nullopt;
   return *bytes / budget_;
 }

@@ -80,6 +80,8 @@ class MeasuredMemory {
     double bytes = 0;                          // predicted at the configuration's batch
     const std::vector<Point>* from = nullptr;  // the points fitted
   };
+  // What `result` reported of the metric learnt from, in bytes (nullopt: nothing readable).
+  std::optional<double> reported_bytes(const TrialResult& result) const;
   std::string group_of(const Config& config) const;  // every knob but the batch knob
   std::optional<double> batch_of(const Config& config) const;
   std::optional<Fit> fitted(const Config& config) const;

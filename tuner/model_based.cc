@@ -182,9 +182,11 @@ class ModelBased : public Strategy {
   // than its margin over the budget, as out of memory that costs no trial, so the binary search
   // above the rung that fits runs out of memory only between the budget and the margin (table 5
   // replayed as a command: rungs at batch 40, 20, 28, 24, three out of memory, became 40, 20, 4
-  // and two pruned). The next rung is sure to fit when the rung's peak scaled by the ratio of
-  // their batches is within the budget (a peak a + b·batch with a ≥ 0 grows no faster than the
-  // batch); the anchor waits while it is, and costs no trial where memory never binds.
+  // and two pruned). The next rung is sure to fit, as far as the reports tell, when the rung's
+  // peak scaled by the ratio of their batches is within the budget (a peak a + b·batch with
+  // a ≥ 0 grows no faster than the batch; a command's reports may miss part of what its budget
+  // caps, docs/scripts.md); the anchor waits while it is, and costs no trial where memory never
+  // binds.
   struct Ladder {
     bool active = false;
     std::string knob;
