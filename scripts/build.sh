@@ -10,5 +10,6 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
 else
   cmake -S . -B "$BUILD_DIR" "$@" >/dev/null
 fi
-# Two cores: a LibTorch translation unit needs ~1 GB of RAM and 15 s; -j2 keeps both busy.
+# Two cores: a LibTorch translation unit needs ~1.5 GB of RAM and 10–40 s (LibTorch's header is
+# precompiled once: cmake/torch_pch.cmake); -j2 keeps both busy.
 cmake --build "$BUILD_DIR" -j "${JOBS:-2}"

@@ -211,7 +211,8 @@ TuneSummary tune(const space::CompiledSpace& space, runners::Runner& runner, db:
       const int64_t index = database.add_trial(record);
       known.insert(config.canonical_json());
       ++summary.pruned;
-      strategy->observe({{config, TrialStatus::kOom, std::nullopt, std::nullopt, false}});
+      strategy->observe(
+          {{config, TrialStatus::kOom, std::nullopt, std::nullopt, false, std::nullopt}});
       report(record, index);
       return true;
     });
