@@ -1,13 +1,13 @@
-# One precompiled <torch/torch.h> for every translation unit that includes LibTorch.
+# One precompiled <torch/torch.h> for every translation unit that parses LibTorch's C++ front end.
 #
-# Parsing LibTorch's headers is most of such a unit's compile time: a test of the schedule engine
+# Parsing LibTorch's headers is much of such a unit's compile time: a test of the schedule engine
 # takes 27 s in the front end alone, 12.6 s with the header precompiled (GCC 12, this machine,
 # 2026-11-30; docs/benchmarks.md, "Build"). The header is built once, in slapo_torch_pch, and
 # reused by every target (slapo_use_torch_pch_everywhere(), called once all exist): a precompiled
 # header is only valid for units compiled with the same options and macros, and these all share
 # LibTorch's and OpenMP's. Loading it costs about 7 s (570 MB): it pays only in a unit that parses
 # LibTorch's C++ front end — <torch/torch.h> or a <torch/nn/...> header, directly or through the
-# project's headers. A unit that sees only tensors (ATen/, c10/) took 1.6 times as long with it,
+# project's headers. Units that see only tensors (ATen/, c10/) took 1.8 times as long with it,
 # one that sees no LibTorch would pay the 7 s for nothing: both are left without it.
 find_package(OpenMP REQUIRED)
 
@@ -16,9 +16,10 @@ target_link_libraries(slapo_torch_pch PRIVATE ${TORCH_LIBRARIES} OpenMP::OpenMP_
 target_include_directories(slapo_torch_pch PRIVATE ${TORCH_INCLUDE_DIRS})
 target_precompile_headers(slapo_torch_pch PRIVATE <torch/torch.h>)
 
-# Sets ${out} to TRUE when `file` includes LibTorch's C++ front end (<torch/torch.h>, <torch/nn/...>),
-# directly or through the project's own headers (found from the source tree's root, as the sources name them,
-# or beside the file). Each file is read once per configuration.
+# Sets ${out} to TRUE when `file` includes LibTorch's C++ front end (<torch/torch.h> or a
+# <torch/nn/...> header), directly or through the project's own headers (found from the source
+# tree's root, as the sources name them, or beside the file). Each file is read once per
+# configuration.
 function(_slapo_includes_torch file out)
   get_property(known GLOBAL PROPERTY "_slapo_torch:${file}" SET)
   if(known)
@@ -56,9 +57,9 @@ function(_slapo_includes_torch file out)
   set(${out} ${answer} PARENT_SCOPE)
 endfunction()
 
-# Gives `target`'s units that parse LibTorch's front end the shared precompiled header. A unit compiled with options of
-# its own (set_source_files_properties(... COMPILE_OPTIONS), the fused kernels' -fno-math-errno for
-# one) defines macros the header was not built with: left out.
+# Gives `target`'s units that parse LibTorch's front end the shared precompiled header. A unit
+# compiled with options of its own (set_source_files_properties(... COMPILE_OPTIONS), the fused
+# kernels' -fno-math-errno for one) defines macros the header was not built with: left out.
 function(slapo_use_torch_pch target)
   get_target_property(sources ${target} SOURCES)
   get_target_property(source_dir ${target} SOURCE_DIR)
