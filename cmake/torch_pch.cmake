@@ -7,7 +7,7 @@
 # header is only valid for units compiled with the same options and macros, and these all share
 # LibTorch's and OpenMP's. Loading it costs about 7 s (570 MB): it pays only in a unit that parses
 # LibTorch's C++ front end — <torch/torch.h> or a <torch/nn/...> header, directly or through the
-# project's headers. Units that see only tensors (ATen/, c10/) took 1.8 times as long with it,
+# project's headers. Units that see only tensors (ATen/, c10/) took 1.6 times as long with it,
 # one that sees no LibTorch would pay the 7 s for nothing: both are left without it.
 find_package(OpenMP REQUIRED)
 
