@@ -7,7 +7,7 @@
 # control: they compile the same either way, so their ratio is the machine's drift between the
 # two builds.
 #
-#   bash benchmark/build_time.sh        # JOBS=2; about 45 minutes on this 2-core machine
+#   bash benchmark/build_time.sh        # JOBS=2; about 50 minutes on this 2-core machine (1573 + 1405 s)
 #
 # Needs what scripts/setup.sh installs; leaves the build directories in $OUT (default a new
 # directory in /tmp) for a look at any unit's time.

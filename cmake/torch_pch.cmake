@@ -27,7 +27,10 @@ function(_slapo_includes_torch file out)
     set(${out} ${answer} PARENT_SCOPE)
     return()
   endif()
-  set_property(GLOBAL PROPERTY "_slapo_torch:${file}" FALSE)  # while being read: a cycle says no
+  # While the file is being read it counts as no LibTorch, so an include cycle ends; a header of
+  # such a cycle may then be judged without what the rest of the cycle includes (a unit left
+  # without the header: slower to compile, never wrong).
+  set_property(GLOBAL PROPERTY "_slapo_torch:${file}" FALSE)
   file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
   get_filename_component(dir "${file}" DIRECTORY)
   set(answer FALSE)
