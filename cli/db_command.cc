@@ -19,7 +19,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kDbUsage =
     "usage: slapo-tune db ACTION --db FILE [options]\n"
     "\n"
     "Query the tuning database.\n"
@@ -228,7 +228,7 @@ DbOptions parse_db(const Args& args) {
 
 int run_db(const DbOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<DbOptions>(kUsage, declare);
+    out << help_text<DbOptions>(kDbUsage, declare);
     return kExitOk;
   }
   const std::string& action = o.action;

@@ -18,7 +18,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kPlanUsage =
     "usage: slapo-tune plan --space FILE [--top K] [--objective M] [--db FILE] [--json]\n"
     "\n"
     "Predicts every configuration of the space file's [workload] from its profile on this machine\n"
@@ -86,7 +86,7 @@ PlanOptions parse_plan(const Args& args) {
 
 int run_plan(const PlanOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<PlanOptions>(kUsage, declare);
+    out << help_text<PlanOptions>(kPlanUsage, declare);
     return kExitOk;
   }
   const space::Space declared = o.space.load();

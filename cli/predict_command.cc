@@ -16,7 +16,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kPredictUsage =
     "usage: slapo-tune predict --space FILE --config JSON|@FILE [--db FILE] [--reprofile] "
     "[--json]\n"
     "\n"
@@ -54,7 +54,7 @@ PredictOptions parse_predict(const Args& args) {
 
 int run_predict(const PredictOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<PredictOptions>(kUsage, declare);
+    out << help_text<PredictOptions>(kPredictUsage, declare);
     return kExitOk;
   }
   const space::Space declared = o.space.load();

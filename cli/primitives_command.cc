@@ -10,7 +10,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kPrimitivesUsage =
     "usage: slapo-tune primitives [list | show NAME | reference]\n"
     "\n"
     "Lists the schedule primitives (the default), prints one's full help, or prints the whole\n"
@@ -22,7 +22,7 @@ CatalogueOptions parse_primitives(const Args& args) { return parse_catalogue(arg
 
 int run_primitives(const PrimitivesOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << catalogue_help(kUsage);
+    out << catalogue_help(kPrimitivesUsage);
     return kExitOk;
   }
   if (o.action == "show") {

@@ -24,7 +24,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kReplayUsage =
     "usage: slapo-tune replay --db FILE [--task ID] [--trial N] [--steps S] [--print-schedule]\n"
     "\n"
     "Rebuilds the best (or the given) configuration of a task from the record alone, measures it\n"
@@ -72,7 +72,7 @@ ReplayOptions parse_replay(const Args& args) {
 
 int run_replay(const ReplayOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<ReplayOptions>(kUsage, declare);
+    out << help_text<ReplayOptions>(kReplayUsage, declare);
     return kExitOk;
   }
   auto database = db::Database::open_read_only(o.task.db);

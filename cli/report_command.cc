@@ -16,7 +16,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kReportUsage =
     "usage: slapo-tune report --db FILE [--task ID] --out report.html [--x KNOB] [--y KNOB] [--top K]\n"
     "\n"
     "Writes one self-contained HTML file (inline SVG, nothing fetched): the line that reproduces\n"
@@ -47,7 +47,7 @@ ReportCommandOptions parse_report(const Args& args) {
 
 int run_report(const ReportCommandOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<ReportCommandOptions>(kUsage, declare);
+    out << help_text<ReportCommandOptions>(kReportUsage, declare);
     return kExitOk;
   }
   auto database = db::Database::open_read_only(o.task.db);

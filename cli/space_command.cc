@@ -13,7 +13,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kSpaceUsage =
     "usage: slapo-tune space ACTION FILE [options]\n"
     "\n"
     "Inspect a search space file (docs/space-files.md).\n"
@@ -59,7 +59,7 @@ SpaceOptions parse_space(const Args& args) {
 
 int run_space(const SpaceOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<SpaceOptions>(kUsage, declare);
+    out << help_text<SpaceOptions>(kSpaceUsage, declare);
     return kExitOk;
   }
   const Format format = parse_format(o.format);

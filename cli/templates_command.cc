@@ -13,7 +13,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kTemplatesUsage =
     "usage: slapo-tune templates [list | show NAME | reference]\n"
     "\n"
     "Lists the schedule templates (the default: one per model family), prints the knobs one\n"
@@ -26,7 +26,7 @@ CatalogueOptions parse_templates(const Args& args) { return parse_catalogue(args
 
 int run_templates(const TemplatesOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << catalogue_help(kUsage);
+    out << catalogue_help(kTemplatesUsage);
     return kExitOk;
   }
   if (o.action == "reference") {

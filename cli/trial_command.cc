@@ -16,7 +16,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kTrialUsage =
     "usage: slapo-tune trial --space FILE --config JSON|@FILE [options] [-- CMD ARGS...]\n"
     "\n"
     "Measures one configuration of the space and prints its result. Without a command, the\n"
@@ -50,7 +50,7 @@ TrialOptions parse_trial(const Args& all_args) {
 
 int run_trial(const TrialOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<TrialOptions>(kUsage, declare);
+    out << help_text<TrialOptions>(kTrialUsage, declare);
     return kExitOk;
   }
   const space::Space declared = o.space.load();

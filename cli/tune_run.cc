@@ -29,7 +29,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kTuneUsage =
     "usage: slapo-tune single-device --space FILE [options] [-- CMD ARGS...]\n"
     "       slapo-tune single-node --nproc N --space FILE [options] [-- CMD ARGS...]\n"
     "\n"
@@ -231,7 +231,7 @@ TuneOptions parse_tune(const Args& all_args, const char* command) {
   return o;
 }
 
-std::string tune_help() { return help_text<TuneOptions>(kUsage, declare_tune); }
+std::string tune_help() { return help_text<TuneOptions>(kTuneUsage, declare_tune); }
 
 int run_tune(const TuneOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {

@@ -19,7 +19,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kVerifyUsage =
     "usage: slapo-tune verify --space FILE --config JSON|@FILE [options]\n"
     "\n"
     "Builds the space file's [workload] model twice — original, and scheduled with the\n"
@@ -109,7 +109,7 @@ VerifyOptions parse_verify(const Args& args) {
 
 int run_verify(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<VerifyOptions>(kUsage, declare);
+    out << help_text<VerifyOptions>(kVerifyUsage, declare);
     return kExitOk;
   }
   const space::Space declared = o.space.load();

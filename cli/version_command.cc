@@ -11,7 +11,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kVersionUsage =
     "usage: slapo-tune version\n"
     "\n"
     "Prints slapo's version, LibTorch's, the BLAS in use, and the machine.\n";
@@ -26,7 +26,7 @@ VersionOptions parse_version(const Args& args) {
 
 int run_version(const VersionOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<VersionOptions>(kUsage, declare);
+    out << help_text<VersionOptions>(kVersionUsage, declare);
     return kExitOk;
   }
   const runners::SystemInfo info = runners::collect_system_info();

@@ -17,7 +17,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kWeightsUsage =
     "usage: slapo-tune weights ACTION FILE... [options]\n"
     "\n"
     "Checkpoints: safetensors, or a zip written by PyTorch's torch.save (told apart by their\n"
@@ -93,7 +93,7 @@ WeightsOptions parse_weights(const Args& args) {
 
 int run_weights(const WeightsOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<WeightsOptions>(kUsage, declare);
+    out << help_text<WeightsOptions>(kWeightsUsage, declare);
     return kExitOk;
   }
   std::optional<models::ModelSpec> spec;

@@ -13,7 +13,7 @@ namespace slapo::cli {
 
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kWorkerUsage =
     "usage: slapo-tune worker --workload JSON --config JSON\n"
     "       slapo-tune worker --serve\n"
     "       slapo-tune worker --collectives\n"
@@ -48,7 +48,7 @@ WorkerOptions parse_worker(const Args& args) {
 
 int run_worker(const WorkerOptions& o, std::ostream& out, std::ostream& err) {
   if (o.help) {
-    out << help_text<WorkerOptions>(kUsage, declare);
+    out << help_text<WorkerOptions>(kWorkerUsage, declare);
     return kExitOk;
   }
   if (!o.profile_json.empty()) {

@@ -10,12 +10,11 @@
 
 namespace slapo::models {
 
-namespace {
-// [batch, seq, heads · head_dim] → [batch, heads, seq, head_dim]. The number of heads comes from
-// the tensor: a tensor-parallel rank whose projections are sharded by heads sees only its own.
 torch::Tensor split_heads(const torch::Tensor& x, int64_t head_dim) {
   return x.view({x.size(0), x.size(1), -1, head_dim}).transpose(1, 2);
 }
+
+namespace {
 // [batch, heads, seq, head_dim] → [batch, seq, hidden]
 torch::Tensor merge_heads(const torch::Tensor& x) {
   const auto b = x.size(0), n = x.size(1), s = x.size(2), d = x.size(3);

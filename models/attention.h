@@ -79,6 +79,10 @@ class MemoryEfficientAttentionImpl : public schedule::SlotModule {
 };
 TORCH_MODULE(MemoryEfficientAttention);
 
+// [batch, seq, heads · head_dim] → [batch, heads, seq, head_dim]. The number of heads comes from
+// the tensor: a tensor-parallel rank whose projections are sharded by heads sees only its own.
+torch::Tensor split_heads(const torch::Tensor& x, int64_t head_dim);
+
 // Dot-product attention on [batch, heads, seq, head_dim] tensors as `options` say (scaling, causal
 // and local masks), the probabilities through `owner`'s dropout slot; shared by the variants.
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

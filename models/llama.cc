@@ -7,6 +7,7 @@
 #include <torch/nn/modules/linear.h>
 
 #include "core/error.h"
+#include "models/attention.h"
 
 namespace slapo::models {
 
@@ -14,11 +15,6 @@ namespace {
 
 torch::nn::Linear linear(int64_t in, int64_t out) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
-}
-
-// [batch, seq, heads · head_dim] → [batch, heads, seq, head_dim].
-torch::Tensor split_heads(const torch::Tensor& x, int64_t head_dim) {
-  return x.view({x.size(0), x.size(1), -1, head_dim}).transpose(1, 2);
 }
 
 }  // namespace

@@ -89,18 +89,18 @@ struct OptionalFirstImpl : SlotModule {
   }
 };
 TORCH_MODULE(OptionalFirst);
-struct HolderImpl : SlotModule {
-  HolderImpl() {
+struct SignaturesHolderImpl : SlotModule {
+  SignaturesHolderImpl() {
     add_slot("scaled", Scaled());
     add_slot("opt", OptionalFirst());
   }
 };
-TORCH_MODULE(Holder);
+TORCH_MODULE(SignaturesHolder);
 
 TEST(ModuleSignatureTest, WhatCannotBeCalledThroughTensorsIsRefusedWithItsSignature) {
   ScheduleOptions o;
   o.tp_group = std::make_shared<LocalCommunicator>("tp");
-  auto sch = create_schedule(Holder().ptr(), o);
+  auto sch = create_schedule(SignaturesHolder().ptr(), o);
   EXPECT_NE(error_of([&] { sch["scaled"].checkpoint(); }).find("checkpoint on 'scaled': supports"),
             std::string::npos);
   sch["opt.fc"].shard("weight", 0);

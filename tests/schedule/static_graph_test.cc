@@ -117,9 +117,9 @@ class BranchyImpl : public SlotModule {
 };
 TORCH_MODULE(Branchy);
 
-class HolderImpl : public SlotModule {
+class BranchyHolderImpl : public SlotModule {
  public:
-  HolderImpl() { add_slot("inner", Branchy()); }
+  BranchyHolderImpl() { add_slot("inner", Branchy()); }
   torch::Tensor forward(const torch::Tensor& x) { return call("inner", x); }
 };
 
@@ -207,7 +207,7 @@ TEST(TraceTest, AForwardThatReadsValuesIsRefused) {
   // Seeded: the weights, the example and the check's random inputs are the same every run.
   for (uint64_t seed = 0; seed < 4; ++seed) {
     torch::manual_seed(seed);
-    auto sch = create_schedule(std::make_shared<HolderImpl>());
+    auto sch = create_schedule(std::make_shared<BranchyHolderImpl>());
     const std::string error = error_of([&] { sch["inner"].trace({torch::randn({2, 4})}); });
     EXPECT_NE(error.find("cannot trace 'inner'"), std::string::npos)
         << "seed " << seed << ": " << error;
