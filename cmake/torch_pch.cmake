@@ -9,13 +9,7 @@
 # LibTorch's C++ front end — <torch/torch.h> or a <torch/nn/...> header, directly or through the
 # project's headers. Units that see only tensors (ATen/, c10/) took 1.6 times as long with it,
 # one that sees no LibTorch would pay the 7 s for nothing: both are left without it.
-#
-# What is left of such a unit's time is mostly instantiating and generating the same templates of
-# the front end as its neighbours: with SLAPO_UNITY_TORCH (on by default) a target's units that
-# take the header are compiled together, in unity groups (CMake's UNITY_BUILD, GROUP mode) of at
-# most SLAPO_UNITY_TORCH_BATCH units, which does that work once per group. A unit's private names
-# (anonymous namespaces, statics) then share a scope with its group's: two with the same signature
-# are a compile error, so they are named apart (each command's kReplayUsage, not kUsage).
+include(${CMAKE_CURRENT_LIST_DIR}/compiled_targets.cmake)
 find_package(OpenMP REQUIRED)
 
 add_library(slapo_torch_pch OBJECT ${CMAKE_CURRENT_LIST_DIR}/torch_pch.cc)
@@ -77,7 +71,6 @@ function(slapo_use_torch_pch target)
     return()
   endif()
   set(uses FALSE)
-  set(taken)
   set(skipped)
   foreach(source IN LISTS sources)
     get_filename_component(path "${source}" ABSOLUTE BASE_DIR "${source_dir}")
@@ -88,7 +81,6 @@ function(slapo_use_torch_pch target)
     endif()
     if(torch)
       set(uses TRUE)
-      list(APPEND taken "${path}")
     else()
       list(APPEND skipped "${path}")
     endif()
@@ -99,55 +91,15 @@ function(slapo_use_torch_pch target)
                                   PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
     endif()
     target_precompile_headers(${target} REUSE_FROM slapo_torch_pch)
-    if(SLAPO_UNITY_TORCH)
-      _slapo_unity_groups(${target} "${source_dir}" "${taken}")
-    endif()
   endif()
-endfunction()
-
-# Compiles `target`'s front-end units (`units`, absolute paths) in unity groups of at most
-# SLAPO_UNITY_TORCH_BATCH, in path order (the units without the header stay on their own: one
-# group's units must share the header's options). The batch bounds one compile's time: the
-# largest group, the schedule engine's six test files, takes about 80 s here (docs/benchmarks.md,
-# "Build").
-function(_slapo_unity_groups target source_dir units)
-  list(LENGTH units count)
-  if(count LESS 2)
-    return()
-  endif()
-  list(SORT units)
-  # As many groups as the batch size asks for, of even sizes (10 units in batches of 8: 5 and 5).
-  math(EXPR groups "(${count} + ${SLAPO_UNITY_TORCH_BATCH} - 1) / ${SLAPO_UNITY_TORCH_BATCH}")
-  set(index 0)
-  foreach(unit IN LISTS units)
-    math(EXPR group "${index} * ${groups} / ${count}")
-    set_source_files_properties("${unit}" DIRECTORY "${source_dir}"
-                                PROPERTIES UNITY_GROUP "torch_${group}")
-    math(EXPR index "${index} + 1")
-  endforeach()
-  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
-endfunction()
-
-# Every compiled target of the build under `dir` (the project's, not imported ones).
-function(_slapo_targets_under dir out)
-  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
-  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
-  foreach(sub IN LISTS subdirs)
-    _slapo_targets_under("${sub}" nested)
-    list(APPEND targets ${nested})
-  endforeach()
-  set(${out} ${targets} PARENT_SCOPE)
 endfunction()
 
 # Called once, after every target is made: a new target needs nothing to get the header.
 function(slapo_use_torch_pch_everywhere)
-  _slapo_targets_under("${PROJECT_SOURCE_DIR}" targets)
+  slapo_compiled_targets(targets)
   foreach(target IN LISTS targets)
-    get_target_property(type ${target} TYPE)
-    if(target STREQUAL "slapo_torch_pch" OR NOT type MATCHES
-       "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY)$")
-      continue()
+    if(NOT target STREQUAL "slapo_torch_pch")
+      slapo_use_torch_pch(${target})
     endif()
-    slapo_use_torch_pch(${target})
   endforeach()
 endfunction()

@@ -11,6 +11,6 @@ else
   cmake -S . -B "$BUILD_DIR" "$@" >/dev/null
 fi
 # Two cores: a LibTorch translation unit needs ~1.5 GB of RAM and 10–40 s (LibTorch's header is
-# precompiled once, and a target's units that parse it are compiled together in unity groups:
-# cmake/torch_pch.cmake); -j2 keeps both busy.
+# precompiled once, cmake/torch_pch.cmake, and a target's units are compiled together in unity
+# groups, cmake/unity_groups.cmake); -j2 keeps both busy.
 cmake --build "$BUILD_DIR" -j "${JOBS:-2}"

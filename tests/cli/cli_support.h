@@ -13,6 +13,10 @@ struct Outcome {
   std::string err;
 };
 
+// The example space most CLI tests tune: gpt-tiny, two batch sizes, a few steps.
+inline const std::string kTrialSpace =
+    std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
+
 // Runs slapo-tune with `args` (already shell-quoted where needed), standard input closed.
 Outcome run(const std::string& args);
 using slapo::last_line;  // the one core/text.h has

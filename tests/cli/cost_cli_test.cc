@@ -18,17 +18,16 @@
 
 namespace {
 
+using slapo::testing::kTrialSpace;
 using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
 using slapo::testing::temp_db;
 using slapo::testing::write_temp;
 
-const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
-
 TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   const std::string db = temp_db("plan");
-  Outcome first = run("plan --space " + kSpace + " --db " + db + " --top 5 --json");
+  Outcome first = run("plan --space " + kTrialSpace + " --db " + db + " --top 5 --json");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const auto plan = nlohmann::json::parse(last_line(first.out));
   EXPECT_EQ(plan["considered"], 45);  // 5 batch sizes x 3 ratios x 3 attention variants
@@ -86,14 +85,15 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("gpt-tiny attn=\"fused_qkv\""), std::string::npos) << table.out;
   // Again: every profile comes from the database.
-  Outcome again = run("plan --space " + kSpace + " --db " + db + " --top 5 --json");
+  Outcome again = run("plan --space " + kTrialSpace + " --db " + db + " --top 5 --json");
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(nlohmann::json::parse(last_line(again.out))["profile_s"], 0.0);
   EXPECT_NE(again.err.find("cost model: profile reused"), std::string::npos) << again.err;
   EXPECT_EQ(again.err.find("cost model: profiled"), std::string::npos) << again.err;
   EXPECT_EQ(again.err.find("cost model: profiling"), std::string::npos) << again.err;
   // --reprofile measures again even so.
-  Outcome fresh = run("plan --space " + kSpace + " --db " + db + " --top 1 --json --reprofile");
+  Outcome fresh =
+      run("plan --space " + kTrialSpace + " --db " + db + " --top 1 --json --reprofile");
   ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
   EXPECT_GT(nlohmann::json::parse(last_line(fresh.out))["profile_s"].get<double>(), 0);
   EXPECT_EQ(fresh.err.find("cost model: profile reused"), std::string::npos) << fresh.err;
@@ -108,7 +108,7 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   };
   set_in_profiles("$.code_revision", "abc123");
   set_in_profiles("$.fingerprint.measuring_code", "abc123");
-  Outcome stale = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
+  Outcome stale = run("plan --space " + kTrialSpace + " --db " + db + " --top 1 --json");
   ASSERT_EQ(stale.exit_code, 0) << stale.err;
   EXPECT_NE(stale.err.find("a stored profile is of another revision of slapo's measuring code "
                            "(abc123, not "),
@@ -118,7 +118,7 @@ TEST(CostCliTest, PlanRanksTheWholeSpaceAndReusesItsProfiles) {
   EXPECT_GT(nlohmann::json::parse(last_line(stale.out))["profile_s"].get<double>(), 0);
   // One of another machine says what differs.
   set_in_profiles("$.fingerprint.cpu", "another CPU");
-  Outcome moved = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
+  Outcome moved = run("plan --space " + kTrialSpace + " --db " + db + " --top 1 --json");
   ASSERT_EQ(moved.exit_code, 0) << moved.err;
   EXPECT_NE(moved.err.find("a stored profile is of another machine (cpu "), std::string::npos)
       << moved.err;
@@ -134,10 +134,10 @@ std::string budget_space(const std::string& name, double peak_bytes, const std::
                         std::to_string(static_cast<int64_t>(peak_bytes * 1.02)) + "\n\n" + knobs);
 }
 
-// The peak predicted for 16 samples of kSpace's gpt-tiny, every block checkpointed (profiled in a
-// database of its own named `name`); 0 when the prediction fails.
+// The peak predicted for 16 samples of kTrialSpace's gpt-tiny, every block checkpointed (profiled
+// in a database of its own named `name`); 0 when the prediction fails.
 double peak_of_16_checkpointed(const std::string& name) {
-  Outcome sized = run("predict --space " + kSpace + " --db " + temp_db(name) +
+  Outcome sized = run("predict --space " + kTrialSpace + " --db " + temp_db(name) +
                       " --config '{\"batch_size\": 16, \"ckpt_ratio\": 1.0, \"attn\": "
                       "\"naive\"}' --json");
   EXPECT_EQ(sized.exit_code, 0) << sized.err;
@@ -281,20 +281,20 @@ TEST(CostCliTest, PredictIsCloseToWhatATrialMeasures) {
   const std::string db = temp_db("predict");
   const std::string config =
       " --config '{\"batch_size\": 16, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'";
-  Outcome predicted = run("predict --space " + kSpace + config + " --db " + db + " --json");
+  Outcome predicted = run("predict --space " + kTrialSpace + config + " --db " + db + " --json");
   ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
   const auto p = nlohmann::json::parse(last_line(predicted.out));
   EXPECT_GT(p["step_ms"].get<double>(), 0);
   EXPECT_TRUE(p["time_ms"].contains("recompute"));
   EXPECT_TRUE(p["memory_bytes"].contains("activations"));
-  Outcome measured = run("trial --space " + kSpace + config + " --runner inprocess --json");
+  Outcome measured = run("trial --space " + kTrialSpace + config + " --runner inprocess --json");
   ASSERT_EQ(measured.exit_code, 0) << measured.err;
   const auto m = nlohmann::json::parse(last_line(measured.out));
   // Tensor memory is nearly deterministic; the benchmark holds the model to its targets, this
   // test only to the plumbing (a wrong batch or checkpoint count is far outside 15%).
   const double peak = m["metrics"]["peak_bytes"].get<double>();
   EXPECT_NEAR(p["peak_bytes"].get<double>() / peak, 1.0, 0.15) << p.dump() << "\n" << m.dump();
-  Outcome human = run("predict --space " + kSpace + config + " --db " + db);
+  Outcome human = run("predict --space " + kTrialSpace + config + " --db " + db);
   ASSERT_EQ(human.exit_code, 0) << human.err;
   EXPECT_NE(human.out.find("recompute"), std::string::npos) << human.out;
 }
@@ -843,7 +843,7 @@ TEST(CostCliTest, WhatTheModelCannotPredictIsSaidInOneLine) {
         << refused.err;
     EXPECT_EQ(refused.err.find("cost model: profiled"), std::string::npos) << refused.err;
   }
-  Outcome objective = run("plan --space " + kSpace + " --objective loss_last");
+  Outcome objective = run("plan --space " + kTrialSpace + " --objective loss_last");
   EXPECT_EQ(objective.exit_code, 2);
   EXPECT_NE(objective.err.find("--objective loss_last: the cost model predicts samples_per_s"),
             std::string::npos)
@@ -929,7 +929,7 @@ TEST(CostCliTest, APlanByStepOrMemoryRanksTheLeastFirst) {
 
 TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
   const std::string db = temp_db("model");
-  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+  Outcome r = run("single-device --space " + kTrialSpace + " --db " + db +
                   " --runner inprocess --strategy model --trials 6 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::vector<nlohmann::json> trials;
@@ -940,14 +940,14 @@ TEST(CostCliTest, TheModelStrategyMeasuresThePredictedBestFirst) {
   }
   ASSERT_FALSE(trials.empty());
   // The first trial is the plan's best.
-  Outcome plan = run("plan --space " + kSpace + " --db " + db + " --top 1 --json");
+  Outcome plan = run("plan --space " + kTrialSpace + " --db " + db + " --top 1 --json");
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   EXPECT_EQ(trials[0]["config"], nlohmann::json::parse(last_line(plan.out))["top"][0]["config"]);
   const auto summary = nlohmann::json::parse(last_line(r.out));
   EXPECT_LE(summary["measured"].get<int>(), 6);
   // A command has no cost model: the model strategy says so.
   const std::string command_db = temp_db("cmd");
-  Outcome command = run("single-device --space " + kSpace + " --db " + command_db +
+  Outcome command = run("single-device --space " + kTrialSpace + " --db " + command_db +
                         " --strategy model -- sh -c 'echo throughput: 1'");
   EXPECT_EQ(command.exit_code, 2);
   EXPECT_NE(command.err.find("the model strategy needs a cost model"), std::string::npos)

@@ -15,11 +15,10 @@
 
 namespace {
 
+using slapo::testing::kTrialSpace;
 using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
-
-const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
 
 class DbCliTest : public ::testing::Test {
  protected:
@@ -34,8 +33,9 @@ class DbCliTest : public ::testing::Test {
   }
   void record(const std::string& config, const std::string& extra = "") {
     // The budget is part of the task: every trial of it runs under the same one.
-    Outcome r = run("trial --space " + kSpace + " --runner inprocess --memory-budget 5MiB --db " +
-                    db_ + " --config '" + config + "'" + extra);
+    Outcome r =
+        run("trial --space " + kTrialSpace + " --runner inprocess --memory-budget 5MiB --db " +
+            db_ + " --config '" + config + "'" + extra);
     ASSERT_NE(r.exit_code, 2) << r.err;
   }
   std::string db_;
@@ -76,7 +76,7 @@ TEST_F(DbCliTest, BestIsAConfigurationThatConfigAccepts) {
   const std::string file = slapo::testing::write_temp("best.json", best.out);
   const auto config = nlohmann::json::parse(best.out);
   EXPECT_TRUE(config.contains("batch_size"));
-  Outcome again = run("trial --space " + kSpace +
+  Outcome again = run("trial --space " + kTrialSpace +
                       " --runner inprocess --memory-budget 5MiB --config @" + file + " --json");
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(nlohmann::json::parse(last_line(again.out))["config"], config);
@@ -118,7 +118,7 @@ TEST_F(DbCliTest, ReplayReMeasuresFromTheRecordAlone) {
 TEST_F(DbCliTest, ReplayOfACommandTask) {
   const std::string db = db_ + ".command";
   std::remove(db.c_str());
-  Outcome r = run("trial --space " + kSpace + " --db " + db +
+  Outcome r = run("trial --space " + kTrialSpace + " --db " + db +
                   " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'"
                   " --metric-regex 'speed=([0-9]+)' -- sh -c 'echo speed=$SLAPO_BATCH_SIZE'");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -189,7 +189,7 @@ TEST_F(DbCliTest, UnusableDatabaseFilesExitTwoAndStayUntouched) {
     const std::string before = slurp(path);
     for (const std::string& command :
          {"db tasks --db " + path, "db trials --db " + path, "report --db " + path + " --out -",
-          "trial --space " + kSpace + " --runner inprocess --db " + path +
+          "trial --space " + kTrialSpace + " --runner inprocess --db " + path +
               " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.0, \"attn\": \"naive\"}'"}) {
       const Outcome r = run(command);
       EXPECT_EQ(r.exit_code, 2) << command << "\n" << r.err;

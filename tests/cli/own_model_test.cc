@@ -14,7 +14,8 @@ using slapo::testing::last_line;
 using slapo::testing::temp_db;
 using slapo::testing::write_temp;
 
-const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/own_model/shift-mixer.toml";
+const std::string kShiftMixerSpace =
+    std::string(SLAPO_SOURCE_DIR) + "/examples/own_model/shift-mixer.toml";
 
 slapo::ProcessResult own(const std::string& args) {
   slapo::ProcessOptions o;
@@ -22,7 +23,7 @@ slapo::ProcessResult own(const std::string& args) {
   return slapo::run_process({"/bin/sh", "-c", std::string(OWN_MODEL_EXAMPLE) + " " + args}, o);
 }
 
-nlohmann::json trials_of(const std::string& db) {
+nlohmann::json own_trials_of(const std::string& db) {
   const slapo::ProcessResult t = own("db trials --db " + db + " --format json");
   EXPECT_EQ(t.exit_code, 0) << t.err;
   return nlohmann::json::parse(t.out);
@@ -31,10 +32,10 @@ nlohmann::json trials_of(const std::string& db) {
 TEST(OwnModelTest, TunedWithEveryRunner) {
   for (const std::string runner : {"inprocess", "subprocess", "subprocess --no-fork-server"}) {
     const std::string db = temp_db("own-" + runner.substr(0, 10));
-    const slapo::ProcessResult r = own("single-device --space " + kSpace + " --db " + db +
+    const slapo::ProcessResult r = own("single-device --space " + kShiftMixerSpace + " --db " + db +
                                        " --strategy random --trials 3 --json --runner " + runner);
     ASSERT_EQ(r.exit_code, 0) << runner << ": " << r.out << r.err;
-    const nlohmann::json rows = trials_of(db);
+    const nlohmann::json rows = own_trials_of(db);
     ASSERT_EQ(rows.size(), 3u) << runner;
     for (const auto& row : rows) {
       EXPECT_EQ(row["status"], "ok") << runner << ": " << row.dump();
@@ -53,7 +54,7 @@ TEST(OwnModelTest, RanksPipelineItsBlocksAndVerifyAgainstTheOriginal) {
   const slapo::ProcessResult tuned = own("single-node --nproc 2 --space " + space + " --db " + db +
                                          " --strategy exhaustive --trials 4");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
-  for (const auto& row : trials_of(db)) EXPECT_EQ(row["status"], "ok") << row.dump();
+  for (const auto& row : own_trials_of(db)) EXPECT_EQ(row["status"], "ok") << row.dump();
   const slapo::ProcessResult v =
       own("verify --space " + space +
           " --nproc 2 --config '{\"pp\": 2, \"micro_batches\": 2, \"ckpt_ratio\": 0.5}'");
@@ -64,7 +65,7 @@ TEST(OwnModelTest, RanksPipelineItsBlocksAndVerifyAgainstTheOriginal) {
 TEST(OwnModelTest, ItsTemplateIsCheckedAndMemoryIsTracked) {
   // Its own knob (decompose) keeps the math; a knob its template does not understand is refused.
   const slapo::ProcessResult v =
-      own("verify --space " + kSpace +
+      own("verify --space " + kShiftMixerSpace +
           " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.5, \"decompose\": true}'");
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
   const std::string bad = write_temp(
@@ -79,16 +80,16 @@ TEST(OwnModelTest, ItsTemplateIsCheckedAndMemoryIsTracked) {
   // Tracked like a zoo model's: under a budget below its peak, out of memory.
   const std::string config =
       " --config '{\"batch_size\": 32, \"ckpt_ratio\": 0.0, \"decompose\": false}'";
-  const slapo::ProcessResult fits = own("trial --space " + kSpace + config + " --json");
+  const slapo::ProcessResult fits = own("trial --space " + kShiftMixerSpace + config + " --json");
   ASSERT_EQ(fits.exit_code, 0) << fits.err;
   const double peak = nlohmann::json::parse(last_line(fits.out))["metrics"]["peak_bytes"];
   const slapo::ProcessResult oom =
-      own("trial --space " + kSpace + config + " --json --memory-budget " +
+      own("trial --space " + kShiftMixerSpace + config + " --json --memory-budget " +
           std::to_string(static_cast<int64_t>(peak / 2)));
   EXPECT_EQ(nlohmann::json::parse(last_line(oom.out))["status"], "oom") << oom.out << oom.err;
   // slapo-tune itself does not know the model, and says where models come from.
   const slapo::ProcessResult unknown =
-      slapo::run_process({SLAPO_TUNE, "trial", "--space", kSpace, "--config",
+      slapo::run_process({SLAPO_TUNE, "trial", "--space", kShiftMixerSpace, "--config",
                           "{\"batch_size\": 32, \"ckpt_ratio\": 0.0, \"decompose\": false}"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("unknown model 'shift-mixer-tiny'"), std::string::npos) << unknown.err;

@@ -13,11 +13,12 @@ using slapo::testing::Outcome;
 using slapo::testing::run;
 using slapo::testing::write_temp;
 
-const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-verify.toml";
+const std::string kVerifySpace =
+    std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-verify.toml";
 
 TEST(VerifyCliTest, ScheduledModelMatches) {
-  Outcome r =
-      run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 1.0, \"attn\": \"baddbmm\"}'");
+  Outcome r = run("verify --space " + kVerifySpace +
+                  " --config '{\"ckpt_ratio\": 1.0, \"attn\": \"baddbmm\"}'");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("sch[\"h.1\"].checkpoint()"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("verified: tolerance 1e-05"), std::string::npos) << r.out;
@@ -128,28 +129,28 @@ TEST(VerifyCliTest, EveryKernelKnobAtTwoTensorParallelRanks) {
 
 TEST(VerifyCliTest, ConfigFromAFile) {
   const std::string config = write_temp("best.json", "{\"ckpt_ratio\": 0.5, \"attn\": \"naive\"}");
-  Outcome r = run("verify --space " + kSpace + " --config @" + config + " --steps 1");
+  Outcome r = run("verify --space " + kVerifySpace + " --config @" + config + " --steps 1");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 TEST(VerifyCliTest, BeyondToleranceExitsWithOne) {
   // A fused QKV projection sums in another order: not bit-identical, so tolerance 0 fails.
-  Outcome r = run("verify --space " + kSpace +
+  Outcome r = run("verify --space " + kVerifySpace +
                   " --config '{\"ckpt_ratio\": 0.0, \"attn\": \"fused_qkv\"}' --tolerance 0");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("MISMATCH"), std::string::npos);
 }
 
 TEST(VerifyCliTest, BadInput) {
-  Outcome outside =
-      run("verify --space " + kSpace + " --config '{\"ckpt_ratio\": 0.25, \"attn\": \"naive\"}'");
+  Outcome outside = run("verify --space " + kVerifySpace +
+                        " --config '{\"ckpt_ratio\": 0.25, \"attn\": \"naive\"}'");
   EXPECT_EQ(outside.exit_code, 2);
   EXPECT_NE(outside.err.find("knob 'ckpt_ratio': 0.25 is not in its domain"), std::string::npos)
       << outside.err;
-  Outcome missing = run("verify --space " + kSpace);
+  Outcome missing = run("verify --space " + kVerifySpace);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("--config JSON is required"), std::string::npos);
-  Outcome json = run("verify --space " + kSpace + " --config '{oops'");
+  Outcome json = run("verify --space " + kVerifySpace + " --config '{oops'");
   EXPECT_EQ(json.exit_code, 2);
   EXPECT_NE(json.err.find("--config: not valid JSON"), std::string::npos) << json.err;
   const std::string unknown = write_temp(

@@ -8,18 +8,18 @@
 
 namespace {
 
+using slapo::testing::kTrialSpace;
 using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
 
-const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
 const std::string kConfig =
     " --config '{\"batch_size\": 8, \"ckpt_ratio\": 0.5, \"attn\": \"baddbmm\"}'";
 
 TEST(TrialCliTest, JsonResultOnTheLastLine) {
   // The subprocess runner through its fork server (the default) and with a new process per trial.
   for (const std::string runner : {"inprocess", "subprocess", "subprocess --no-fork-server"}) {
-    Outcome r = run("trial --space " + kSpace + kConfig + " --json --runner " + runner);
+    Outcome r = run("trial --space " + kTrialSpace + kConfig + " --json --runner " + runner);
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     const auto j = nlohmann::json::parse(last_line(r.out));
     EXPECT_EQ(j["status"], "ok");
@@ -34,7 +34,7 @@ TEST(TrialCliTest, JsonResultOnTheLastLine) {
 }
 
 TEST(TrialCliTest, MemoryBudgetMakesItOom) {
-  Outcome r = run("trial --space " + kSpace + kConfig + " --json --memory-budget 64KiB");
+  Outcome r = run("trial --space " + kTrialSpace + kConfig + " --json --memory-budget 64KiB");
   EXPECT_EQ(r.exit_code, 1);
   const auto j = nlohmann::json::parse(last_line(r.out));
   EXPECT_EQ(j["status"], "oom");
@@ -42,7 +42,7 @@ TEST(TrialCliTest, MemoryBudgetMakesItOom) {
 }
 
 TEST(TrialCliTest, AnyCommand) {
-  Outcome r = run("trial --space " + kSpace + kConfig +
+  Outcome r = run("trial --space " + kTrialSpace + kConfig +
                   " --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(last_line(r.out));
@@ -52,21 +52,22 @@ TEST(TrialCliTest, AnyCommand) {
 
 TEST(TrialCliTest, BadInputIsRefusedBeforeAnythingRuns) {
   Outcome outside =
-      run("trial --space " + kSpace +
+      run("trial --space " + kTrialSpace +
           " --config '{\"batch_size\": 3, \"ckpt_ratio\": 0.5, \"attn\": \"naive\"}'");
   EXPECT_EQ(outside.exit_code, 2);
   EXPECT_NE(outside.err.find("knob 'batch_size': 3 is not in its domain"), std::string::npos)
       << outside.err;
-  Outcome nproc = run("trial --space " + kSpace + kConfig + " --nproc 0");
+  Outcome nproc = run("trial --space " + kTrialSpace + kConfig + " --nproc 0");
   EXPECT_EQ(nproc.exit_code, 2);
   EXPECT_NE(nproc.err.find("--nproc 0: expected a number of ranks from 1 to 1024"),
             std::string::npos)
       << nproc.err;
-  Outcome inprocess = run("trial --space " + kSpace + kConfig + " --runner inprocess --nproc 2");
+  Outcome inprocess =
+      run("trial --space " + kTrialSpace + kConfig + " --runner inprocess --nproc 2");
   EXPECT_EQ(inprocess.exit_code, 2);
   EXPECT_NE(inprocess.err.find("--runner inprocess runs one rank"), std::string::npos)
       << inprocess.err;
-  Outcome budget = run("trial --space " + kSpace + kConfig + " --memory-budget 2GB2");
+  Outcome budget = run("trial --space " + kTrialSpace + kConfig + " --memory-budget 2GB2");
   EXPECT_EQ(budget.exit_code, 2);
   EXPECT_NE(budget.err.find("--memory-budget"), std::string::npos);
   const std::string foreign = slapo::testing::write_temp(

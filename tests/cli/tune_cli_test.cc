@@ -15,16 +15,15 @@
 
 namespace {
 
+using slapo::testing::kTrialSpace;
 using slapo::testing::last_line;
 using slapo::testing::Outcome;
 using slapo::testing::run;
 using slapo::testing::temp_db;
 
-const std::string kSpace = std::string(SLAPO_SOURCE_DIR) + "/examples/spaces/gpt-tiny-trial.toml";
-
 TEST(TuneCliTest, TunesRecordsAndResumes) {
   const std::string db = temp_db("resume");
-  Outcome first = run("single-device --space " + kSpace + " --db " + db +
+  Outcome first = run("single-device --space " + kTrialSpace + " --db " + db +
                       " --runner inprocess --strategy random --trials 4 --json");
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const auto summary = nlohmann::json::parse(last_line(first.out));
@@ -36,7 +35,7 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
   EXPECT_GE(summary["step_spread_median"].get<double>(), 0);
   // Nothing was measured twice: how far trials of one configuration lie apart is not known.
   EXPECT_TRUE(summary["remeasured_spread_median"].is_null()) << summary.dump();
-  Outcome again = run("single-device --space " + kSpace + " --db " + db +
+  Outcome again = run("single-device --space " + kTrialSpace + " --db " + db +
                       " --runner inprocess --strategy random --trials 4 --json");
   const auto resumed = nlohmann::json::parse(last_line(again.out));
   EXPECT_EQ(resumed["measured"], 0);
@@ -51,14 +50,14 @@ TEST(TuneCliTest, TunesRecordsAndResumes) {
 // machine's speed between trials, which no trial's own steps show — beside its steps' spread.
 TEST(TuneCliTest, AConfirmedRunSaysHowFarItsTrialsLayApart) {
   const std::string db = temp_db("remeasured-spread");
-  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+  Outcome r = run("single-device --space " + kTrialSpace + " --db " + db +
                   " --runner inprocess --strategy random --trials 2 --confirm 1");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("noise: a trial's steps spread by a median "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("; measured again, a configuration's trials lay a median "),
             std::string::npos)
       << r.out;
-  Outcome json = run("single-device --space " + kSpace + " --db " + db +
+  Outcome json = run("single-device --space " + kTrialSpace + " --db " + db +
                      " --runner inprocess --strategy random --trials 2 --confirm 1 --json");
   ASSERT_EQ(json.exit_code, 0) << json.out << json.err;
   const auto summary = nlohmann::json::parse(last_line(json.out));
@@ -71,7 +70,7 @@ TEST(TuneCliTest, AConfirmedRunSaysHowFarItsTrialsLayApart) {
 // model's profiles) still measures the predicted best: a run never ends with nothing measured.
 TEST(TuneCliTest, ATimeLimitSpentBeforeTheFirstTrialStillMeasuresOne) {
   const std::string db = temp_db("time-limit");
-  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+  Outcome r = run("single-device --space " + kTrialSpace + " --db " + db +
                   " --runner inprocess --strategy model --time-limit 0.001 --trials 5 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto summary = nlohmann::json::parse(last_line(r.out));
@@ -127,7 +126,7 @@ TEST(TuneCliTest, EveryExampleSpaceTunesOrShows) {
 
 TEST(TuneCliTest, HumanOutputEndsWithTheBestAndHowToReplayIt) {
   const std::string db = temp_db("human");
-  Outcome r = run("single-device --space " + kSpace + " --db " + db +
+  Outcome r = run("single-device --space " + kTrialSpace + " --db " + db +
                   " --runner inprocess --trials 2 --strategy random --seed 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("tuning "), std::string::npos);
@@ -139,7 +138,7 @@ TEST(TuneCliTest, HumanOutputEndsWithTheBestAndHowToReplayIt) {
 TEST(TuneCliTest, TunesACommand) {
   const std::string db = temp_db("command");
   Outcome r =
-      run("single-device --space " + kSpace + " --db " + db +
+      run("single-device --space " + kTrialSpace + " --db " + db +
           " --strategy exhaustive --trials 0 --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto summary = nlohmann::json::parse(last_line(r.out));
@@ -153,7 +152,7 @@ TEST(TuneCliTest, TunesACommand) {
 TEST(TuneCliTest, ACommandsObjectiveIsReadFromItsLineAndItsDirectionSaid) {
   const std::string script =
       " -- sh -c 'echo throughput: 1000; echo val_loss: $(( 100 - $SLAPO_BATCH_SIZE ))'";
-  Outcome maximized = run("single-device --space " + kSpace + " --db " + temp_db("loss_max") +
+  Outcome maximized = run("single-device --space " + kTrialSpace + " --db " + temp_db("loss_max") +
                           " --strategy exhaustive --trials 0 --objective val_loss --json" + script);
   ASSERT_EQ(maximized.exit_code, 0) << maximized.out << maximized.err;
   EXPECT_NE(maximized.err.find("note: maximizing val_loss, which reads like a loss"),
@@ -161,12 +160,12 @@ TEST(TuneCliTest, ACommandsObjectiveIsReadFromItsLineAndItsDirectionSaid) {
       << maximized.err;
   EXPECT_EQ(nlohmann::json::parse(last_line(maximized.out))["best_objective"], 96);  // batch 4
   Outcome minimized =
-      run("single-device --space " + kSpace + " --db " + temp_db("loss_min") +
+      run("single-device --space " + kTrialSpace + " --db " + temp_db("loss_min") +
           " --strategy exhaustive --trials 0 --objective val_loss --minimize --json" + script);
   ASSERT_EQ(minimized.exit_code, 0) << minimized.out << minimized.err;
   EXPECT_EQ(minimized.err.find("note:"), std::string::npos) << minimized.err;
   EXPECT_EQ(nlohmann::json::parse(last_line(minimized.out))["best_objective"], 36);  // batch 64
-  Outcome both = run("single-device --space " + kSpace + " --db " + temp_db("loss_both") +
+  Outcome both = run("single-device --space " + kTrialSpace + " --db " + temp_db("loss_both") +
                      " --objective val_loss --minimize --maximize" + script);
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.err.find("--minimize and --maximize: give one of them"), std::string::npos)
@@ -175,7 +174,7 @@ TEST(TuneCliTest, ACommandsObjectiveIsReadFromItsLineAndItsDirectionSaid) {
 
 TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
   const std::string db = temp_db("confirm");
-  const std::string tune = "single-device --space " + kSpace + " --db " + db +
+  const std::string tune = "single-device --space " + kTrialSpace + " --db " + db +
                            " --strategy random --trials 6 --confirm 2 --confirm-rounds 2";
   Outcome r = run(tune + " --json -- sh -c 'echo throughput: $SLAPO_BATCH_SIZE'");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -264,7 +263,7 @@ TEST(TuneCliTest, ABuiltInWorkloadsPeaksPruneWhatCannotFitUnderItsBudget) {
 TEST(TuneCliTest, BadInput) {
   const std::string db = temp_db("bad");
   Outcome strategy =
-      run("single-device --space " + kSpace + " --db " + db + " --strategy hyperband");
+      run("single-device --space " + kTrialSpace + " --db " + db + " --strategy hyperband");
   EXPECT_EQ(strategy.exit_code, 2);
   EXPECT_NE(
       strategy.err.find(
@@ -272,9 +271,10 @@ TEST(TuneCliTest, BadInput) {
       std::string::npos)
       << strategy.err;
   EXPECT_EQ(run("single-device --db " + db).exit_code, 2);
-  EXPECT_EQ(run("single-device --space " + kSpace + " --db " + db + " --nproc 4").exit_code, 2);
+  EXPECT_EQ(run("single-device --space " + kTrialSpace + " --db " + db + " --nproc 4").exit_code,
+            2);
   // A memory metric a built-in workload's trials do not report, refused before anything runs.
-  Outcome metric = run("single-device --space " + kSpace + " --db " + db +
+  Outcome metric = run("single-device --space " + kTrialSpace + " --db " + db +
                        " --runner inprocess --memory-metric peak_rss_mib");
   EXPECT_EQ(metric.exit_code, 2);
   EXPECT_NE(metric.err.find("--memory-metric peak_rss_mib: a built-in workload's trials report "
@@ -286,7 +286,8 @@ TEST(TuneCliTest, BadInput) {
   for (const char* flag :
        {"--trials", "--patience", "--confirm", "--confirm-rounds", "--stop-after-failures"}) {
     for (const char* bad : {"-1", "2x", "many"}) {
-      Outcome r = run("single-device --space " + kSpace + " --db " + db + " " + flag + " " + bad);
+      Outcome r =
+          run("single-device --space " + kTrialSpace + " --db " + db + " " + flag + " " + bad);
       EXPECT_EQ(r.exit_code, 2) << flag << " " << bad;
       EXPECT_NE(r.err.find(std::string("the argument ('") + bad + "') for option '" + flag +
                            "' is invalid"),
@@ -332,7 +333,7 @@ TEST(TuneCliTest, SingleNodeRunsEveryTrialAsRanksAndReplays) {
 
 TEST(ReportCliTest, OneSelfContainedHtmlFile) {
   const std::string db = temp_db("report");
-  Outcome tuned = run("single-device --space " + kSpace + " --db " + db +
+  Outcome tuned = run("single-device --space " + kTrialSpace + " --db " + db +
                       " --runner inprocess --strategy random --seed 1 --trials 6 --json");
   ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
   const std::string html_path =

@@ -17,14 +17,10 @@
 #include "core/config.h"
 #include "runners/profiler.h"
 #include "runners/workload.h"
+#include "tests/runners/tiny_workload.h"
 
 namespace slapo::runners {
 namespace {
-
-Workload tiny() {
-  return Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 1, "steps": 2, "threads": 1})", "test");
-}
 
 // With `tp` > 1, one rank of a tensor-parallel group (the head split by the vocabulary).
 Config head(bool fused, int64_t tp = 1) {
@@ -37,7 +33,7 @@ Config head(bool fused, int64_t tp = 1) {
 // The full profile of the tiny workload with `knobs`, batches 2 to 8.
 cost::Profile full_profile(const Config& knobs) {
   ProfileRequest r;
-  r.workload = tiny();
+  r.workload = tiny_test_workload(2);
   r.knobs = knobs;
   r.batch_lo = 2;
   r.batch_hi = 8;
@@ -50,7 +46,7 @@ cost::Profile full_profile(bool fused, int64_t tp = 1) { return full_profile(hea
 cost::Profile across_head(const cost::Profile& base, const Config& base_knobs,
                           const Config& knobs) {
   ProfileRequest r;
-  r.workload = tiny();
+  r.workload = tiny_test_workload(2);
   r.knobs = knobs;
   r.batch_lo = 2;
   r.batch_hi = 8;

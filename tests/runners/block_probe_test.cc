@@ -15,14 +15,10 @@
 #include "runners/block_probe.h"
 #include "runners/profiler.h"
 #include "runners/workload.h"
+#include "tests/runners/tiny_workload.h"
 
 namespace slapo::runners {
 namespace {
-
-Workload tiny() {
-  return Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 1, "steps": 2, "threads": 1})", "test");
-}
 
 Config attention(const std::string& variant) {
   Config c;
@@ -33,7 +29,7 @@ Config attention(const std::string& variant) {
 // A profile request of the tiny workload at `attn`, batches 2 to 8.
 ProfileRequest request(const std::string& attn) {
   ProfileRequest r;
-  r.workload = tiny();
+  r.workload = tiny_test_workload(2);
   r.knobs = attention(attn);
   r.batch_lo = 2;
   r.batch_hi = 8;
@@ -41,8 +37,8 @@ ProfileRequest request(const std::string& attn) {
 }
 
 TEST(BlockProbeTest, ABlockDiffersFromItselfByNoByte) {
-  const std::vector<std::vector<cost::BlockDifference>> all =
-      probe_block_differences(tiny(), attention("naive"), {attention("naive")}, {1, 4}, 4);
+  const std::vector<std::vector<cost::BlockDifference>> all = probe_block_differences(
+      tiny_test_workload(2), attention("naive"), {attention("naive")}, {1, 4}, 4);
   ASSERT_EQ(all.size(), 1u);
   const std::vector<cost::BlockDifference>& d = all[0];
   ASSERT_EQ(d.size(), 3u);
@@ -60,7 +56,7 @@ TEST(BlockProbeTest, ABlockDiffersFromItselfByNoByte) {
 }
 
 TEST(BlockProbeTest, AttentionThatKeepsNoProbabilitiesKeepsLessPerSample) {
-  const Workload w = tiny();
+  const Workload w = tiny_test_workload(2);
   const models::ModelSpec spec = w.spec();
   const std::vector<cost::BlockDifference> d =
       probe_block_differences(w, attention("naive"), {attention("memory_efficient")}, {2, 8}, 0)[0];
@@ -77,7 +73,7 @@ TEST(BlockProbeTest, AttentionThatKeepsNoProbabilitiesKeepsLessPerSample) {
 // Keys probed together differ from the base by the bytes each differs by probed alone: a block
 // beside others keeps and needs what it does alone.
 TEST(BlockProbeTest, KeysProbedTogetherDifferByWhatEachDoesAlone) {
-  const Workload w = tiny();
+  const Workload w = tiny_test_workload(2);
   const std::vector<Config> keys = {attention("memory_efficient"), attention("fused_qkv")};
   const auto together = probe_block_differences(w, attention("naive"), keys, {2, 8}, 8);
   ASSERT_EQ(together.size(), 2u);
@@ -101,7 +97,7 @@ TEST(BlockProbeTest, KeysProbedTogetherDifferByWhatEachDoesAlone) {
 // checkpointed blocks measure: nothing kept beyond the input, and in backward what the plain block
 // kept plus what its backward needs.
 TEST(BlockProbeTest, TheComposedCheckpointedDifferenceIsTheMeasuredOne) {
-  const Workload w = tiny();
+  const Workload w = tiny_test_workload(2);
   for (const char* variant : {"memory_efficient", "fused_qkv", "baddbmm"}) {
     const std::vector<cost::BlockDifference> d =
         probe_block_differences(w, attention("naive"), {attention(variant)}, {2, 8}, 8)[0];

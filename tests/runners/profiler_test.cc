@@ -28,19 +28,15 @@
 #include "runners/sweep_steps.h"
 #include "runners/tracking_allocator.h"
 #include "runners/workload.h"
+#include "tests/runners/tiny_workload.h"
 
 namespace slapo::runners {
 namespace {
 
-Workload tiny() {
-  return Workload::from_json(
-      R"({"model": "gpt-tiny", "seq_len": 16, "warmup": 1, "steps": 1, "threads": 1})", "test");
-}
-
 // A profile of the tiny workload between `lo` and `hi` samples.
 ProfileRequest tiny_request(int64_t lo = 2, int64_t hi = 4) {
   ProfileRequest r;
-  r.workload = tiny();
+  r.workload = tiny_test_workload(1);
   r.batch_lo = lo;
   r.batch_hi = hi;
   return r;
@@ -50,7 +46,7 @@ ProfileRequest tiny_request(int64_t lo = 2, int64_t hi = 4) {
 // fresh trial (its own model, its warm-up step) measures, plain, checkpointed and in micro-batches.
 TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
   ProfileRequest request;
-  request.workload = tiny();
+  request.workload = tiny_test_workload(1);
   request.knobs.set("attn", Value(std::string("naive")));
   request.batch_lo = 2;
   request.batch_hi = 8;
@@ -60,7 +56,7 @@ TEST(ProfilerTest, EachPointsPeakIsAnOrdinaryTrials) {
   size_t checked = 0;
   for (const cost::ProfilePoint& q : profile.points) {
     EXPECT_TRUE(std::isfinite(q.step_ms) && q.step_ms > 0) << q.batch;
-    Workload w = tiny();
+    Workload w = tiny_test_workload(1);
     w.layers = q.layers;
     Config c = request.knobs;
     c.set("batch_size", Value(q.batch));
@@ -347,7 +343,7 @@ TEST(ProfilerTest, TheWholeModelsLeastPeakIsMeasured) {
   EXPECT_LT(least->peak_bytes, plain->peak_bytes);
   const cost::Predictor predictor(profile);
   for (int64_t micro : {1, 2}) {
-    Workload w = tiny();
+    Workload w = tiny_test_workload(1);
     Config c;
     c.set("batch_size", Value(micro));
     c.set("ckpt_layers", Value(profile.layers));
@@ -645,7 +641,7 @@ TEST(ProfilerTest, ATrialsTokensArePredictedWholeAtEveryMicroBatchAndFromItsData
       if (from_file && std::string(model) == "bert-tiny") continue;
       SCOPED_TRACE(std::string(model) + (from_file ? ", from a data file" : ", random tokens"));
       ProfileRequest r;
-      r.workload = tiny();
+      r.workload = tiny_test_workload(1);
       r.workload.model = model;
       if (from_file) {
         r.workload.data = data;
