@@ -17,6 +17,10 @@
 # test alone with the binary: `build/tests/schedule/schedule_test --gtest_filter=Suite.Test`.
 # The groups are bounded so that ctest -j still has work to share out, and one slow suite (the
 # distributed tests: seconds each) does not become one test of minutes.
+#
+# With -DSLAPO_TEST_GROUPS=OFF every test is a ctest test and a process of its own again
+# (gtest_discover_tests). Either way the tests carry the label `libtorch` (the binaries given here
+# are those that link it): `ctest -L libtorch` runs them alone, as benchmark/test_processes.sh does.
 set(SLAPO_TEST_GROUPS_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/test_groups_list.cmake")
 
 function(slapo_discover_test_groups target)
@@ -27,10 +31,16 @@ function(slapo_discover_test_groups target)
   if(NOT arg_DISCOVERY_TIMEOUT)
     set(arg_DISCOVERY_TIMEOUT 60)
   endif()
+  if(NOT SLAPO_TEST_GROUPS)
+    gtest_discover_tests(${target} DISCOVERY_TIMEOUT ${arg_DISCOVERY_TIMEOUT}
+                         PROPERTIES LABELS libtorch ${arg_PROPERTIES})
+    return()
+  endif()
   set(ctest_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_groups.cmake")
   # The properties as one argument of the script: `;` would split it, so `|` stands for it
   # (no property value of this project holds one).
-  string(REPLACE ";" "|" properties "${arg_PROPERTIES}")
+  set(properties LABELS libtorch ${arg_PROPERTIES})
+  string(REPLACE ";" "|" properties "${properties}")
   add_custom_command(
     TARGET ${target} POST_BUILD
     COMMAND "${CMAKE_COMMAND}" -D "TEST_EXECUTABLE=$<TARGET_FILE:${target}>"
