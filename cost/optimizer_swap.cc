@@ -55,9 +55,14 @@ Profile swap_optimizer(const Profile& base, double ms_per_param, double temp_byt
   Profile out = base;
   out.optimizer_ms_per_param = ms_per_param;
   out.optimizer_temp_bytes_per_element = temp_bytes_per_element;
-  const double more_ms_per_param = ms_per_param - base.optimizer_ms_per_param;
   for (ProfilePoint& q : out.points) {
-    q.step_ms += more_ms_per_param * base.shape.variant_params(static_cast<double>(q.layers));
+    const double params = base.shape.variant_params(static_cast<double>(q.layers));
+    // The base's optimizer is at most the whole of its step: its rate is timed within the deep
+    // variant's steps, and a step timed fast beside a rate timed slow (a noisy machine, a
+    // one-block step of a large vocabulary, which the optimizer is most of) once composed a step
+    // of −3.2 ms. What is left of the step is its forward and backward, never below nothing.
+    const double base_optimizer_ms = std::min(base.optimizer_ms_per_param * params, q.step_ms);
+    q.step_ms += ms_per_param * params - base_optimizer_ms;
     if (auto at = peak_of.find(step_of(q)); at != peak_of.end()) {
       q.peak_bytes = at->second;
     } else if (auto floor = floors.find(variant_of(q)); floor != floors.end()) {

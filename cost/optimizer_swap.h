@@ -10,6 +10,8 @@
 //   step'(L, x) = step(L, x) + (r' − r) · params(L)       r, r': ms a parameter, timed within the
 //                                                           deep variant's steps, both keys
 //
+// (r · params(L) taken at most as step(L, x): a rate timed apart from the step may say more than
+// the whole step took, and what is left, its forward and backward, is never below nothing);
 // and its peak the base's wherever that was a moment of the forward or backward — raised to the
 // new optimizer's step where that needs more. Where the base's step peaked in its optimizer step —
 // each variant's one-sample step, and every step at its variant's one-sample peak (a small batch:

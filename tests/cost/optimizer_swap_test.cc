@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "tests/cost/synthetic_workload.h"
 
@@ -82,6 +84,31 @@ TEST(OptimizerSwapTest, StepsShiftByTheOptimizersDifferenceAndPeaksAreTheBasesOr
   // The deep variant at 4 samples: 280 MB of activations, under the 300 of the new optimizer.
   EXPECT_EQ(find(back, kLayers, 4, 0)->peak_bytes,
             testing::SyntheticWorkload::state_bytes(kLayers) + 300 * kMB);
+}
+
+// The base's optimizer rate is timed within its deep steps, apart from each step it is taken out
+// of: on a noisy machine it can say more than a small step took in all. That step keeps nothing of
+// the base's optimizer and nothing less than the new one — never a step below zero, which the
+// predictor refuses (it once came out at −3.2 ms under ctest -j2).
+TEST(OptimizerSwapTest, ABaseOptimizerTimedSlowerThanAWholeStepLeavesItTheNewOptimizersTime) {
+  Profile base = with_optimizer(200, 2e-6);
+  const ProfilePoint& one = *find(base, 1, 1, 0);
+  const double one_params = base.shape.variant_params(1);
+  // The rate at which the base's optimizer alone would take twice the one-block, one-sample step.
+  base.optimizer_ms_per_param = 2 * one.step_ms / one_params;
+  std::vector<ProfilePoint> measured = optimizer_bound_points(base);
+  const Profile swapped = swap_optimizer(base, 0.1 * base.optimizer_ms_per_param, 0, measured);
+  for (size_t i = 0; i < base.points.size(); ++i) {
+    const ProfilePoint& b = base.points[i];
+    const double params = base.shape.variant_params(static_cast<double>(b.layers));
+    const double base_optimizer = std::min(b.step_ms, base.optimizer_ms_per_param * params);
+    SCOPED_TRACE(std::to_string(b.layers) + " blocks, " + std::to_string(b.batch) + " samples");
+    EXPECT_GT(swapped.points[i].step_ms, 0);
+    EXPECT_NEAR(swapped.points[i].step_ms,
+                b.step_ms - base_optimizer + swapped.optimizer_ms_per_param * params, 1e-9);
+  }
+  // The one-block, one-sample step: the new optimizer's time alone.
+  EXPECT_NEAR(find(swapped, 1, 1, 0)->step_ms, 0.2 * one.step_ms, 1e-9);
 }
 
 TEST(OptimizerSwapTest, AnOptimizerBoundStepNotRunAgainIsRefused) {
