@@ -8,8 +8,10 @@
 // Here TEST_TMPDIR (what ::testing::TempDir() returns) and TMPDIR (std::filesystem's and the
 // children's) both name one fresh directory per test process, and whatever is in it when the tests
 // end goes with it — a test need not clean up after itself, and parallel test processes never
-// share a file name. A test that crashes leaves its directory (slapo-test-XXXXXX) behind to look
-// at.
+// share a file name. The tests of one process share it: a test of a binary run in groups
+// (cmake/test_groups.cmake: up to 8 tests of a suite) finds what the tests before it in the group
+// left, so it names its files for itself (the suite's tests do: each binary passes run whole).
+// A test that crashes leaves its directory (slapo-test-XXXXXX) behind to look at.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
