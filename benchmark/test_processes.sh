@@ -16,7 +16,7 @@ jobs=${JOBS:-2}
 [ -f "$build/CMakeCache.txt" ] ||
   { echo "test_processes.sh: $build: not a configured build directory (bash scripts/build.sh)" >&2; exit 2; }
 results=$(mktemp)
-trap 'rm -f "$results"; cmake -S . -B "$build" -DSLAPO_TEST_GROUPS=ON >/dev/null' EXIT
+trap 'rm -f "$results" "$results.time"; cmake -S . -B "$build" -DSLAPO_TEST_GROUPS=ON >/dev/null' EXIT
 for groups in OFF ON; do
   cmake -S . -B "$build" -DSLAPO_TEST_GROUPS=$groups >/dev/null
   cmake --build "$build" -j "$jobs" >/dev/null
