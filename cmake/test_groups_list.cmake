@@ -3,6 +3,8 @@
 #
 # Inputs (-D): TEST_EXECUTABLE, TEST_WORKING_DIR, MAX_TESTS, DISCOVERY_TIMEOUT, CTEST_FILE, and
 # TEST_PROPERTIES (set_tests_properties' NAME VALUE pairs, `|` between the words).
+include(${CMAKE_CURRENT_LIST_DIR}/split_evenly.cmake)
+
 execute_process(
   COMMAND "${TEST_EXECUTABLE}" --gtest_list_tests
   WORKING_DIRECTORY "${TEST_WORKING_DIR}"
@@ -41,32 +43,24 @@ string(REPLACE "|" ";" properties "${TEST_PROPERTIES}")
 set(script "# Written by cmake/test_groups_list.cmake from ${TEST_EXECUTABLE} --gtest_list_tests.\n")
 foreach(suite IN LISTS suites)
   set(tests "${tests_of_${suite}}")
-  list(LENGTH tests count)
-  if(count EQUAL 0)
+  if(NOT tests)
     continue()
   endif()
-  math(EXPR parts "(${count} + ${MAX_TESTS} - 1) / ${MAX_TESTS}")
-  # Even parts: 9 tests in groups of at most 8 are 5 and 4, not 8 and 1.
-  math(EXPR per_part "(${count} + ${parts} - 1) / ${parts}")
-  set(part 0)
-  set(begin 0)
-  while(begin LESS count)
-    math(EXPR part "${part} + 1")
-    if(parts EQUAL 1)
+  slapo_split_evenly("${tests}" ${MAX_TESTS} part)
+  math(EXPR last "${part_count} - 1")
+  foreach(part RANGE ${last})
+    if(part_count EQUAL 1)
       set(name "${suite}")
       set(filter "${suite}.*")
     else()
-      set(name "${suite}.part${part}of${parts}")
-      list(SUBLIST tests ${begin} ${per_part} chunk)
-      list(TRANSFORM chunk PREPEND "${suite}.")
+      math(EXPR shown "${part} + 1")
+      set(name "${suite}.part${shown}of${part_count}")
+      list(TRANSFORM part_${part} PREPEND "${suite}." OUTPUT_VARIABLE chunk)
       string(JOIN ":" filter ${chunk})
     endif()
     # Skipped, every one of its tests ("[  SKIPPED ] 4 tests, listed below:" of a group of 4; the
     # "] " before the count: 14 is not 4). A group with a test failed or passed is not.
-    math(EXPR in_group "${count} - ${begin}")
-    if(in_group GREATER per_part)
-      set(in_group ${per_part})
-    endif()
+    list(LENGTH part_${part} in_group)
     set(skipped "\\[  SKIPPED \\] ${in_group} tests?, listed below")
     string(APPEND script
            "add_test([==[${name}]==] [==[${TEST_EXECUTABLE}]==] [==[--gtest_filter=${filter}]==])\n"
@@ -76,7 +70,6 @@ foreach(suite IN LISTS suites)
       string(APPEND script " [==[${word}]==]")
     endforeach()
     string(APPEND script ")\n")
-    math(EXPR begin "${begin} + ${per_part}")
-  endwhile()
+  endforeach()
 endforeach()
 file(WRITE "${CTEST_FILE}" "${script}")

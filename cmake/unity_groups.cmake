@@ -14,6 +14,7 @@
 # such names are kept apart (each command's kReplayUsage, not kUsage); two overloads would resolve
 # as in their own unit, each called with its own types.
 include(${CMAKE_CURRENT_LIST_DIR}/compiled_targets.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/split_evenly.cmake)
 
 function(_slapo_unity_group target source_dir kind units)
   list(LENGTH units count)
@@ -21,26 +22,21 @@ function(_slapo_unity_group target source_dir kind units)
     return()
   endif()
   list(SORT units)
-  math(EXPR groups "(${count} + ${SLAPO_UNITY_BATCH} - 1) / ${SLAPO_UNITY_BATCH}")
-  set(index 0)
-  foreach(unit IN LISTS units)
-    math(EXPR group "${index} * ${groups} / ${count}")
-    set_source_files_properties("${unit}" DIRECTORY "${source_dir}"
-                                PROPERTIES UNITY_GROUP "${kind}_${group}")
-    math(EXPR index "${index} + 1")
-  endforeach()
+  slapo_split_evenly("${units}" ${SLAPO_UNITY_BATCH} group)
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
-  # CMake gives a target's precompiled header to every unity source it writes: the groups of units
-  # without it are told so by name, the file CMake will write (its GROUP mode's naming).
-  if(NOT kind STREQUAL "header")
-    get_target_property(binary_dir ${target} BINARY_DIR)
-    math(EXPR last "${groups} - 1")
-    foreach(group RANGE ${last})
+  get_target_property(binary_dir ${target} BINARY_DIR)
+  math(EXPR last "${group_count} - 1")
+  foreach(group RANGE ${last})
+    set_source_files_properties(${group_${group}} DIRECTORY "${source_dir}"
+                                PROPERTIES UNITY_GROUP "${kind}_${group}")
+    # CMake gives a target's precompiled header to every unity source it writes: the groups of
+    # units without it are told so by name, the file CMake will write (its GROUP mode's naming).
+    if(NOT kind STREQUAL "header")
       set_source_files_properties(
         "${binary_dir}/CMakeFiles/${target}.dir/Unity/unity_${kind}_${group}_cxx.cxx"
         DIRECTORY "${source_dir}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
-    endforeach()
-  endif()
+    endif()
+  endforeach()
 endfunction()
 
 function(slapo_unity_groups target)
