@@ -12,7 +12,9 @@ the error a perfect model would show against one trial).
 
 Prints each configuration's prediction and measurement, then per space: the median absolute error
 of the peak memory, the largest under- and over-prediction, the median absolute percentage error
-of the step time, Spearman's rank correlation of step time, and what profiling cost against the
+of the step time, its level (measured over predicted, median) and the median error around that
+level (what is left when the host's speed at the trials and at the profile differ), Spearman's
+rank correlation of step time, and what profiling cost against the
 mean trial: the whole space, its keys and the costliest key's profile. Exits 0 whatever the figures: targets are read from its output (docs/benchmarks.md)."""
 
 import argparse
@@ -112,13 +114,19 @@ def main():
     peak_err = [abs(r["pred_peak"] / r["peak"] - 1) for r in ok]
     under = [1 - r["pred_peak"] / r["peak"] for r in ok]
     ms_err = [abs(r["pred_ms"] / r["ms"] - 1) for r in ok]
+    # The level: measured over predicted, median. A profile is one draw of the machine's state and
+    # the trials another, minutes later; on a host whose speed drifts that moves every step alike.
+    # The error around the level is what is left: the model's shape, which ranks configurations.
+    level = median([r["ms"] / r["pred_ms"] for r in ok])
+    around = [abs(r["ms"] / (r["pred_ms"] * level) - 1) for r in ok]
     oom_right = sum(1 for r in rows if (r["status"] == "oom") == (not r["fits"]))
     walls = [r["wall_s"] for r in rows if r["wall_s"]]
     summary = {
         "space": args.space, "configs": len(rows), "ok": len(ok),
         "peak_median_abs_error": median(peak_err), "peak_worst_under_prediction": max(under) if under else None,
         "peak_worst_over_prediction": -min(under) if under else None,
-        "step_median_abs_error": median(ms_err), "step_spearman": spearman([r["pred_ms"] for r in ok], [r["ms"] for r in ok]),
+        "step_median_abs_error": median(ms_err), "step_level": level,
+        "step_median_abs_error_around_level": median(around), "step_spearman": spearman([r["pred_ms"] for r in ok], [r["ms"] for r in ok]),
         "oom_predicted_right": f"{oom_right}/{len(rows)}",
         "step_noise_between_repeats": median([math.log(max(r["ms_each"]) / min(r["ms_each"])) for r in ok
                                               if "ms_each" in r]) if args.repeat > 1 else None,
