@@ -111,8 +111,8 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
   const int width = left + cw * static_cast<int>(x.values.size()) + 20;
   const int height = top + ch * static_cast<int>(y.values.size()) + 50;
   std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height
-      << "' role='img'>\n";
+  svg << "<svg class='heat-map' xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='"
+      << height << "' role='img'>\n";
   svg << "<defs><pattern id='hatch' width='6' height='6' patternUnits='userSpaceOnUse' patternTransform='rotate(45)'>"
          "<line x1='0' y1='0' x2='0' y2='6' stroke='#c0392b' stroke-width='2'/></pattern></defs>\n";
   for (size_t j = 0; j < y.values.size(); ++j) {
@@ -420,12 +420,15 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
     model = workload["command"].dump();
 
   std::ostringstream html;
+  // Every figure is a block of its own (svg{display:block}): an SVG is inline, and the heat map
+  // sat on its legend's line, to the right of it.
   html
       << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>slapo tuning report: task "
       << task.id
       << "</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}svg text{font-size:12px;font-family:sans-serif}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
          "th{background:#eef}h2{margin-top:1.6em}.note{color:#555}.panels{display:flex;flex-wrap:wrap;gap:8px}"
+         "svg{display:block}"
          "code{background:#f4f4f4;padding:2px 4px}</style></head><body>\n";
   html << "<h1>Tuning report: task " << task.id << "</h1>\n";
   html << "<p>" << escape(model) << " · runner " << escape(task.key.runner) << " × "

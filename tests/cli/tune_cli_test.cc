@@ -384,7 +384,8 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
 
 // The report as a browser renders it: headless Chromium loads it, prints no error, and its DOM has
 // every figure — the legend, the heat map (measured and unmeasured cells), a panel per knob with
-// the error bars of re-measured trials, the convergence — and the reproducing line.
+// the error bars of re-measured trials, the convergence — and the reproducing line; and it lays
+// the heat map out under its legend.
 TEST(ReportCliTest, RendersInAHeadlessBrowser) {
   if (access("/usr/bin/chromium", X_OK) != 0)
     GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
@@ -424,6 +425,37 @@ TEST(ReportCliTest, RendersInAHeadlessBrowser) {
   EXPECT_NE(rendered.find("SLAPO_A=3"), std::string::npos);  // the best's reproducing line
   EXPECT_EQ(messages.find("Uncaught"), std::string::npos) << messages;
   EXPECT_EQ(messages.find("CONSOLE"), std::string::npos) << messages;
+
+  // Where the browser lays the figures out: a copy of the report with a script that writes the
+  // legend's and the heat map's boxes into the page. The heat map is under its legend, at the
+  // page's left margin like it — not on the legend's line, to the right of it.
+  std::ifstream h(html);
+  std::string page((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+  const size_t body_end = page.rfind("</body>");
+  ASSERT_NE(body_end, std::string::npos);
+  page.insert(body_end,
+              "<script>const box = s => document.querySelector(s).getBoundingClientRect();"
+              "const l = box('svg.legend'), m = box('svg.heat-map');"
+              "document.body.setAttribute('data-layout', [l.left, l.bottom, m.left, m.top]"
+              ".map(Math.round).join(' '));</script>");
+  const std::string probe = html + ".probe.html";
+  std::ofstream(probe) << page;
+  const std::string probed = dom + ".probe";
+  const std::string layout_command =
+      "chromium --headless --no-sandbox --disable-gpu "
+      "--window-size=1300,2000 --dump-dom file://" +
+      probe + " >" + probed + " 2>/dev/null";
+  ASSERT_EQ(std::system(layout_command.c_str()), 0) << layout_command;
+  std::ifstream pd(probed);
+  const std::string laid((std::istreambuf_iterator<char>(pd)), std::istreambuf_iterator<char>());
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(laid, m,
+                                std::regex(R"re(data-layout="(-?\d+) (-?\d+) (-?\d+) (-?\d+)")re")))
+      << laid.substr(0, 500);
+  const int legend_left = std::stoi(m[1]), legend_bottom = std::stoi(m[2]);
+  const int map_left = std::stoi(m[3]), map_top = std::stoi(m[4]);
+  EXPECT_GE(map_top, legend_bottom) << "the heat map is beside its legend, not under it";
+  EXPECT_EQ(map_left, legend_left);
 }
 
 }  // namespace
