@@ -167,6 +167,15 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
   return svg.str();
 }
 
+// The metrics the top configurations' table shows beside the knobs.
+struct MetricColumn {
+  const char* metric;
+  const char* heading;
+  double scale;  // the metric's unit in the column's
+};
+constexpr MetricColumn kMetricColumns[] = {{metric::kStepMsMedian, "step ms", 1},
+                                           {metric::kPeakBytes, "peak MiB", 1 << 20}};
+
 // The heat map's legend: the colour scale from the worst to the best measured value, and the marks.
 std::string legend(const db::TaskRecord& task, const std::vector<db::TrialRecord>& trials) {
   double lo = INFINITY, hi = -INFINITY;
@@ -495,8 +504,6 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
   }
   html << "<table><tr><th>rank</th><th>trial</th><th>" << escape(task.objective.metric) << "</th>";
   if (confirmed) html << "<th>median</th><th>measured</th><th>range</th>";
-  for (const auto& k : knobs) html << "<th>" << escape(k) << "</th>";
-  html << "<th>step ms</th><th>peak MiB</th></tr>\n";
   std::vector<const db::TrialRecord*> best;
   for (const auto& t : trials) {
     if (t.result.status == TrialStatus::kOk && t.objective && t.remeasure_failed == 0)
@@ -505,7 +512,18 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
   std::stable_sort(best.begin(), best.end(), [&](const auto* a, const auto* b) {
     return task.objective.better(*a->ranking_objective(), *b->ranking_objective());
   });
-  for (size_t i = 0; i < best.size() && i < options.top; ++i) {
+  if (best.size() > options.top) best.resize(options.top);
+  // The step time and the peak, each where a row reports it: a command may report neither.
+  std::vector<const MetricColumn*> shown;
+  for (const MetricColumn& c : kMetricColumns) {
+    if (std::any_of(best.begin(), best.end(),
+                    [&](const auto* t) { return t->result.metrics.count(c.metric) > 0; }))
+      shown.push_back(&c);
+  }
+  for (const auto& k : knobs) html << "<th>" << escape(k) << "</th>";
+  for (const auto* c : shown) html << "<th>" << c->heading << "</th>";
+  html << "</tr>\n";
+  for (size_t i = 0; i < best.size(); ++i) {
     const auto* t = best[i];
     html << "<tr><td>" << i + 1 << "</td><td>" << t->index << "</td><td>" << fmt(*t->objective, 5)
          << "</td>";
@@ -523,12 +541,12 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
       const Value* v = t->config.find(k);
       html << "<td>" << (v ? escape(to_plain_string(*v)) : "") << "</td>";
     }
-    auto cell = [&](const char* name, double scale) {
-      auto it = t->result.metrics.find(name);
-      return it == t->result.metrics.end() ? std::string() : fmt(it->second / scale, 4);
-    };
-    html << "<td>" << cell(metric::kStepMsMedian, 1) << "</td><td>"
-         << cell(metric::kPeakBytes, 1 << 20) << "</td></tr>\n";
+    for (const auto* c : shown) {
+      const auto it = t->result.metrics.find(c->metric);
+      html << "<td>" << (it == t->result.metrics.end() ? "" : fmt(it->second / c->scale, 4))
+           << "</td>";
+    }
+    html << "</tr>\n";
   }
   html << "</table>\n</body></html>\n";
   return html.str();

@@ -213,6 +213,9 @@ TEST(TuneCliTest, ConfirmMeasuresTheBestAgainAndRecordsIt) {
   const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(page.find("<th>median</th><th>measured</th>"), std::string::npos);
   EXPECT_NE(page.find("rank by the median of their measurements"), std::string::npos);
+  // The command reports neither a step time nor a peak: no empty columns for them.
+  EXPECT_EQ(page.find("<th>step ms</th>"), std::string::npos);
+  EXPECT_EQ(page.find("<th>peak MiB</th>"), std::string::npos);
   // And its noise: the command prints no step times; its throughput repeats to the digit.
   EXPECT_NE(page.find("<p class='noise'>noise: measured again, a configuration's trials lay a "
                       "median 0.0% apart"),
@@ -357,6 +360,8 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
        at = html.find("<tr><td>", at + 1))
     ++rows;
   EXPECT_EQ(rows, 6u);  // six ok trials in the top table
+  // A built-in workload's trials report their step and peak: the table shows both.
+  EXPECT_NE(html.find("<th>step ms</th><th>peak MiB</th></tr>"), std::string::npos);
   // Self-contained: nothing fetched, nothing run.
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);
