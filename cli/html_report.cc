@@ -39,25 +39,30 @@ std::string fmt(double v, int digits = 4) {
   return s.str();
 }
 
+// The width of a character of the figures' 12 px sans-serif text, at most (digits and commas are
+// about 7 px): what an axis label needs.
+constexpr double kCharWidthPx = 7.5;
+
 // A knob's values in their natural order: numbers by value, others as first seen.
 struct Axis {
   std::string knob;
   std::vector<Value> values;
+  bool numeric = false;  // every value a number
   size_t index_of(const Value& v) const {
     return static_cast<size_t>(std::find(values.begin(), values.end(), v) - values.begin());
   }
 };
 
 Axis axis_of(const std::string& knob, const std::vector<db::TrialRecord>& trials) {
-  Axis a{knob, {}};
+  Axis a{knob, {}, false};
   for (const auto& t : trials) {
     const Value* v = t.config.find(knob);
     if (v && std::find(a.values.begin(), a.values.end(), *v) == a.values.end())
       a.values.push_back(*v);
   }
-  const bool numeric =
+  a.numeric =
       std::all_of(a.values.begin(), a.values.end(), [](const Value& v) { return is_number(v); });
-  if (numeric) {
+  if (a.numeric) {
     std::sort(a.values.begin(), a.values.end(),
               [](const Value& x, const Value& y) { return as_number(x) < as_number(y); });
   }
@@ -283,7 +288,8 @@ std::string knob_panel(const db::TaskRecord& task, const std::vector<db::TrialRe
           << fmt(*mx) << "</title></line>\n";
     }
     svg << "<circle cx='" << fmt(x, 6) << "' cy='" << fmt(py(y), 6)
-        << "' r='2.5' fill='#4a7fb0' fill-opacity='0.7'><title>trial " << t.index << ": " << fmt(y)
+        << "' r='2.5' fill='#4a7fb0' fill-opacity='0.7'><title>trial " << t.index << ", "
+        << escape(axis.knob) << " = " << escape(to_plain_string(*v)) << ": " << fmt(y)
         << "</title></circle>\n";
     if (!best.count(i) || task.objective.better(y, best[i])) best[i] = y;
   }
@@ -291,8 +297,16 @@ std::string knob_panel(const db::TaskRecord& task, const std::vector<db::TrialRe
     svg << "<line x1='" << fmt(px(i) - 10, 6) << "' x2='" << fmt(px(i) + 10, 6) << "' y1='"
         << fmt(py(y), 6) << "' y2='" << fmt(py(y), 6) << "' stroke='#08306b' stroke-width='2'/>\n";
   }
-  for (size_t i = 0; i < axis.values.size(); ++i) {
-    svg << "<text x='" << fmt(px(i), 6) << "' y='" << height - bottom + 14
+  // Every value is labelled where the labels fit side by side; else every k-th, k the fewest that
+  // keeps them apart (a cut knob's values are many and long): a point's own title names its value.
+  size_t widest = 1;
+  for (const Value& v : axis.values) widest = std::max(widest, to_plain_string(v).size() + 1);
+  const double slot =
+      (width - left - right) / static_cast<double>(std::max<size_t>(axis.values.size(), 1));
+  const size_t every =
+      std::max<size_t>(1, static_cast<size_t>(std::ceil(widest * kCharWidthPx / slot)));
+  for (size_t i = 0; i < axis.values.size(); i += every) {
+    svg << "<text class='tick' x='" << fmt(px(i), 6) << "' y='" << height - bottom + 14
         << "' text-anchor='middle' fill='" << (measured.count(i) ? "#222" : "#aaa") << "'>"
         << escape(to_plain_string(axis.values[i])) << (measured.count(i) ? "" : "?") << "</text>\n";
   }
@@ -398,12 +412,22 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
     }
   }
   std::string xk = options.x_knob, yk = options.y_knob;
-  std::vector<std::pair<size_t, std::string>> by_size;
-  for (size_t i = 0; i < knobs.size(); ++i)
-    by_size.emplace_back(axis_of(knobs[i], trials).values.size(), knobs[i]);
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (const auto& [size, name] : by_size) {
+  // The default axes: knobs of numbers first (their values have an order a row or a column can
+  // show), then those with the most values; a cut knob's sets and a choice come after.
+  struct Candidate {
+    bool numeric;
+    size_t size;
+    std::string name;
+  };
+  std::vector<Candidate> by_size;
+  for (const std::string& knob : knobs) {
+    const Axis a = axis_of(knob, trials);
+    by_size.push_back({a.numeric, a.values.size(), knob});
+  }
+  std::stable_sort(by_size.begin(), by_size.end(), [](const Candidate& a, const Candidate& b) {
+    return a.numeric != b.numeric ? a.numeric : a.size > b.size;
+  });
+  for (const auto& [numeric, size, name] : by_size) {
     if (xk.empty() && name != yk)
       xk = name;
     else if (yk.empty() && name != xk)
@@ -437,7 +461,7 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
       << "</title>\n<style>body{font-family:sans-serif;margin:2em;color:#222}svg text{font-size:12px;font-family:sans-serif}"
          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
          "th{background:#eef}h2{margin-top:1.6em}.note{color:#555}.panels{display:flex;flex-wrap:wrap;gap:8px}"
-         "svg{display:block}"
+         "svg{display:block}.wide{overflow-x:auto}"
          "code{background:#f4f4f4;padding:2px 4px}</style></head><body>\n";
   html << "<h1>Tuning report: task " << task.id << "</h1>\n";
   html << "<p>" << escape(model) << " · runner " << escape(task.key.runner) << " × "
@@ -465,7 +489,9 @@ std::string render_report(const ReportData& data, const ReportOptions& options) 
     html << "<p class='note'>Each cell: the best " << escape(task.objective.metric)
          << " over the other knobs (the median where re-measured).</p>\n";
     html << legend(task, trials);
-    html << heat_map(task, trials, axis_of(xk, trials), axis_of(yk, trials));
+    // A map wider than the page scrolls in its own box, not the page.
+    html << "<div class='wide'>" << heat_map(task, trials, axis_of(xk, trials), axis_of(yk, trials))
+         << "</div>\n";
   }
   // Every knob on its own: the view beyond two.
   double lo = INFINITY, hi = -INFINITY;

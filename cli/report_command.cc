@@ -29,7 +29,7 @@ void declare(ReportCommandOptions* o, OptionSet& set) {
   // clang-format off
   set.visible.add_options()
       ("out", po::value<std::string>(&o->out), "the HTML file to write")
-      ("x", po::value<std::string>(&o->report.x_knob), "the heat map's horizontal knob (default: the knob with the most values)")
+      ("x", po::value<std::string>(&o->report.x_knob), "the heat map's horizontal knob (default: the knob of numbers with the most values)")
       ("y", po::value<std::string>(&o->report.y_knob), "the heat map's vertical knob (default: the next one)")
       ("top", count_value(&o->report.top)->default_value(Count{10}, "10"), "rows of the top-configurations table");
   // clang-format on

@@ -387,6 +387,28 @@ TEST(ReportCliTest, OneSelfContainedHtmlFile) {
       << no_dir.err;
 }
 
+// What a script finds in a report as headless Chromium lays it out: a copy of the page with the
+// script's body (a function's, returning a string) run at its end, its result read back from the
+// dumped DOM. Empty when the browser did not run it.
+std::string laid_out(const std::string& html, const std::string& script) {
+  std::ifstream in(html);
+  std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t body_end = page.rfind("</body>");
+  if (body_end == std::string::npos) return "";
+  page.insert(body_end, "<script>document.body.setAttribute('data-layout', (() => {" + script +
+                            "})());</script>");
+  const std::string probe = html + ".probe.html", dom = html + ".probe.dom";
+  std::ofstream(probe) << page;
+  const std::string command =
+      "chromium --headless --no-sandbox --disable-gpu --window-size=1300,2000 --dump-dom file://" +
+      probe + " >" + dom + " 2>/dev/null";
+  if (std::system(command.c_str()) != 0) return "";
+  std::ifstream d(dom);
+  const std::string laid((std::istreambuf_iterator<char>(d)), std::istreambuf_iterator<char>());
+  std::smatch m;
+  return std::regex_search(laid, m, std::regex(R"re(data-layout="([^"]*)")re")) ? m[1].str() : "";
+}
+
 // The report as a browser renders it: headless Chromium loads it, prints no error, and its DOM has
 // every figure — the legend, the heat map (measured and unmeasured cells), a panel per knob with
 // the error bars of re-measured trials, the convergence — and the reproducing line; and it lays
@@ -431,36 +453,61 @@ TEST(ReportCliTest, RendersInAHeadlessBrowser) {
   EXPECT_EQ(messages.find("Uncaught"), std::string::npos) << messages;
   EXPECT_EQ(messages.find("CONSOLE"), std::string::npos) << messages;
 
-  // Where the browser lays the figures out: a copy of the report with a script that writes the
-  // legend's and the heat map's boxes into the page. The heat map is under its legend, at the
-  // page's left margin like it — not on the legend's line, to the right of it.
-  std::ifstream h(html);
-  std::string page((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
-  const size_t body_end = page.rfind("</body>");
-  ASSERT_NE(body_end, std::string::npos);
-  page.insert(body_end,
-              "<script>const box = s => document.querySelector(s).getBoundingClientRect();"
-              "const l = box('svg.legend'), m = box('svg.heat-map');"
-              "document.body.setAttribute('data-layout', [l.left, l.bottom, m.left, m.top]"
-              ".map(Math.round).join(' '));</script>");
-  const std::string probe = html + ".probe.html";
-  std::ofstream(probe) << page;
-  const std::string probed = dom + ".probe";
-  const std::string layout_command =
-      "chromium --headless --no-sandbox --disable-gpu "
-      "--window-size=1300,2000 --dump-dom file://" +
-      probe + " >" + probed + " 2>/dev/null";
-  ASSERT_EQ(std::system(layout_command.c_str()), 0) << layout_command;
-  std::ifstream pd(probed);
-  const std::string laid((std::istreambuf_iterator<char>(pd)), std::istreambuf_iterator<char>());
+  // Where the browser lays the figures out: the heat map is under its legend, at the page's left
+  // margin like it — not on the legend's line, to the right of it.
+  const std::string laid =
+      laid_out(html,
+               "const box = s => document.querySelector(s).getBoundingClientRect();"
+               "const l = box('svg.legend'), m = box('svg.heat-map');"
+               "return [l.left, l.bottom, m.left, m.top].map(Math.round).join(' ');");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(laid, m,
-                                std::regex(R"re(data-layout="(-?\d+) (-?\d+) (-?\d+) (-?\d+)")re")))
-      << laid.substr(0, 500);
+  ASSERT_TRUE(std::regex_match(laid, m, std::regex(R"((-?\d+) (-?\d+) (-?\d+) (-?\d+))"))) << laid;
   const int legend_left = std::stoi(m[1]), legend_bottom = std::stoi(m[2]);
   const int map_left = std::stoi(m[3]), map_top = std::stoi(m[4]);
   EXPECT_GE(map_top, legend_bottom) << "the heat map is beside its legend, not under it";
   EXPECT_EQ(map_left, legend_left);
+}
+
+// A knob of many long values (pipeline cut sets): its panel labels every k-th value so that no two
+// labels overlap as the browser lays them out, and the heat map's default axes are the knobs of
+// numbers (micro-batches × stages), not the cut sets.
+TEST(ReportCliTest, ACutKnobsLabelsDoNotOverlapAndItIsNoDefaultAxis) {
+  if (access("/usr/bin/chromium", X_OK) != 0)
+    GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const std::string db = temp_db("cut_labels");
+  const std::string space = slapo::testing::write_temp(
+      "cut_labels.toml",
+      "[parameters]\nnum_layers = 12\n[knobs]\npp = { values = [2, 3] }\n"
+      "cuts = { layers = \"num_layers\", stages = \"pp\", min = 3, max = 8 }\n"
+      "micro_batches = { pow2 = [1, 8] }\n");
+  Outcome tuned = run("single-device --space " + space + " --db " + db +
+                      " --strategy random --seed 3 --trials 30 --objective speed "
+                      "--metric 'speed=speed (\\S+)' -- sh -c 'echo speed $(( 100 + "
+                      "$SLAPO_MICRO_BATCHES * 3 + $SLAPO_PP ))'");
+  ASSERT_EQ(tuned.exit_code, 0) << tuned.out << tuned.err;
+  const std::string html =
+      ::testing::TempDir() + "/cut_labels_" + std::to_string(getpid()) + ".html";
+  ASSERT_EQ(run("report --db " + db + " --out " + html).exit_code, 0);
+  std::ifstream in(html);
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("Objective over micro_batches × pp"), std::string::npos);
+  // Overlapping neighbours among each panel's labels, and each panel's labels (pp, cuts, micro).
+  const std::string laid = laid_out(
+      html,
+      "let overlaps = 0; const ticks = [];"
+      "for (const p of document.querySelectorAll('svg.knob-panel')) {"
+      "  const b = [...p.querySelectorAll('text.tick')].map(t => t.getBoundingClientRect())"
+      "      .sort((x, y) => x.left - y.left);"
+      "  for (let i = 1; i < b.length; ++i) if (b[i].left < b[i - 1].right) ++overlaps;"
+      "  ticks.push(b.length);"
+      "}"
+      "return overlaps + ' ' + ticks.join(' ');");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(laid, m, std::regex(R"((\d+) (\d+) (\d+) (\d+))"))) << laid;
+  EXPECT_EQ(std::stoi(m[1]), 0) << "labels overlap: " << laid;
+  EXPECT_EQ(std::stoi(m[2]), 2);  // pp: both values
+  EXPECT_GE(std::stoi(m[3]), 2);  // cuts: some of its sets
+  EXPECT_EQ(std::stoi(m[4]), 4);  // micro_batches: 1, 2, 4, 8
 }
 
 }  // namespace
