@@ -172,15 +172,6 @@ std::string heat_map(const db::TaskRecord& task, const std::vector<db::TrialReco
   return svg.str();
 }
 
-// The metrics the top configurations' table shows beside the knobs.
-struct MetricColumn {
-  const char* metric;
-  const char* heading;
-  double scale;  // the metric's unit in the column's
-};
-constexpr MetricColumn kMetricColumns[] = {{metric::kStepMsMedian, "step ms", 1},
-                                           {metric::kPeakBytes, "peak MiB", 1 << 20}};
-
 // The heat map's legend: the colour scale from the worst to the best measured value, and the marks.
 std::string legend(const db::TaskRecord& task, const std::vector<db::TrialRecord>& trials) {
   double lo = INFINITY, hi = -INFINITY;
@@ -389,6 +380,15 @@ std::string convergence(const db::TaskRecord& task, const std::vector<db::TrialR
   svg << "</svg>\n";
   return svg.str();
 }
+
+// The metrics the top configurations' table shows beside the knobs.
+struct MetricColumn {
+  const char* metric;
+  const char* heading;
+  double scale;  // the metric's unit in the column's
+};
+constexpr MetricColumn kMetricColumns[] = {{metric::kStepMsMedian, "step ms", 1},
+                                           {metric::kPeakBytes, "peak MiB", 1 << 20}};
 
 }  // namespace
 
