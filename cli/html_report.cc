@@ -39,8 +39,9 @@ std::string fmt(double v, int digits = 4) {
   return s.str();
 }
 
-// The width of a character of the figures' 12 px sans-serif text, at most (digits and commas are
-// about 7 px): what an axis label needs.
+// The width of a character of the figures' 12 px sans-serif text, as an axis label needs it: a
+// little over a digit's (about 7.6 px; a comma's 3.8). Wide letters (m, W) need more: labels of
+// long words may still touch.
 constexpr double kCharWidthPx = 7.5;
 
 // A knob's values in their natural order: numbers by value, others as first seen.
@@ -54,7 +55,7 @@ struct Axis {
 };
 
 Axis axis_of(const std::string& knob, const std::vector<db::TrialRecord>& trials) {
-  Axis a{knob, {}, false};
+  Axis a{knob, {}};
   for (const auto& t : trials) {
     const Value* v = t.config.find(knob);
     if (v && std::find(a.values.begin(), a.values.end(), *v) == a.values.end())

@@ -469,8 +469,9 @@ TEST(ReportCliTest, RendersInAHeadlessBrowser) {
 }
 
 // A knob of many long values (pipeline cut sets): its panel labels every k-th value so that no two
-// labels overlap as the browser lays them out, and the heat map's default axes are the knobs of
-// numbers (micro-batches × stages), not the cut sets.
+// labels overlap as the browser lays them out (the others are named in the points' titles); the
+// heat map's default axes are the knobs of numbers (micro-batches × stages), not the cut sets; and
+// with the cut sets as its columns the map scrolls in its own box, not the page.
 TEST(ReportCliTest, ACutKnobsLabelsDoNotOverlapAndItIsNoDefaultAxis) {
   if (access("/usr/bin/chromium", X_OK) != 0)
     GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
@@ -508,6 +509,18 @@ TEST(ReportCliTest, ACutKnobsLabelsDoNotOverlapAndItIsNoDefaultAxis) {
   EXPECT_EQ(std::stoi(m[2]), 2);  // pp: both values
   EXPECT_GE(std::stoi(m[3]), 2);  // cuts: some of its sets
   EXPECT_EQ(std::stoi(m[4]), 4);  // micro_batches: 1, 2, 4, 8
+  // A value left unlabelled is named in its points' titles.
+  EXPECT_NE(page.find("<title>trial 1, cuts = "), std::string::npos);
+
+  // The cut sets as the heat map's columns, asked for: wider than the window, the map scrolls in
+  // its own box and the page does not.
+  ASSERT_EQ(run("report --db " + db + " --out " + html + " --x cuts --y pp").exit_code, 0);
+  const std::string scrolled =
+      laid_out(html,
+               "const box = document.querySelector('.wide'), page = document.documentElement;"
+               "return [box.scrollWidth > box.clientWidth, page.scrollWidth > page.clientWidth]"
+               ".join(' ');");
+  EXPECT_EQ(scrolled, "true false");
 }
 
 }  // namespace
